@@ -1,0 +1,3 @@
+module github.com/different-ai/differently
+
+go 1.26
