@@ -14,7 +14,9 @@ type Capacity struct {
 	LargestFreeMemoryMiB int64   `json:"largestFreeMemoryMiB,omitempty"`
 }
 
-// Fits reports whether one sandbox with resources r can be placed now.
+// Fits reports whether one sandbox with resources r can be placed now. Callers pass the
+// resources the sandbox will really hold, defaults filled in: a zero request fits
+// anywhere.
 func (c Capacity) Fits(r Resources) bool {
 	if !c.Bounded {
 		return true

@@ -3,6 +3,8 @@ package adapters
 import (
 	"maps"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ReservedLabelPrefix marks labels the control plane owns. Tenants cannot set them.
@@ -16,9 +18,10 @@ const (
 	LabelProject      = ReservedLabelPrefix + "project"
 )
 
-// Label limits, chosen to fit every backend's metadata rules.
+// Label limits, chosen to fit every backend's metadata rules. MaxLabels leaves room
+// for the four ownership labels within the 64 most backends accept.
 const (
-	MaxLabels          = 64
+	MaxLabels          = 60
 	MaxLabelKeyBytes   = 128
 	MaxLabelValueBytes = 256
 )
@@ -37,7 +40,7 @@ func OwnershipLabels(labels map[string]string, sandboxID, installation string) m
 func IsReservedLabel(key string) bool { return strings.HasPrefix(key, ReservedLabelPrefix) }
 
 // ValidateLabels checks labels a tenant sets: bounded in number and size, keys made of
-// letters, digits and . _ - / (starting with a letter or digit), values printable,
+// letters, digits and . _ - / (starting with a letter or digit), values printable UTF-8,
 // and nothing under the reserved prefix.
 func ValidateLabels(labels map[string]string) error {
 	if len(labels) > MaxLabels {
@@ -53,9 +56,12 @@ func ValidateLabels(labels map[string]string) error {
 		if len(v) > MaxLabelValueBytes {
 			return InvalidRequest("label %q: value is longer than %d bytes", k, MaxLabelValueBytes)
 		}
+		if !utf8.ValidString(v) {
+			return InvalidRequest("label %q: value is not valid UTF-8", k)
+		}
 		for _, r := range v {
-			if r < 0x20 || r == 0x7f {
-				return InvalidRequest("label %q: value contains a control character", k)
+			if !unicode.IsPrint(r) {
+				return InvalidRequest("label %q: value contains an unprintable character", k)
 			}
 		}
 	}

@@ -101,8 +101,11 @@ func (r CreateRequest) Validate() error {
 		return InvalidRequest("ttlSeconds must not be negative")
 	}
 	for k, v := range r.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return InvalidRequest("env name %q is not valid", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return InvalidRequest("env value of %q contains a NUL byte", k)
 		}
 	}
 	return r.Resources.Validate()

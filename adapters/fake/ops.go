@@ -1,0 +1,219 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+)
+
+// require refuses an optional operation whose feature the fake was not configured to
+// declare, as a backend without it would: operators use a narrow features list to
+// test how the control plane treats pools that lack something.
+func (a *Adapter) require(op string, features ...string) error {
+	for _, f := range features {
+		if slices.Contains(a.cfg.Features, f) {
+			return nil
+		}
+	}
+	return adapters.Unsupported(op)
+}
+
+// runningLocked returns the instance for ref when it can take an operation that
+// needs a live guest.
+func (a *Adapter) runningLocked(ref, op string) (*instance, error) {
+	in, err := a.lookupLocked(ref)
+	if err != nil {
+		return nil, err
+	}
+	if in.pub.State != adapters.StateRunning {
+		return nil, adapters.InvalidState("fake: %s needs a running instance, %s is %s", op, ref, in.pub.State)
+	}
+	return in, nil
+}
+
+func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
+	res, err := a.run(ctx, ref, req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	// ExecFunc may hand back anything; the contract caps synchronous output.
+	var cut bool
+	res.Stdout, cut = capOutput(res.Stdout)
+	res.Truncated = res.Truncated || cut
+	res.Stderr, cut = capOutput(res.Stderr)
+	res.Truncated = res.Truncated || cut
+	return res, nil
+}
+
+func capOutput(s string) (string, bool) {
+	if len(s) <= api.MaxExecOutputBytes {
+		return s, false
+	}
+	return s[:api.MaxExecOutputBytes], true
+}
+
+// run is Exec without the output cap, which streaming does not apply.
+func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
+	a.mu.Lock()
+	in, err := a.runningLocked(ref, "exec")
+	var view InstanceView
+	if err == nil {
+		view = in.view()
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return api.ExecResult{}, err
+	}
+	if a.cfg.ExecFunc != nil {
+		return a.cfg.ExecFunc(ctx, view, req)
+	}
+	text := req.Command
+	if text == "" {
+		text = strings.Join(req.Args, " ")
+	}
+	return api.ExecResult{Stdout: text + "\n"}, nil
+}
+
+// ExecStream emits the whole stdout, then the whole stderr: the fake has no process
+// whose output could interleave.
+func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
+	if err := a.require("exec.stream", adapters.FeatureExecStream); err != nil {
+		return adapters.ExitStatus{}, err
+	}
+	res, err := a.run(ctx, ref, req)
+	if err != nil {
+		return adapters.ExitStatus{}, err
+	}
+	for _, ev := range []api.ExecEvent{{Stream: api.StreamStdout, Data: res.Stdout}, {Stream: api.StreamStderr, Data: res.Stderr}} {
+		if ev.Data == "" {
+			continue
+		}
+		if err := emit(ev); err != nil {
+			return adapters.ExitStatus{}, err
+		}
+	}
+	return adapters.ExitStatus{Code: res.ExitCode, TimedOut: res.TimedOut}, nil
+}
+
+// transition moves ref from one state to another; being in the target state already
+// succeeds, which makes every lifecycle call idempotent.
+func (a *Adapter) transition(ref, op string, from, to adapters.InstanceState) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in, err := a.lookupLocked(ref)
+	if err != nil {
+		return err
+	}
+	switch in.pub.State {
+	case to:
+		return nil
+	case from:
+		in.pub.State = to
+		in.pub.Message = ""
+		return nil
+	}
+	return adapters.InvalidState("fake: cannot %s instance %s: it is %s", op, ref, in.pub.State)
+}
+
+func (a *Adapter) Stop(_ context.Context, ref string) error {
+	if err := a.require("stop", adapters.FeatureStopStart); err != nil {
+		return err
+	}
+	return a.transition(ref, "stop", adapters.StateRunning, adapters.StateStopped)
+}
+
+func (a *Adapter) Start(_ context.Context, ref string) error {
+	if err := a.require("start", adapters.FeatureStopStart); err != nil {
+		return err
+	}
+	return a.transition(ref, "start", adapters.StateStopped, adapters.StateRunning)
+}
+
+func (a *Adapter) Pause(_ context.Context, ref string) error {
+	if err := a.require("pause", adapters.FeaturePauseResume); err != nil {
+		return err
+	}
+	return a.transition(ref, "pause", adapters.StateRunning, adapters.StatePaused)
+}
+
+func (a *Adapter) Resume(_ context.Context, ref string) error {
+	if err := a.require("resume", adapters.FeaturePauseResume); err != nil {
+		return err
+	}
+	return a.transition(ref, "resume", adapters.StatePaused, adapters.StateRunning)
+}
+
+// Snapshot copies the instance's files. A stopped instance has a disk but no memory,
+// so only a disk snapshot can be taken of it.
+func (a *Adapter) Snapshot(_ context.Context, ref string, kind adapters.SnapshotKind) (adapters.Snapshot, error) {
+	if err := kind.Validate(); err != nil {
+		return adapters.Snapshot{}, err
+	}
+	kindFeature := adapters.FeatureSnapshotsDisk
+	if kind == adapters.SnapshotMemory {
+		kindFeature = adapters.FeatureSnapshotsMemory
+	}
+	if err := a.require("snapshot."+string(kind), kindFeature, adapters.FeatureFork); err != nil {
+		return adapters.Snapshot{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in, err := a.lookupLocked(ref)
+	if err != nil {
+		return adapters.Snapshot{}, err
+	}
+	ok := in.pub.State == adapters.StateRunning || in.pub.State == adapters.StatePaused ||
+		in.pub.State == adapters.StateStopped && kind == adapters.SnapshotDisk
+	if !ok {
+		return adapters.Snapshot{}, adapters.InvalidState("fake: cannot take a %s snapshot of instance %s: it is %s", kind, ref, in.pub.State)
+	}
+	s := &snapshot{ref: ids.New("snap"), kind: kind, files: copyFiles(in.files)}
+	a.snapshots[s.ref] = s
+	var size int64
+	for _, f := range s.files {
+		size += int64(len(f.data))
+	}
+	return adapters.Snapshot{Ref: s.ref, Kind: kind, SizeBytes: size}, nil
+}
+
+func (a *Adapter) DeleteSnapshot(_ context.Context, snapshotRef string) error {
+	if err := a.require("delete snapshot", adapters.FeatureSnapshotsDisk, adapters.FeatureSnapshotsMemory, adapters.FeatureFork); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.snapshots, snapshotRef)
+	return nil
+}
+
+// Snapshots counts the snapshots that exist now.
+func (a *Adapter) Snapshots() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.snapshots)
+}
+
+// ExposePort returns a URL under the reserved .invalid TLD, so that nothing ever
+// resolves it by accident.
+func (a *Adapter) ExposePort(_ context.Context, ref string, port int) (string, error) {
+	if err := a.require("ports.expose", adapters.FeaturePortsExpose); err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.runningLocked(ref, "expose port"); err != nil {
+		return "", err
+	}
+	if port < 1 || port > 65535 {
+		return "", adapters.InvalidRequest("fake: port %d is not in 1..65535", port)
+	}
+	return fmt.Sprintf("https://%s-%d.fake.invalid/", ref, port), nil
+}
