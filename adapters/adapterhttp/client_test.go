@@ -1,0 +1,207 @@
+package adapterhttp_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/api"
+)
+
+func TestNewClientValidatesTheEndpoint(t *testing.T) {
+	for _, bad := range []string{"", "127.0.0.1:9000", "ftp://host", "http://", "http://user:pw@host", "http://host/?a=b", "http://host/#x", "http://[::1"} {
+		if _, err := adapterhttp.NewClient(bad, ""); !api.IsCode(err, api.CodeInvalidRequest) {
+			t.Errorf("NewClient(%q) = %v, want invalid_request", bad, err)
+		}
+	}
+	for _, good := range []string{"http://127.0.0.1:9000", "https://adapter.internal:8443/", "http://host/prefix"} {
+		if _, err := adapterhttp.NewClient(good, "t"); err != nil {
+			t.Errorf("NewClient(%q) = %v", good, err)
+		}
+	}
+}
+
+func TestClientHonoursAPathPrefix(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/plugins/lab/", http.StripPrefix("/plugins/lab", adapterhttp.Handler(newMem(), "")))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	c := try(adapterhttp.NewClient(srv.URL+"/plugins/lab/", "")).ok(t)
+	noErr(t, c.Health(t.Context()))
+}
+
+func TestProtocolVersionIsChecked(t *testing.T) {
+	for name, header := range map[string]string{"missing": "", "mismatched": "2"} {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if header != "" {
+				w.Header().Set(adapterhttp.ProtocolHeader, header)
+			}
+			_, _ = io.WriteString(w, `{"status":"ok"}`)
+		})
+		err := c.Health(t.Context())
+		if e := wantCode(t, err, api.CodeProviderUnavailable); !strings.Contains(e.Message, "protocol") {
+			t.Fatalf("%s: message %q does not mention the protocol", name, e.Message)
+		}
+	}
+
+	c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+		_, _ = io.WriteString(w, `{"info":{"kind":"x","protocol":"2"},"capabilities":{"features":["exec"]}}`)
+	})
+	_, err := c.Capabilities(t.Context())
+	if e := wantCode(t, err, api.CodeProviderUnavailable); !strings.Contains(e.Message, `"2"`) {
+		t.Fatalf("info.protocol mismatch: %q", e.Message)
+	}
+	if c.Info().Kind != "remote" {
+		t.Fatalf("a rejected /info was recorded: %+v", c.Info())
+	}
+}
+
+func TestAnswersWithoutEnvelope(t *testing.T) {
+	for name, fn := range map[string]http.HandlerFunc{
+		"502 from the plugin": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html>bad gateway</html>")
+		},
+		"502 from a proxy": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadGateway)
+		},
+		"envelope without code": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `{"error":{"message":"x"}}`)
+		},
+	} {
+		c := rawServer(t, fn)
+		_, err := c.Get(t.Context(), "r")
+		if e := wantCode(t, err, api.CodeProviderUnavailable); !strings.Contains(e.Message, "502") {
+			t.Fatalf("%s: message %q", name, e.Message)
+		}
+	}
+
+	c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+		_, _ = io.WriteString(w, `{"ref":`)
+	})
+	_, err := c.Get(t.Context(), "r")
+	wantCode(t, err, api.CodeProviderUnavailable)
+}
+
+func TestEnvelopePassesThrough(t *testing.T) {
+	c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = io.WriteString(w, `{"error":{"code":"unsupported_operation","message":"no","details":{"operation":"pause"}}}`)
+	})
+	e := wantCode(t, c.Pause(t.Context(), "r"), api.CodeUnsupportedOperation)
+	if e.Message != "no" || e.Details["operation"] != "pause" {
+		t.Fatalf("error %+v", e)
+	}
+	// Delete and DeleteSnapshot only forgive not_found.
+	wantCode(t, c.Delete(t.Context(), "r"), api.CodeUnsupportedOperation)
+
+	nf := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":{"code":"not_found","message":"gone"}}`)
+	})
+	noErr(t, nf.Delete(t.Context(), "r"))
+	noErr(t, nf.DeleteSnapshot(t.Context(), "s"))
+	_, err := nf.Get(t.Context(), "r")
+	wantCode(t, err, api.CodeNotFound)
+}
+
+// dropFirstCreate delivers the first Create to the server, then loses its answer, as
+// a connection reset after the server committed would.
+type dropFirstCreate struct {
+	dropped atomic.Bool
+}
+
+func (d *dropFirstCreate) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || r.URL.Path != adapterhttp.BasePath+"/instances" || !d.dropped.CompareAndSwap(false, true) {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return nil, errors.New("connection reset by peer (simulated)")
+}
+
+func TestCreateIsIdempotentAfterALostAnswer(t *testing.T) {
+	ctx := t.Context()
+	drop := &dropFirstCreate{}
+	_, c := serve(t, newMem(), "", adapterhttp.WithHTTPClient(&http.Client{Transport: drop}))
+	req := adapters.CreateRequest{ID: "sbx_1", Installation: "inst_a"}
+
+	_, err := c.Create(ctx, req)
+	wantCode(t, err, api.CodeProviderUnavailable)
+	if !drop.dropped.Load() {
+		t.Fatal("the first answer was not dropped")
+	}
+	inst := try(c.Create(ctx, req)).ok(t)
+	again := try(c.Create(ctx, req)).ok(t)
+	list := try(c.List(ctx, "inst_a")).ok(t)
+	if inst.Ref != again.Ref || len(list) != 1 || list[0].Ref != inst.Ref {
+		t.Fatalf("refs %q %q, list %+v", inst.Ref, again.Ref, list)
+	}
+}
+
+func TestCancellationReachesTheAdapter(t *testing.T) {
+	mem := newMem()
+	_, c := serve(t, mem, "")
+	inst := try(c.Create(t.Context(), adapters.CreateRequest{ID: "sbx_1", Installation: "i"})).ok(t)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-mem.entered
+		cancel()
+	}()
+	_, err := c.Exec(ctx, inst.Ref, api.ExecRequest{Command: "block"})
+	wantCode(t, err, api.CodeProviderUnavailable)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v does not say the caller canceled", err)
+	}
+	// The server saw the client go and cancelled the adapter's call.
+	<-mem.canceled
+}
+
+func TestReadFileOverTheLimit(t *testing.T) {
+	for name, declare := range map[string]bool{"declared length": true, "chunked": false} {
+		t.Run(name, func(t *testing.T) {
+			c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+				w.Header().Set("Content-Type", "application/octet-stream")
+				if declare {
+					w.Header().Set("Content-Length", strconv.Itoa(api.MaxFileBytes+1))
+				}
+				_, _ = io.Copy(w, io.LimitReader(zeros{}, api.MaxFileBytes+1))
+			})
+			if _, err := c.ReadFile(t.Context(), "r", "/big"); !api.IsCode(err, api.CodePayloadTooLarge) {
+				t.Fatalf("%s: %v, want payload_too_large", name, err)
+			}
+		})
+	}
+}
+
+func TestEmptyArgumentsAreRefusedLocally(t *testing.T) {
+	c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected request %s %s", r.Method, r.URL)
+	})
+	ctx := t.Context()
+	_, err := c.Get(ctx, "")
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = c.List(ctx, "")
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = c.ReadFile(ctx, "r", "")
+	wantCode(t, err, api.CodeInvalidRequest)
+	wantCode(t, c.DeleteSnapshot(ctx, ""), api.CodeInvalidRequest)
+}

@@ -1,0 +1,245 @@
+package adapterhttp
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+const (
+	// BasePath prefixes every route of the protocol.
+	BasePath = "/adapter/v1"
+	// ProtocolHeader carries adapters.ProtocolVersion on every response.
+	ProtocolHeader = "Differently-Adapter-Protocol"
+
+	contentTypeJSON   = "application/json"
+	contentTypeNDJSON = "application/x-ndjson"
+	contentTypeBytes  = "application/octet-stream"
+)
+
+// Handler serves a over the adapter protocol under BasePath. With a non-empty token,
+// every request must carry Authorization: Bearer <token>.
+func Handler(a adapters.ExecutionAdapter, token string) http.Handler {
+	h := &handler{a: a, token: token}
+	if token != "" {
+		sum := sha256.Sum256([]byte(token))
+		h.tokenSum = sum[:]
+	}
+	mux := http.NewServeMux()
+	route := func(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.HandleFunc(method+" "+BasePath+path, func(w http.ResponseWriter, r *http.Request) {
+			if err := fn(w, r); err != nil {
+				h.writeError(w, err)
+			}
+		})
+	}
+	route("GET /info", h.info)
+	route("GET /capacity", h.capacity)
+	route("GET /health", h.health)
+	route("POST /instances", h.create)
+	route("GET /instances", h.list)
+	route("GET /instances/{ref}", h.get)
+	route("DELETE /instances/{ref}", h.delete)
+	route("POST /instances/{ref}/exec", h.exec)
+	route("GET /instances/{ref}/files", h.listFiles)
+	route("GET /instances/{ref}/files/content", h.readFile)
+	route("PUT /instances/{ref}/files/content", h.writeFile)
+	route("POST /instances/{ref}/{action}", h.action)
+	route("POST /instances/{ref}/snapshots", h.snapshot)
+	route("DELETE /snapshots/{ref}", h.deleteSnapshot)
+	route("POST /instances/{ref}/ports", h.exposePort)
+	// The mux's own 404 and 405 answers are plain text; a catch-all keeps every answer
+	// in the error envelope, which is all a client can interpret.
+	mux.HandleFunc("/", h.unrouted)
+	h.mux = mux
+	return h
+}
+
+type handler struct {
+	a        adapters.ExecutionAdapter
+	token    string
+	tokenSum []byte
+	mux      *http.ServeMux
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(ProtocolHeader, adapters.ProtocolVersion)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			// One broken adapter call must not take down every sandbox the plugin serves.
+			log.Printf("adapterhttp: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, p, debug.Stack())
+			h.writeError(w, errPanic)
+		}
+	}()
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="differently-adapter"`)
+		h.writeError(w, api.Errorf(api.CodeUnauthenticated, "missing or wrong bearer token"))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+var errPanic = api.Errorf(api.CodeInternal, "internal error: the adapter panicked")
+
+// authorized compares hashes rather than the tokens themselves so that neither the
+// comparison's duration nor its early exit on a length mismatch reveals the token's
+// length.
+func (h *handler) authorized(r *http.Request) bool {
+	if h.tokenSum == nil {
+		return true
+	}
+	scheme, presented, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(presented)))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenSum) == 1
+}
+
+// probeMethods are the methods the protocol uses, tried to tell a wrong method (405)
+// from an unknown path (404).
+var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
+
+func (h *handler) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range probeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := h.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		h.writeError(w, adapters.NotFound("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if slices.Contains(allowed, http.MethodGet) {
+		allowed = append(allowed, http.MethodHead)
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	// No code maps to 405; invalid_request is what a client should make of it.
+	writeJSON(w, http.StatusMethodNotAllowed, api.ErrorEnvelope{Error: adapters.InvalidRequest(
+		"method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allowed, ", "))})
+}
+
+// writeError answers with the error envelope. Errors that are not *api.Error carry no
+// code the control plane could act on, so they become internal.
+func (h *handler) writeError(w http.ResponseWriter, err error) {
+	e := api.AsError(err)
+	if e == nil {
+		e = api.Errorf(api.CodeInternal, "adapter error: %v", err)
+	}
+	e = h.scrub(e)
+	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+}
+
+// scrub keeps the token out of anything the server says, in case an adapter error
+// quotes a request or a configuration that contains it.
+func (h *handler) scrub(e *api.Error) *api.Error {
+	msg := h.scrubString(e.Message)
+	if msg == e.Message {
+		return e
+	}
+	out := *e
+	out.Message = msg
+	return &out
+}
+
+func (h *handler) scrubString(s string) string {
+	if h.token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, h.token, "[redacted]")
+}
+
+// writeJSON marshals before writing so that a value that cannot be encoded still gets
+// a well-formed error answer instead of half a body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(api.ErrorEnvelope{Error: api.Errorf(api.CodeInternal, "encoding the answer failed")})
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// decodeJSON reads one JSON value from the body, strictly: a peer that sends fields
+// this version does not know is speaking a different contract, and silently dropping
+// them would hide it.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength > api.MaxJSONBodyBytes {
+		return jsonTooLarge()
+	}
+	body := http.MaxBytesReader(w, r.Body, api.MaxJSONBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return adapters.InvalidRequest("request body holds more than one JSON value")
+		}
+		return bodyError(err)
+	}
+	return nil
+}
+
+func bodyError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return jsonTooLarge()
+	}
+	if errors.Is(err, io.EOF) {
+		return adapters.InvalidRequest("request body is empty")
+	}
+	return adapters.InvalidRequest("malformed JSON body: %v", err)
+}
+
+func jsonTooLarge() error {
+	return adapters.TooLarge("request body is over %d bytes", api.MaxJSONBodyBytes)
+}
+
+// require checks at call time that the adapter can serve an optional operation: it
+// must implement the interface and declare one of the features. Capabilities are
+// fetched once per request, as the pool manager would see them.
+func (h *handler) require(r *http.Request, implemented bool, op string, features ...string) error {
+	if !implemented {
+		return adapters.Unsupported(op)
+	}
+	caps, err := h.a.Capabilities(r.Context())
+	if err != nil {
+		return err
+	}
+	effective := adapters.EffectiveFeatures(h.a, caps.Features)
+	for _, f := range features {
+		if slices.Contains(effective, f) {
+			return nil
+		}
+	}
+	return adapters.Unsupported(op)
+}
+
+func queryPath(r *http.Request) (string, error) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		return "", adapters.InvalidRequest("the path query parameter is required")
+	}
+	return p, nil
+}

@@ -1,0 +1,315 @@
+package adapterhttp
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+// infoResponse is the body of GET /info.
+type infoResponse struct {
+	Info         adapters.Info         `json:"info"`
+	Capabilities adapters.Capabilities `json:"capabilities"`
+}
+
+type healthResponse struct {
+	Status string `json:"status"`
+}
+
+type snapshotRequest struct {
+	Kind adapters.SnapshotKind `json:"kind"`
+}
+
+type portRequest struct {
+	Port int `json:"port"`
+}
+
+type portResponse struct {
+	URL string `json:"url"`
+}
+
+func (h *handler) info(w http.ResponseWriter, r *http.Request) error {
+	caps, err := h.a.Capabilities(r.Context())
+	if err != nil {
+		return err
+	}
+	// Clients trust this list as the pool's features, so it must already say what
+	// this adapter can serve, not what it claims.
+	caps.Features = adapters.EffectiveFeatures(h.a, caps.Features)
+	info := h.a.Info()
+	info.Protocol = adapters.ProtocolVersion
+	writeJSON(w, http.StatusOK, infoResponse{Info: info, Capabilities: caps})
+	return nil
+}
+
+func (h *handler) capacity(w http.ResponseWriter, r *http.Request) error {
+	c, err := h.a.Capacity(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
+	if err := h.a.Health(r.Context()); err != nil {
+		// Any failed probe means the pool cannot take work; an uncoded error would
+		// otherwise read as a 500 bug rather than an outage.
+		if api.AsError(err) == nil {
+			err = adapters.Unavailable("%v", err)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+	return nil
+}
+
+func (h *handler) create(w http.ResponseWriter, r *http.Request) error {
+	var req adapters.CreateRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	inst, err := h.a.Create(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, inst)
+	return nil
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
+	installation := r.URL.Query().Get("installation")
+	if installation == "" {
+		return adapters.InvalidRequest("the installation query parameter is required")
+	}
+	list, err := h.a.List(r.Context(), installation)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []adapters.Instance{}
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
+	inst, err := h.a.Get(r.Context(), r.PathValue("ref"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, inst)
+	return nil
+}
+
+func (h *handler) delete(w http.ResponseWriter, r *http.Request) error {
+	if err := h.a.Delete(r.Context(), r.PathValue("ref")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) exec(w http.ResponseWriter, r *http.Request) error {
+	var req api.ExecRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if stream, _ := strconv.ParseBool(r.URL.Query().Get("stream")); stream {
+		_, ok := h.a.(adapters.Streamer)
+		if err := h.require(r, ok, "exec.stream", adapters.FeatureExecStream); err != nil {
+			return err
+		}
+		h.serveStream(w, r, req)
+		return nil
+	}
+	res, err := h.a.Exec(r.Context(), r.PathValue("ref"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (h *handler) fileSystem(r *http.Request, op string) (adapters.FileSystem, error) {
+	fs, ok := h.a.(adapters.FileSystem)
+	return fs, h.require(r, ok, op, adapters.FeatureFiles)
+}
+
+func (h *handler) listFiles(w http.ResponseWriter, r *http.Request) error {
+	path, err := queryPath(r)
+	if err != nil {
+		return err
+	}
+	fs, err := h.fileSystem(r, "files.list")
+	if err != nil {
+		return err
+	}
+	list, err := fs.ListFiles(r.Context(), r.PathValue("ref"), path)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []adapters.FileInfo{}
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (h *handler) readFile(w http.ResponseWriter, r *http.Request) error {
+	path, err := queryPath(r)
+	if err != nil {
+		return err
+	}
+	fs, err := h.fileSystem(r, "files.read")
+	if err != nil {
+		return err
+	}
+	data, err := fs.ReadFile(r.Context(), r.PathValue("ref"), path)
+	if err != nil {
+		return err
+	}
+	// The contract forbids adapters to cut files silently; passing an oversized one on
+	// would only move the failure to the client.
+	if len(data) > api.MaxFileBytes {
+		return adapters.TooLarge("file %s is over %d bytes", path, api.MaxFileBytes)
+	}
+	w.Header().Set("Content-Type", contentTypeBytes)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	return nil
+}
+
+func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
+	path, err := queryPath(r)
+	if err != nil {
+		return err
+	}
+	fs, err := h.fileSystem(r, "files.write")
+	if err != nil {
+		return err
+	}
+	if r.ContentLength > api.MaxFileBytes {
+		return fileTooLarge()
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, api.MaxFileBytes)); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fileTooLarge()
+		}
+		return adapters.InvalidRequest("reading the file body failed: %v", err)
+	}
+	if err := fs.WriteFile(r.Context(), r.PathValue("ref"), path, buf.Bytes()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func fileTooLarge() error {
+	return adapters.TooLarge("file content is over %d bytes", api.MaxFileBytes)
+}
+
+func (h *handler) action(w http.ResponseWriter, r *http.Request) error {
+	ctx, ref, action := r.Context(), r.PathValue("ref"), r.PathValue("action")
+	var err error
+	switch action {
+	case "stop", "start":
+		l, ok := h.a.(adapters.Lifecycle)
+		if err := h.require(r, ok, action, adapters.FeatureStopStart); err != nil {
+			return err
+		}
+		if action == "stop" {
+			err = l.Stop(ctx, ref)
+		} else {
+			err = l.Start(ctx, ref)
+		}
+	case "pause", "resume":
+		p, ok := h.a.(adapters.Pauser)
+		if err := h.require(r, ok, action, adapters.FeaturePauseResume); err != nil {
+			return err
+		}
+		if action == "pause" {
+			err = p.Pause(ctx, ref)
+		} else {
+			err = p.Resume(ctx, ref)
+		}
+	default:
+		return adapters.NotFound("no instance action %q (want stop, start, pause or resume)", action)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) error {
+	var req snapshotRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.Kind.Validate(); err != nil {
+		return err
+	}
+	feature := adapters.FeatureSnapshotsDisk
+	if req.Kind == adapters.SnapshotMemory {
+		feature = adapters.FeatureSnapshotsMemory
+	}
+	s, ok := h.a.(adapters.Snapshotter)
+	if err := h.require(r, ok, "snapshots."+string(req.Kind), feature); err != nil {
+		return err
+	}
+	snap, err := s.Snapshot(r.Context(), r.PathValue("ref"), req.Kind)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, snap)
+	return nil
+}
+
+func (h *handler) deleteSnapshot(w http.ResponseWriter, r *http.Request) error {
+	s, ok := h.a.(adapters.Snapshotter)
+	if err := h.require(r, ok, "snapshots.delete", adapters.FeatureSnapshotsDisk, adapters.FeatureSnapshotsMemory); err != nil {
+		return err
+	}
+	if err := s.DeleteSnapshot(r.Context(), r.PathValue("ref")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) exposePort(w http.ResponseWriter, r *http.Request) error {
+	var req portRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Port < 1 || req.Port > 65535 {
+		return adapters.InvalidRequest("port must be between 1 and 65535, not %d", req.Port)
+	}
+	p, ok := h.a.(adapters.PortExposer)
+	if err := h.require(r, ok, "ports.expose", adapters.FeaturePortsExpose); err != nil {
+		return err
+	}
+	url, err := p.ExposePort(r.Context(), r.PathValue("ref"), req.Port)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, portResponse{URL: url})
+	return nil
+}
