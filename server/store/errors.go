@@ -1,0 +1,18 @@
+package store
+
+import "github.com/different-ai/differently/api"
+
+// NotFound is the error for a missing row: kind is "sandbox", "pool", ...
+func NotFound(kind, id string) *api.Error {
+	return api.Errorf(api.CodeNotFound, "%s %q not found", kind, id)
+}
+
+// AlreadyExists is the error for a uniqueness conflict.
+func AlreadyExists(kind, id string) *api.Error {
+	return api.Errorf(api.CodeInvalidState, "%s %q already exists", kind, id)
+}
+
+// Conflict is the error for a write that lost a race or is refused in the current state.
+func Conflict(format string, args ...any) *api.Error {
+	return api.Errorf(api.CodeInvalidState, format, args...)
+}

@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
+	cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version`
+
+func scanPool(row pgx.Row) (store.Pool, error) {
+	var p store.Pool
+	var config, features []byte
+	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
+		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
+		&p.CreatedAt, &p.UpdatedAt, &p.Version); err != nil {
+		return p, err
+	}
+	p.CreatedAt, p.UpdatedAt = store.Timestamp(p.CreatedAt), store.Timestamp(p.UpdatedAt)
+	if err := store.UnmarshalJSON(config, &p.Config); err != nil {
+		return p, err
+	}
+	return p, store.UnmarshalJSON(features, &p.Features)
+}
+
+func poolArgs(p store.Pool) ([]any, error) {
+	config, err := store.MarshalJSON(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	features, err := store.MarshalJSON(p.Features)
+	if err != nil {
+		return nil, err
+	}
+	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
+		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
+		p.CreatedAt, p.UpdatedAt, p.Version}, nil
+}
+
+// CreatePool implements store.Store.
+func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
+	if err := store.ValidatePool(p); err != nil {
+		return store.Pool{}, err
+	}
+	p.CreatedAt, p.UpdatedAt, p.Version = store.Timestamp(now), store.Timestamp(now), 1
+	args, err := poolArgs(p)
+	if err != nil {
+		return store.Pool{}, err
+	}
+	row := s.pool.QueryRow(ctx, `INSERT INTO pools (`+poolColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+poolColumns, args...)
+	out, err := scanPool(row)
+	return out, translate(err, "pool", p.Name)
+}
+
+// GetPool implements store.Store.
+func (s *Store) GetPool(ctx context.Context, name string) (store.Pool, error) {
+	p, err := scanPool(s.pool.QueryRow(ctx, `SELECT `+poolColumns+` FROM pools WHERE name = $1`, name))
+	return p, translate(err, "pool", name)
+}
+
+// ListPools implements store.Store.
+func (s *Store) ListPools(ctx context.Context) ([]store.Pool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+poolColumns+` FROM pools ORDER BY name`)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []store.Pool
+	for rows.Next() {
+		p, err := scanPool(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, p)
+	}
+	return out, wrap(rows.Err())
+}
+
+// UpdatePool implements store.Store: the row is locked, its version compared, then written.
+func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
+	if err := store.ValidatePool(p); err != nil {
+		return store.Pool{}, err
+	}
+	var out store.Pool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM pools WHERE name = $1 FOR UPDATE`, p.Name).Scan(&version); err != nil {
+			return translate(err, "pool", p.Name)
+		}
+		if version != p.Version {
+			return store.Conflict("pool %q was changed concurrently (version %d, not %d)", p.Name, version, p.Version)
+		}
+		p.UpdatedAt, p.Version = store.Timestamp(now), version+1
+		args, err := poolArgs(p)
+		if err != nil {
+			return err
+		}
+		// created_at (args[11]) is deliberately not written.
+		args = append(args[:11], args[12:]...)
+		row := tx.QueryRow(ctx, `UPDATE pools SET adapter = $2, trust = $3, region = $4,
+			max_concurrency = $5, max_starting = $6, cost_cpu_hour = $7, cost_memory_gib_hour = $8,
+			config = $9, credentials_env = $10, features = $11, updated_at = $12, version = $13
+			WHERE name = $1 RETURNING `+poolColumns, args...)
+		out, err = scanPool(row)
+		return translate(err, "pool", p.Name)
+	})
+	return out, err
+}
+
+// DeletePool implements store.Store. The pool row is locked first so that two deletes
+// (or a delete and an update) queue behind each other.
+func (s *Store) DeletePool(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var n string
+		if err := tx.QueryRow(ctx, `SELECT name FROM pools WHERE name = $1 FOR UPDATE`, name).Scan(&n); err != nil {
+			return translate(err, "pool", name)
+		}
+		var live int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM sandboxes WHERE pool = $1 AND state NOT IN ('terminated', 'failed')`,
+			name).Scan(&live); err != nil {
+			return wrap(err)
+		}
+		if live > 0 {
+			return store.Conflict("pool %q still has %d sandboxes that are not terminated", name, live)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM pools WHERE name = $1`, name)
+		return wrap(err)
+	})
+}

@@ -1,0 +1,176 @@
+// Package postgres is the PostgreSQL implementation of store.Store, on pgx's pool. It is the
+// production store and the one for several replicas sharing a database.
+//
+// Migrations are embedded NNN_name.up.sql files (migrations/) applied by Open inside one
+// transaction that first takes pg_advisory_xact_lock on a key derived from the current
+// schema, so replicas starting together apply each migration exactly once; applied
+// versions are recorded in schema_migrations.
+//
+// The schema follows the connection's search_path, which is how tests isolate themselves
+// (a schema per test, set with the URL's search_path parameter).
+//
+// Concurrency: UpdateSandbox locks the row with SELECT ... FOR UPDATE; ClaimSandboxes picks
+// rows with FOR UPDATE SKIP LOCKED so concurrent claimers never block on or share a row;
+// idempotent creates rely on a partial unique index and INSERT ... ON CONFLICT DO NOTHING.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/store"
+)
+
+//go:embed migrations/*.up.sql
+var migrationFiles embed.FS
+
+// Migrations returns the embedded migrations, for tools that want to show them.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the directory
+	}
+	return sub
+}
+
+// Store is the PostgreSQL store. The zero value is not usable; call Open.
+type Store struct {
+	pool *pgxpool.Pool
+	url  string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres:// or postgresql://, any pgx option),
+// applies pending migrations and returns the store.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{pool: pool, url: url}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// URL is the database URL the store was opened with (it may hold a password; do not log it).
+func (s *Store) URL() string { return s.url }
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return wrap(s.pool.Ping(ctx))
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := store.Migrations(Migrations())
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// Serialise concurrent migrators on this schema; the lock ends with the transaction.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('differently.migrate:' || current_schema()))`); err != nil {
+			return wrap(err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return wrap(err)
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return wrap(err)
+		}
+		if current > len(ms) {
+			return fmt.Errorf("postgres: database schema is at version %d, newer than this build (%d)", current, len(ms))
+		}
+		for _, m := range ms[current:] {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("postgres: migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return wrap(err)
+			}
+		}
+		return nil
+	})
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return wrap(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return wrap(tx.Commit(ctx))
+}
+
+// InstallationID creates the ID on first use; ON CONFLICT makes concurrent first calls
+// agree on whichever insert won.
+func (s *Store) InstallationID(ctx context.Context) (string, error) {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('installation_id', $1) ON CONFLICT (key) DO NOTHING`,
+		ids.New("inst")); err != nil {
+		return "", wrap(err)
+	}
+	var id string
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'installation_id'`).Scan(&id); err != nil {
+		return "", wrap(err)
+	}
+	return id, nil
+}
+
+// translate maps a driver error to the store's errors: no rows is not_found for kind/id, a
+// unique violation is invalid_state, anything else is wrapped.
+func translate(err error, kind, id string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.NotFound(kind, id)
+	case isUniqueViolation(err):
+		return store.AlreadyExists(kind, id)
+	}
+	return wrap(err)
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// wrap labels an unclassified error with the driver, keeping *api.Error values as they are.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A caller forgot to translate; never let the sentinel escape.
+		return errors.New("postgres: unexpected: no rows")
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,268 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+// sandboxColumns is the column order of sandboxArgs and scanSandbox.
+const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
+	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
+	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
+	created_at, updated_at, state_changed_at, version`
+
+const sandboxParams = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29`
+
+func scanSandbox(row pgx.Row) (store.Sandbox, error) {
+	var sb store.Sandbox
+	var caps, labels, env, placement []byte
+	err := row.Scan(&sb.ID, &sb.Org, &sb.Project, &sb.State, &sb.Pool, &sb.Region, &sb.BackendRef,
+		&sb.Template, &sb.Profile, &caps, &sb.Resources.CPU, &sb.Resources.MemoryMiB,
+		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, &sb.ExpiresAt, &sb.FromSnapshot,
+		&placement, &sb.Attempts, &sb.Reason, &sb.NextAttemptAt, &sb.ClaimedBy, &sb.ClaimExpiresAt,
+		&sb.IdempotencyKey, &sb.CreatedAt, &sb.UpdatedAt, &sb.StateChangedAt, &sb.Version)
+	if err != nil {
+		return sb, err
+	}
+	for _, f := range []struct {
+		b []byte
+		v any
+	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}} {
+		if err := store.UnmarshalJSON(f.b, f.v); err != nil {
+			return sb, err
+		}
+	}
+	return store.NormalizeSandboxTimes(sb), nil
+}
+
+func sandboxArgs(sb store.Sandbox) ([]any, error) {
+	var js [4][]byte
+	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement} {
+		b, err := store.MarshalJSON(v)
+		if err != nil {
+			return nil, err
+		}
+		js[i] = b
+	}
+	return []any{sb.ID, sb.Org, sb.Project, string(sb.State), sb.Pool, sb.Region, sb.BackendRef,
+		sb.Template, sb.Profile, js[0], sb.Resources.CPU, sb.Resources.MemoryMiB, sb.Resources.DiskGiB,
+		js[1], js[2], sb.TTLSeconds, sb.ExpiresAt, sb.FromSnapshot, js[3], sb.Attempts, sb.Reason,
+		sb.NextAttemptAt, sb.ClaimedBy, sb.ClaimExpiresAt, sb.IdempotencyKey, sb.CreatedAt,
+		sb.UpdatedAt, sb.StateChangedAt, sb.Version}, nil
+}
+
+func collectSandboxes(rows pgx.Rows, err error) ([]store.Sandbox, error) {
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []store.Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, sb)
+	}
+	return out, wrap(rows.Err())
+}
+
+// CreateSandbox implements store.Store. With a key, ON CONFLICT DO NOTHING on the partial
+// unique index makes a concurrent duplicate wait for the winner's commit and insert
+// nothing; the SELECT that follows (a new statement, so a new snapshot) then sees the winner.
+func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandbox) (store.Sandbox, bool, error) {
+	sb, err := store.NormalizeSandbox(now, sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	args, err := sandboxArgs(sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	var out store.Sandbox
+	created := true
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row := tx.QueryRow(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`) VALUES (`+sandboxParams+`)
+			ON CONFLICT (project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+			RETURNING `+sandboxColumns, args...)
+		out, err = scanSandbox(row)
+		if err == nil || sb.IdempotencyKey == "" {
+			return translate(err, "sandbox", sb.ID)
+		}
+		if !isNoRows(err) {
+			return wrap(err)
+		}
+		created = false
+		out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
+		return translate(err, "sandbox", sb.ID)
+	})
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	return out, created, nil
+}
+
+// GetSandbox implements store.Store.
+func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
+	sb, err := scanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1`, id))
+	return sb, translate(err, "sandbox", id)
+}
+
+// ListSandboxes implements store.Store; the label filter is jsonb containment (@>), which
+// the GIN index serves.
+func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, string, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := store.DecodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	add("id > $%d", after)
+	if f.Org != "" {
+		add("org = $%d", f.Org)
+	}
+	if f.Project != "" {
+		add("project = $%d", f.Project)
+	}
+	if f.Pool != "" {
+		add("pool = $%d", f.Pool)
+	}
+	if len(f.States) > 0 {
+		add("state = ANY($%d)", statesArg(f.States))
+	}
+	if len(f.Labels) > 0 {
+		b, err := store.MarshalJSON(f.Labels)
+		if err != nil {
+			return nil, "", err
+		}
+		add("labels @> $%d::jsonb", b)
+	}
+	args = append(args, limit+1)
+	q := fmt.Sprintf(`SELECT %s FROM sandboxes WHERE %s ORDER BY id LIMIT $%d`,
+		sandboxColumns, strings.Join(where, " AND "), len(args))
+	items, err := collectSandboxes(s.pool.Query(ctx, q, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		next = store.EncodeCursor(items[limit-1].ID)
+	}
+	return items, next, nil
+}
+
+func statesArg(states []store.State) []string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
+// one sandbox queue on the row lock, so none is lost.
+func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+	var out store.Sandbox
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		cur, err := scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return translate(err, "sandbox", id)
+		}
+		next, err := store.ApplyUpdate(cur, now, fn)
+		if err != nil {
+			return err
+		}
+		args, err := sandboxArgs(next)
+		if err != nil {
+			return err
+		}
+		// Every column but id ($1) and created_at ($26) is rewritten; created_at only appears
+		// in the WHERE clause because PostgreSQL must be able to type every parameter.
+		out, err = scanSandbox(tx.QueryRow(ctx, `UPDATE sandboxes SET org = $2, project = $3, state = $4,
+			pool = $5, region = $6, backend_ref = $7, template = $8, profile = $9, capabilities = $10,
+			cpu = $11, memory_mib = $12, disk_gib = $13, labels = $14, env = $15, ttl_seconds = $16,
+			expires_at = $17, from_snapshot = $18, placement = $19, attempts = $20, reason = $21,
+			next_attempt_at = $22, claimed_by = $23, claim_expires_at = $24, idempotency_key = $25,
+			updated_at = $27, state_changed_at = $28, version = $29
+			WHERE id = $1 AND created_at = $26 RETURNING `+sandboxColumns, args...))
+		return translate(err, "sandbox", id)
+	})
+	return out, err
+}
+
+// ClaimSandboxes implements store.Store. SKIP LOCKED lets concurrent claimers pass over
+// rows another claimer is taking; a row claimed and committed meanwhile is re-checked
+// against the WHERE clause by PostgreSQL and dropped, so no row is claimed twice.
+func (s *Store) ClaimSandboxes(ctx context.Context, now time.Time, claimer string, lease time.Duration, limit int) ([]store.Sandbox, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now = store.Timestamp(now)
+	rows, err := s.pool.Query(ctx, `WITH picked AS (
+			SELECT id FROM sandboxes
+			WHERE state = 'queued' AND next_attempt_at <= $1
+			  AND (claim_expires_at IS NULL OR claim_expires_at <= $1)
+			ORDER BY next_attempt_at, id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		UPDATE sandboxes s SET claimed_by = $3, claim_expires_at = $4
+		FROM picked WHERE s.id = picked.id
+		RETURNING `+prefixed("s.", sandboxColumns), now, limit, claimer, store.Timestamp(now.Add(lease)))
+	out, err := collectSandboxes(rows, err)
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING has no order; restore the claim order.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
+			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CountSandboxesByPool implements store.Store.
+func (s *Store) CountSandboxesByPool(ctx context.Context, states []store.State) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT pool, count(*) FROM sandboxes WHERE state = ANY($1) GROUP BY pool`, statesArg(states))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var pool string
+		var n int
+		if err := rows.Scan(&pool, &n); err != nil {
+			return nil, wrap(err)
+		}
+		out[pool] = n
+	}
+	return out, wrap(rows.Err())
+}

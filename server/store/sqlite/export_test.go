@@ -1,0 +1,6 @@
+package sqlite
+
+import "database/sql"
+
+// DB exposes the write connection to the package's tests.
+func DB(s *Store) *sql.DB { return s.write }

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
+	cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version`
+
+// scanner is what *sql.Row and *sql.Rows have in common.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanPool(row scanner) (store.Pool, error) {
+	var p store.Pool
+	var config, features string
+	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
+		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
+		timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}, &p.Version); err != nil {
+		return p, err
+	}
+	if err := store.UnmarshalJSON([]byte(config), &p.Config); err != nil {
+		return p, err
+	}
+	return p, store.UnmarshalJSON([]byte(features), &p.Features)
+}
+
+func poolArgs(p store.Pool) ([]any, error) {
+	config, err := jsonText(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	features, err := jsonText(p.Features)
+	if err != nil {
+		return nil, err
+	}
+	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
+		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
+		micros(p.CreatedAt), micros(p.UpdatedAt), p.Version}, nil
+}
+
+// CreatePool implements store.Store.
+func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
+	if err := store.ValidatePool(p); err != nil {
+		return store.Pool{}, err
+	}
+	p.CreatedAt, p.UpdatedAt, p.Version = store.Timestamp(now), store.Timestamp(now), 1
+	args, err := poolArgs(p)
+	if err != nil {
+		return store.Pool{}, err
+	}
+	var out store.Pool
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		out, err = scanPool(tx.QueryRowContext(ctx, `INSERT INTO pools (`+poolColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+poolColumns, args...))
+		return translate(err, "pool", p.Name)
+	})
+	return out, err
+}
+
+// GetPool implements store.Store.
+func (s *Store) GetPool(ctx context.Context, name string) (store.Pool, error) {
+	p, err := scanPool(s.read.QueryRowContext(ctx, `SELECT `+poolColumns+` FROM pools WHERE name = ?`, name))
+	return p, translate(err, "pool", name)
+}
+
+// ListPools implements store.Store.
+func (s *Store) ListPools(ctx context.Context) ([]store.Pool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+poolColumns+` FROM pools ORDER BY name`)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []store.Pool
+	for rows.Next() {
+		p, err := scanPool(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, p)
+	}
+	return out, wrap(rows.Err())
+}
+
+// UpdatePool implements store.Store; the write transaction holds the only write lock, so
+// the version read and the update cannot interleave with another writer.
+func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
+	if err := store.ValidatePool(p); err != nil {
+		return store.Pool{}, err
+	}
+	var out store.Pool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var version int64
+		if err := tx.QueryRowContext(ctx, `SELECT version FROM pools WHERE name = ?`, p.Name).Scan(&version); err != nil {
+			return translate(err, "pool", p.Name)
+		}
+		if version != p.Version {
+			return store.Conflict("pool %q was changed concurrently (version %d, not %d)", p.Name, version, p.Version)
+		}
+		p.UpdatedAt, p.Version = store.Timestamp(now), version+1
+		args, err := poolArgs(p)
+		if err != nil {
+			return err
+		}
+		// Everything but name (the key, last here) and created_at (args[11]).
+		set := append(append([]any{}, args[1:11]...), args[12], args[13], p.Name)
+		out, err = scanPool(tx.QueryRowContext(ctx, `UPDATE pools SET adapter = ?, trust = ?, region = ?,
+			max_concurrency = ?, max_starting = ?, cost_cpu_hour = ?, cost_memory_gib_hour = ?,
+			config = ?, credentials_env = ?, features = ?, updated_at = ?, version = ?
+			WHERE name = ? RETURNING `+poolColumns, set...))
+		return translate(err, "pool", p.Name)
+	})
+	return out, err
+}
+
+// DeletePool implements store.Store.
+func (s *Store) DeletePool(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var n string
+		if err := tx.QueryRowContext(ctx, `SELECT name FROM pools WHERE name = ?`, name).Scan(&n); err != nil {
+			return translate(err, "pool", name)
+		}
+		var live int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE pool = ? AND state NOT IN ('terminated', 'failed')`,
+			name).Scan(&live); err != nil {
+			return wrap(err)
+		}
+		if live > 0 {
+			return store.Conflict("pool %q still has %d sandboxes that are not terminated", name, live)
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM pools WHERE name = ?`, name)
+		return wrap(err)
+	})
+}

@@ -1,0 +1,261 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+// sandboxColumns is the column order of sandboxArgs and scanSandbox.
+const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
+	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
+	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
+	created_at, updated_at, state_changed_at, version`
+
+func scanSandbox(row scanner) (store.Sandbox, error) {
+	var sb store.Sandbox
+	var caps, labels, env, placement string
+	err := row.Scan(&sb.ID, &sb.Org, &sb.Project, &sb.State, &sb.Pool, &sb.Region, &sb.BackendRef,
+		&sb.Template, &sb.Profile, &caps, &sb.Resources.CPU, &sb.Resources.MemoryMiB,
+		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, nullTimeCol{&sb.ExpiresAt}, &sb.FromSnapshot,
+		&placement, &sb.Attempts, &sb.Reason, timeCol{&sb.NextAttemptAt}, &sb.ClaimedBy,
+		nullTimeCol{&sb.ClaimExpiresAt}, &sb.IdempotencyKey, timeCol{&sb.CreatedAt},
+		timeCol{&sb.UpdatedAt}, timeCol{&sb.StateChangedAt}, &sb.Version)
+	if err != nil {
+		return sb, err
+	}
+	for _, f := range []struct {
+		s string
+		v any
+	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}} {
+		if err := store.UnmarshalJSON([]byte(f.s), f.v); err != nil {
+			return sb, err
+		}
+	}
+	return sb, nil
+}
+
+func sandboxArgs(sb store.Sandbox) ([]any, error) {
+	var js [4]string
+	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement} {
+		s, err := jsonText(v)
+		if err != nil {
+			return nil, err
+		}
+		js[i] = s
+	}
+	return []any{sb.ID, sb.Org, sb.Project, string(sb.State), sb.Pool, sb.Region, sb.BackendRef,
+		sb.Template, sb.Profile, js[0], sb.Resources.CPU, sb.Resources.MemoryMiB, sb.Resources.DiskGiB,
+		js[1], js[2], sb.TTLSeconds, microsPtr(sb.ExpiresAt), sb.FromSnapshot, js[3], sb.Attempts,
+		sb.Reason, micros(sb.NextAttemptAt), sb.ClaimedBy, microsPtr(sb.ClaimExpiresAt),
+		sb.IdempotencyKey, micros(sb.CreatedAt), micros(sb.UpdatedAt), micros(sb.StateChangedAt),
+		sb.Version}, nil
+}
+
+func collectSandboxes(rows *sql.Rows, err error) ([]store.Sandbox, error) {
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []store.Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, sb)
+	}
+	return out, wrap(rows.Err())
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// CreateSandbox implements store.Store. The lookup and the insert share one write
+// transaction, which no other writer can interleave with, so a key makes one sandbox.
+func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandbox) (store.Sandbox, bool, error) {
+	sb, err := store.NormalizeSandbox(now, sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	args, err := sandboxArgs(sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	var out store.Sandbox
+	created := false
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if sb.IdempotencyKey != "" {
+			out, err = scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+				WHERE project = ? AND idempotency_key = ?`, sb.Project, sb.IdempotencyKey))
+			if err == nil || !isNoRows(err) {
+				return wrap(err)
+			}
+		}
+		created = true
+		out, err = scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`)
+			VALUES (`+placeholders(29)+`) RETURNING `+sandboxColumns, args...))
+		return translate(err, "sandbox", sb.ID)
+	})
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	return out, created, nil
+}
+
+// GetSandbox implements store.Store.
+func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
+	sb, err := scanSandbox(s.read.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`, id))
+	return sb, translate(err, "sandbox", id)
+}
+
+// ListSandboxes implements store.Store. Each wanted label is an EXISTS over json_each of
+// the labels document, which is exact for any key (no JSON-path quoting involved).
+func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, string, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := store.DecodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	where := []string{"id > ?"}
+	args := []any{after}
+	add := func(cond string, vs ...any) {
+		where = append(where, cond)
+		args = append(args, vs...)
+	}
+	if f.Org != "" {
+		add("org = ?", f.Org)
+	}
+	if f.Project != "" {
+		add("project = ?", f.Project)
+	}
+	if f.Pool != "" {
+		add("pool = ?", f.Pool)
+	}
+	if len(f.States) > 0 {
+		add("state IN ("+placeholders(len(f.States))+")", statesArgs(f.States)...)
+	}
+	keys := make([]string, 0, len(f.Labels))
+	for k := range f.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		add(`EXISTS (SELECT 1 FROM json_each(sandboxes.labels) AS l WHERE l.key = ? AND l.type = 'text' AND l.value = ?)`,
+			k, f.Labels[k])
+	}
+	args = append(args, limit+1)
+	q := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ?`
+	items, err := collectSandboxes(s.read.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		next = store.EncodeCursor(items[limit-1].ID)
+	}
+	return items, next, nil
+}
+
+func statesArgs(states []store.State) []any {
+	out := make([]any, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// UpdateSandbox implements store.Store. The write transaction is the lock: no other
+// writer, in this process or another, runs between the read and the write.
+func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+	var out store.Sandbox
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`, id))
+		if err != nil {
+			return translate(err, "sandbox", id)
+		}
+		next, err := store.ApplyUpdate(cur, now, fn)
+		if err != nil {
+			return err
+		}
+		args, err := sandboxArgs(next)
+		if err != nil {
+			return err
+		}
+		// Every column but id (args[0], the key, last here) and created_at (args[25]).
+		set := append(append(append([]any{}, args[1:25]...), args[26:]...), id)
+		out, err = scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET org = ?, project = ?, state = ?,
+			pool = ?, region = ?, backend_ref = ?, template = ?, profile = ?, capabilities = ?,
+			cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,
+			expires_at = ?, from_snapshot = ?, placement = ?, attempts = ?, reason = ?,
+			next_attempt_at = ?, claimed_by = ?, claim_expires_at = ?, idempotency_key = ?,
+			updated_at = ?, state_changed_at = ?, version = ?
+			WHERE id = ? RETURNING `+sandboxColumns, set...))
+		return translate(err, "sandbox", id)
+	})
+	return out, err
+}
+
+// ClaimSandboxes implements store.Store as one UPDATE in a write transaction; writers are
+// serialised, so two claimers never see the same row unclaimed.
+func (s *Store) ClaimSandboxes(ctx context.Context, now time.Time, claimer string, lease time.Duration, limit int) ([]store.Sandbox, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []store.Sandbox
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = collectSandboxes(tx.QueryContext(ctx, `UPDATE sandboxes SET claimed_by = ?, claim_expires_at = ?
+			WHERE id IN (
+				SELECT id FROM sandboxes
+				WHERE state = 'queued' AND next_attempt_at <= ?
+				  AND (claim_expires_at IS NULL OR claim_expires_at <= ?)
+				ORDER BY next_attempt_at, id
+				LIMIT ?)
+			RETURNING `+sandboxColumns, claimer, micros(now.Add(lease)), micros(now), micros(now), limit))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING has no order; restore the claim order.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextAttemptAt.Equal(out[j].NextAttemptAt) {
+			return out[i].NextAttemptAt.Before(out[j].NextAttemptAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// CountSandboxesByPool implements store.Store.
+func (s *Store) CountSandboxesByPool(ctx context.Context, states []store.State) (map[string]int, error) {
+	out := map[string]int{}
+	if len(states) == 0 {
+		return out, nil
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT pool, count(*) FROM sandboxes WHERE state IN (`+
+		placeholders(len(states))+`) GROUP BY pool`, statesArgs(states)...)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pool string
+		var n int
+		if err := rows.Scan(&pool, &n); err != nil {
+			return nil, wrap(err)
+		}
+		out[pool] = n
+	}
+	return out, wrap(rows.Err())
+}

@@ -1,0 +1,72 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
+	"github.com/different-ai/differently/server/store/storetest"
+)
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, storetest.Driver{
+		New: func(t *testing.T) store.Store {
+			return open(t, filepath.Join(t.TempDir(), "differently.db"))
+		},
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			return open(t, s.(*sqlite.Store).Path())
+		},
+	})
+}
+
+func TestSettings(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "differently.db"))
+	db := sqlite.DB(s)
+	for pragma, want := range map[string]string{
+		"journal_mode": "wal",
+		"synchronous":  "2", // FULL
+		"foreign_keys": "1",
+		"busy_timeout": "30000",
+	} {
+		var got string
+		if err := db.QueryRow("PRAGMA " + pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+}
+
+func TestRefusesMemory(t *testing.T) {
+	for _, p := range []string{"", ":memory:"} {
+		if _, err := sqlite.Open(context.Background(), p); err == nil {
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "differently.db")
+	open(t, path).Close()
+	s := open(t, path)
+	var n int
+	if err := sqlite.DB(s).QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("schema_migrations has %d rows after two opens", n)
+	}
+}

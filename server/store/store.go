@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is everything the daemon persists. Implementations are safe for concurrent use by
+// many goroutines and, for PostgreSQL, by many replicas sharing one database.
+//
+// Methods taking "now" never read the clock themselves: the caller passes its clock's now,
+// which is what the row is stamped with and what time comparisons (claims, leases,
+// backoff) are made against.
+type Store interface {
+	// Ping checks that the database answers (readiness).
+	Ping(ctx context.Context) error
+	// Close releases the connections. The Store must not be used afterwards.
+	Close() error
+
+	// InstallationID returns this database's installation ID (inst_<ulid>). It is created
+	// on the first call (or by a migration) and never changes afterwards; concurrent first
+	// calls from several connections or replicas all return the same ID.
+	InstallationID(ctx context.Context) (string, error)
+
+	// CreatePool stores a new pool stamped with now (CreatedAt, UpdatedAt) at Version 1
+	// and returns it as stored. An existing name is invalid_state.
+	CreatePool(ctx context.Context, now time.Time, p Pool) (Pool, error)
+	// GetPool returns the named pool, or not_found.
+	GetPool(ctx context.Context, name string) (Pool, error)
+	// ListPools returns every pool, sorted by name.
+	ListPools(ctx context.Context) ([]Pool, error)
+	// UpdatePool replaces the pool named p.Name if its stored Version equals p.Version
+	// (invalid_state otherwise; not_found when missing), bumps Version and sets
+	// UpdatedAt=now. CreatedAt is kept.
+	UpdatePool(ctx context.Context, now time.Time, p Pool) (Pool, error)
+	// DeletePool removes the named pool; not_found when missing, invalid_state while a
+	// sandbox in a non-terminal state references it (terminate those first).
+	DeletePool(ctx context.Context, name string) error
+
+	// CreateSandbox stores a new sandbox. CreatedAt, UpdatedAt and StateChangedAt are set
+	// to now, NextAttemptAt defaults to now when zero, Version is 1, State defaults to
+	// queued. When IdempotencyKey is set it is unique per project: a create repeating a
+	// (project, key) pair returns the existing sandbox and created=false instead, and
+	// concurrent creates with one key make exactly one sandbox. An existing ID is
+	// invalid_state.
+	CreateSandbox(ctx context.Context, now time.Time, sb Sandbox) (out Sandbox, created bool, err error)
+	// GetSandbox returns the sandbox, or not_found.
+	GetSandbox(ctx context.Context, id string) (Sandbox, error)
+	// ListSandboxes returns one page of the sandboxes matching f, ordered by ID (ULIDs,
+	// so by creation time), and the cursor of the next page ("" on the last page). A
+	// malformed cursor is invalid_request.
+	ListSandboxes(ctx context.Context, f SandboxFilter) (items []Sandbox, nextCursor string, err error)
+	// UpdateSandbox is the one way a sandbox changes: in a single transaction it locks
+	// the row, calls fn with the current value, and writes what fn left, bumping Version
+	// and setting UpdatedAt=now (and StateChangedAt=now when State changed). ID,
+	// CreatedAt and Version cannot be changed by fn. When fn returns an error nothing is
+	// written and that error is returned as is. fn may run while other writers wait, so
+	// it must be quick and must not call the Store. not_found when the sandbox is missing.
+	UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*Sandbox) error) (Sandbox, error)
+	// ClaimSandboxes atomically leases up to limit queued sandboxes that are due
+	// (NextAttemptAt <= now) and not under a live claim (ClaimExpiresAt unset or <= now),
+	// oldest NextAttemptAt then ID first, setting ClaimedBy=claimer and
+	// ClaimExpiresAt=now+lease. Two claimers, on any connection or replica, never get the
+	// same sandbox while a claim is live. A claim is not a change of the sandbox: Version
+	// and UpdatedAt stay. Release it with UpdateSandbox (clear ClaimedBy/ClaimExpiresAt).
+	ClaimSandboxes(ctx context.Context, now time.Time, claimer string, lease time.Duration, limit int) ([]Sandbox, error)
+	// CountSandboxesByPool counts the sandboxes in any of states, by pool name ("" for
+	// sandboxes not yet placed). Pools with no such sandbox are absent from the map.
+	CountSandboxesByPool(ctx context.Context, states []State) (map[string]int, error)
+
+	// CreateSnapshot stores a snapshot with CreatedAt=now; an existing ID is invalid_state.
+	CreateSnapshot(ctx context.Context, now time.Time, sn Snapshot) (Snapshot, error)
+	// GetSnapshot returns the snapshot, or not_found.
+	GetSnapshot(ctx context.Context, id string) (Snapshot, error)
+	// ListSnapshots returns the snapshots of one sandbox, ordered by ID.
+	ListSnapshots(ctx context.Context, sandboxID string) ([]Snapshot, error)
+	// DeleteSnapshot removes a snapshot; not_found when missing.
+	DeleteSnapshot(ctx context.Context, id string) error
+
+	// CreateToken stores a token (by hash) with CreatedAt=now; a duplicate ID or hash is
+	// invalid_state.
+	CreateToken(ctx context.Context, now time.Time, tok Token) (Token, error)
+	// TokenByHash finds the token whose secret hashes to hash, or not_found.
+	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	// ListTokens returns every token, ordered by ID.
+	ListTokens(ctx context.Context) ([]Token, error)
+	// TouchToken sets LastUsedAt=now; not_found when missing.
+	TouchToken(ctx context.Context, id string, now time.Time) error
+	// DeleteToken removes a token; not_found when missing.
+	DeleteToken(ctx context.Context, id string) error
+
+	// GetPolicy returns the global policy, or the zero Policy when none was ever put.
+	GetPolicy(ctx context.Context) (Policy, error)
+	// PutPolicy replaces the global policy.
+	PutPolicy(ctx context.Context, p Policy) error
+
+	// TryLease acquires or renews the named lease for holder until now+ttl when it is
+	// free, expired (expiry <= now) or already held by holder, and reports whether holder
+	// now holds it. Leader election is a lease named "leader".
+	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
+	// ReleaseLease gives the lease up if holder holds it; otherwise it does nothing.
+	ReleaseLease(ctx context.Context, name, holder string) error
+}

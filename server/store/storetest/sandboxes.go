@@ -1,0 +1,261 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/store"
+)
+
+func newSandbox(project string) store.Sandbox {
+	return store.Sandbox{ID: ids.At("sbx", t0), Org: "org1", Project: project}
+}
+
+func mustCreate(t *testing.T, s store.Store, sb store.Sandbox) store.Sandbox {
+	t.Helper()
+	out, created, err := s.CreateSandbox(ctxFor(t), t0, sb)
+	if err != nil || !created {
+		t.Fatalf("CreateSandbox = created %v, %v", created, err)
+	}
+	return out
+}
+
+func fullSandbox() store.Sandbox {
+	return store.Sandbox{
+		ID:           ids.At("sbx", t0),
+		Org:          "org1",
+		Project:      "proj1",
+		State:        store.StateRunning,
+		Pool:         "alpha",
+		Region:       "eu-west",
+		BackendRef:   "ref-123",
+		Template:     "python:3.12",
+		Profile:      "ci",
+		Capabilities: []string{"exec.stream", "files"},
+		Resources:    adapters.Resources{CPU: 1.5, MemoryMiB: 2048, DiskGiB: 10},
+		Labels:       map[string]string{"team": "infra", "differently.dev/x": "y"},
+		Env:          map[string]string{"SECRET": "s3cr3t", "EMPTY": ""},
+		TTLSeconds:   3600,
+		ExpiresAt:    ptr(t0.Add(time.Hour)),
+		FromSnapshot: "snap_x",
+		Placement:    store.Placement{AllowedPools: []string{"alpha", "beta"}, Regions: []string{"eu-west"}},
+		Attempts:     2,
+		Reason:       "waiting for capacity",
+		// Set explicitly: a caller may schedule the first attempt later.
+		NextAttemptAt:  t0.Add(2 * time.Second),
+		ClaimedBy:      "replica-1",
+		ClaimExpiresAt: ptr(t0.Add(30 * time.Second)),
+		IdempotencyKey: "key-1",
+	}
+}
+
+func testSandboxRoundTrip(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	in := fullSandbox()
+	out := mustCreate(t, s, in)
+	want := in
+	want.ExpiresAt = ptr(ts(*in.ExpiresAt))
+	want.ClaimExpiresAt = ptr(ts(*in.ClaimExpiresAt))
+	want.NextAttemptAt = ts(in.NextAttemptAt)
+	want.CreatedAt, want.UpdatedAt, want.StateChangedAt, want.Version = ts(t0), ts(t0), ts(t0), 1
+	equal(t, "created sandbox", out, want)
+	equal(t, "got sandbox", must[store.Sandbox](t)(s.GetSandbox(ctx, in.ID)), want)
+	// And through a second store (another process reading the same database).
+	equal(t, "reopened sandbox", must[store.Sandbox](t)(d.Reopen(t, s).GetSandbox(ctx, in.ID)), want)
+
+	// Empty collections stay empty rather than becoming nil.
+	e := newSandbox("proj1")
+	e.Labels, e.Env, e.Capabilities = map[string]string{}, map[string]string{}, []string{}
+	got := mustCreate(t, s, e)
+	if got.Labels == nil || got.Env == nil || got.Capabilities == nil {
+		t.Fatalf("empty collections came back nil: %+v", got)
+	}
+}
+
+func testSandboxCreate(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	sb := newSandbox("proj1")
+	out := mustCreate(t, s, sb)
+	if out.State != store.StateQueued || out.Version != 1 || out.NextAttemptAt != ts(t0) ||
+		out.ExpiresAt != nil || out.ClaimExpiresAt != nil || out.Labels != nil {
+		t.Fatalf("defaults not applied: %s", show(out))
+	}
+	_, _, err := s.CreateSandbox(ctx, t0, sb)
+	wantCode(t, err, api.CodeInvalidState)
+	_, _, err = s.CreateSandbox(ctx, t0, store.Sandbox{Project: "p"})
+	wantCode(t, err, api.CodeInvalidRequest)
+	bad := newSandbox("proj1")
+	bad.State = "sleeping"
+	_, _, err = s.CreateSandbox(ctx, t0, bad)
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = s.GetSandbox(ctx, "sbx_missing")
+	wantCode(t, err, api.CodeNotFound)
+
+	if !store.StateTerminated.IsTerminal() || !store.StateFailed.IsTerminal() || store.StateTerminating.IsTerminal() {
+		t.Fatal("IsTerminal is wrong")
+	}
+}
+
+func testSandboxIdempotencyKey(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	a := newSandbox("proj1")
+	a.IdempotencyKey = "k"
+	first := mustCreate(t, s, a)
+	b := newSandbox("proj1")
+	b.IdempotencyKey = "k"
+	again, created, err := s.CreateSandbox(ctx, t0.Add(time.Second), b)
+	noErr(t, err)
+	if created {
+		t.Fatal("second create with the same key created a sandbox")
+	}
+	equal(t, "repeated create", again, first)
+	// The key is per project, and sandboxes without a key never collide.
+	c := newSandbox("proj2")
+	c.IdempotencyKey = "k"
+	mustCreate(t, s, c)
+	mustCreate(t, s, newSandbox("proj1"))
+	mustCreate(t, s, newSandbox("proj1"))
+}
+
+func testSandboxIdempotencyKeyConcurrent(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	const n = 8
+	type result struct {
+		id      string
+		created bool
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := s
+			if i%2 == 1 {
+				st = other
+			}
+			sb := newSandbox("proj1")
+			sb.IdempotencyKey = "same"
+			out, created, err := st.CreateSandbox(ctx, t0, sb)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = result{out.ID, created}
+		}()
+	}
+	wg.Wait()
+	createdCount := 0
+	for _, r := range results {
+		if r.created {
+			createdCount++
+		}
+		if r.id != results[0].id {
+			t.Fatalf("creates with one key returned different sandboxes: %+v", results)
+		}
+	}
+	if createdCount != 1 {
+		t.Fatalf("%d creates reported created, want 1: %+v", createdCount, results)
+	}
+	items, _ := list(t, s, store.SandboxFilter{Project: "proj1"})
+	if len(items) != 1 {
+		t.Fatalf("%d sandboxes stored, want 1", len(items))
+	}
+}
+
+func testSandboxUpdate(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	sb := mustCreate(t, s, fullSandbox())
+	t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+
+	// A change without a state change keeps StateChangedAt.
+	got := must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t1, func(x *store.Sandbox) error {
+		x.Labels["new"] = "label"
+		x.Reason = "r"
+		x.ID, x.CreatedAt, x.Version = "sbx_other", t2, 99 // not writable through fn
+		return nil
+	}))
+	want := sb
+	want.Labels = map[string]string{"team": "infra", "differently.dev/x": "y", "new": "label"}
+	want.Reason = "r"
+	want.UpdatedAt, want.Version = ts(t1), 2
+	equal(t, "updated", got, want)
+	equal(t, "stored", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
+	if len(sb.Labels) != 2 {
+		t.Fatal("UpdateSandbox changed the caller's earlier value through a shared map")
+	}
+
+	// A state change stamps StateChangedAt; clearing optional times stores NULL.
+	got = must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t2, func(x *store.Sandbox) error {
+		x.State = store.StateStopped
+		x.ExpiresAt, x.ClaimExpiresAt, x.ClaimedBy = nil, nil, ""
+		return nil
+	}))
+	if got.StateChangedAt != ts(t2) || got.UpdatedAt != ts(t2) || got.Version != 3 ||
+		got.ExpiresAt != nil || got.ClaimExpiresAt != nil {
+		t.Fatalf("state change not recorded: %s", show(got))
+	}
+	equal(t, "stored after state change", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), got)
+
+	_, err := s.UpdateSandbox(ctx, "sbx_missing", t2, func(*store.Sandbox) error { return nil })
+	wantCode(t, err, api.CodeNotFound)
+	_, err = s.UpdateSandbox(ctx, sb.ID, t2, func(x *store.Sandbox) error { x.State = "bogus"; return nil })
+	wantCode(t, err, api.CodeInvalidRequest)
+}
+
+func testSandboxUpdateAbort(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	sb := mustCreate(t, s, fullSandbox())
+	abort := api.Errorf(api.CodeInvalidState, "cannot stop a queued sandbox")
+	_, err := s.UpdateSandbox(ctx, sb.ID, t0.Add(time.Hour), func(x *store.Sandbox) error {
+		x.State, x.Attempts, x.Labels["k"] = store.StateFailed, 9, "v"
+		return abort
+	})
+	if !errors.Is(err, abort) {
+		t.Fatalf("UpdateSandbox returned %v, want fn's error", err)
+	}
+	equal(t, "after abort", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), sb)
+}
+
+func testSandboxUpdateConcurrent(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	sb := mustCreate(t, s, newSandbox("proj1"))
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := s
+			if i%2 == 1 {
+				st = other
+			}
+			_, err := st.UpdateSandbox(ctx, sb.ID, t0.Add(time.Duration(i)*time.Second), func(x *store.Sandbox) error {
+				x.Attempts++
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got := must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID))
+	if got.Attempts != n || got.Version != n+1 {
+		t.Fatalf("after %d concurrent increments: attempts %d, version %d", n, got.Attempts, got.Version)
+	}
+}

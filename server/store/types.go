@@ -1,0 +1,176 @@
+package store
+
+import (
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+// State is a sandbox's lifecycle state as the control plane sees it.
+type State string
+
+// The sandbox states of the public API.
+const (
+	StateQueued       State = "queued"
+	StateProvisioning State = "provisioning"
+	StateRunning      State = "running"
+	StateStopped      State = "stopped"
+	StatePaused       State = "paused"
+	StateTerminating  State = "terminating"
+	StateTerminated   State = "terminated"
+	StateFailed       State = "failed"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{StateQueued, StateProvisioning, StateRunning, StateStopped, StatePaused,
+	StateTerminating, StateTerminated, StateFailed}
+
+// NonTerminalStates lists the states in which a sandbox may still own a backend instance.
+var NonTerminalStates = []State{StateQueued, StateProvisioning, StateRunning, StateStopped,
+	StatePaused, StateTerminating}
+
+// IsTerminal reports whether the sandbox is finished for good (terminated or failed).
+func (s State) IsTerminal() bool { return s == StateTerminated || s == StateFailed }
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CostModel prices a pool's requested resources.
+type CostModel struct {
+	CPUHour       float64 `json:"cpuHour"`
+	MemoryGiBHour float64 `json:"memoryGiBHour"`
+}
+
+// Pool is an operator-declared backend reached through one adapter.
+type Pool struct {
+	Name           string         `json:"name"`
+	Adapter        string         `json:"adapter"`
+	Trust          api.Trust      `json:"trust"`
+	Region         string         `json:"region,omitempty"`
+	MaxConcurrency int            `json:"maxConcurrency"`
+	MaxStarting    int            `json:"maxStarting"`
+	CostModel      CostModel      `json:"costModel"`
+	Config         map[string]any `json:"config,omitempty"`
+	// CredentialsEnv names the environment variable holding the pool's credentials; the
+	// secret itself is never stored.
+	CredentialsEnv string    `json:"credentialsEnv,omitempty"`
+	Features       []string  `json:"features,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	// Version increases by one on every write; UpdatePool compares it (optimistic
+	// concurrency).
+	Version int64 `json:"version"`
+}
+
+// Placement narrows where a sandbox may run.
+type Placement struct {
+	AllowedPools []string `json:"allowedPools,omitempty"`
+	Regions      []string `json:"regions,omitempty"`
+}
+
+// Sandbox is one tenant sandbox and the scheduler's bookkeeping about it.
+type Sandbox struct {
+	ID           string             `json:"id"`
+	Org          string             `json:"org"`
+	Project      string             `json:"project"`
+	State        State              `json:"state"`
+	Pool         string             `json:"pool,omitempty"`
+	Region       string             `json:"region,omitempty"`
+	BackendRef   string             `json:"backendRef,omitempty"`
+	Template     string             `json:"template,omitempty"`
+	Profile      string             `json:"profile,omitempty"`
+	Capabilities []string           `json:"capabilities,omitempty"`
+	Resources    adapters.Resources `json:"resources"`
+	Labels       map[string]string  `json:"labels,omitempty"`
+	// Env is stored because the scheduler passes it to Create; the API never returns it.
+	Env          map[string]string `json:"-"`
+	TTLSeconds   int64             `json:"ttlSeconds,omitempty"`
+	ExpiresAt    *time.Time        `json:"expiresAt,omitempty"`
+	FromSnapshot string            `json:"fromSnapshot,omitempty"`
+	Placement    Placement         `json:"placement"`
+	Attempts     int               `json:"attempts"`
+	// Reason says in words why the sandbox waits or failed.
+	Reason string `json:"reason,omitempty"`
+	// NextAttemptAt is when a queued sandbox becomes claimable (backoff).
+	NextAttemptAt time.Time `json:"-"`
+	// ClaimedBy and ClaimExpiresAt are the provisioning lease of ClaimSandboxes.
+	ClaimedBy      string     `json:"-"`
+	ClaimExpiresAt *time.Time `json:"-"`
+	// IdempotencyKey is unique per project when set (the Idempotency-Key header).
+	IdempotencyKey string    `json:"-"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	StateChangedAt time.Time `json:"stateChangedAt"`
+	Version        int64     `json:"version"`
+}
+
+// SandboxFilter selects sandboxes for ListSandboxes. Zero fields do not filter.
+type SandboxFilter struct {
+	Org     string
+	Project string
+	States  []State
+	Pool    string
+	// Labels must all be present with exactly these values.
+	Labels map[string]string
+	// Limit is the page size: DefaultLimit when 0, at most MaxLimit.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" starts at the beginning.
+	Cursor string
+}
+
+// Page sizes of ListSandboxes.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Snapshot is a saved disk or memory image of a sandbox.
+type Snapshot struct {
+	ID        string `json:"id"`
+	SandboxID string `json:"sandboxId"`
+	Org       string `json:"org,omitempty"`
+	Project   string `json:"project,omitempty"`
+	Pool      string `json:"pool,omitempty"`
+	// BackendRef is the adapter's snapshot ref (restored through CreateRequest.FromSnapshot).
+	BackendRef string    `json:"-"`
+	Kind       string    `json:"kind"`
+	SizeBytes  int64     `json:"sizeBytes"`
+	State      string    `json:"state"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// Token scopes.
+const (
+	ScopeAdmin   = "admin"
+	ScopeProject = "project"
+)
+
+// Token is an API bearer token. Only the SHA-256 of the secret is stored.
+type Token struct {
+	ID         string     `json:"id"`
+	Hash       []byte     `json:"-"`
+	Scope      string     `json:"scope"`
+	Org        string     `json:"org,omitempty"`
+	Project    string     `json:"project,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+// Policy is the global placement policy, a singleton document.
+type Policy struct {
+	// AllowExternal lets the policy engine place work on external pools at all...
+	AllowExternal bool `json:"allowExternal"`
+	// ...and then only on the pools listed here.
+	ExternalPools []string `json:"externalPools,omitempty"`
+	// Defaults are free-form defaults (resources, ttlSeconds, ...) kept as JSON.
+	Defaults map[string]any `json:"defaults,omitempty"`
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/api"
+)
+
+// Timestamp is how every driver normalises a time before storing it: UTC, truncated to
+// the microsecond (PostgreSQL's timestamptz precision), without a monotonic reading. Values
+// read back compare equal (==) to Timestamp of the value written, on either driver.
+func Timestamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// TimestampPtr is Timestamp for optional times.
+func TimestampPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := Timestamp(*t)
+	return &v
+}
+
+// EncodeCursor makes the opaque cursor that resumes a listing after id.
+func EncodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("id:" + id))
+}
+
+// DecodeCursor reverses EncodeCursor; "" decodes to "". Anything else is invalid_request.
+func DecodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), "id:") || len(b) == 3 {
+		return "", api.Errorf(api.CodeInvalidRequest, "invalid cursor %q", c)
+	}
+	return string(b[3:]), nil
+}
+
+// PageLimit applies DefaultLimit and MaxLimit; a negative limit is invalid_request.
+func PageLimit(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, api.Errorf(api.CodeInvalidRequest, "limit must not be negative")
+	case limit == 0:
+		return DefaultLimit, nil
+	case limit > MaxLimit:
+		return MaxLimit, nil
+	}
+	return limit, nil
+}
+
+// MarshalJSON encodes a column value. It exists so that both drivers encode alike.
+func MarshalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode json: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalJSON decodes a column value written by MarshalJSON; empty means null.
+func UnmarshalJSON(b []byte, v any) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("store: decode json: %w", err)
+	}
+	return nil
+}
+
+// NormalizeSandbox prepares a sandbox for CreateSandbox: it stamps the times from now,
+// fills the defaults and checks what the schema cannot.
+func NormalizeSandbox(now time.Time, sb Sandbox) (Sandbox, error) {
+	if sb.ID == "" {
+		return sb, api.Errorf(api.CodeInvalidRequest, "sandbox id is required")
+	}
+	if sb.State == "" {
+		sb.State = StateQueued
+	}
+	if !sb.State.Valid() {
+		return sb, api.Errorf(api.CodeInvalidRequest, "unknown sandbox state %q", sb.State)
+	}
+	now = Timestamp(now)
+	sb.CreatedAt, sb.UpdatedAt, sb.StateChangedAt = now, now, now
+	if sb.NextAttemptAt.IsZero() {
+		sb.NextAttemptAt = now
+	}
+	sb.Version = 1
+	return NormalizeSandboxTimes(sb), nil
+}
+
+// NormalizeSandboxTimes applies Timestamp to every time of sb.
+func NormalizeSandboxTimes(sb Sandbox) Sandbox {
+	sb.ExpiresAt = TimestampPtr(sb.ExpiresAt)
+	sb.ClaimExpiresAt = TimestampPtr(sb.ClaimExpiresAt)
+	sb.NextAttemptAt = Timestamp(sb.NextAttemptAt)
+	sb.CreatedAt = Timestamp(sb.CreatedAt)
+	sb.UpdatedAt = Timestamp(sb.UpdatedAt)
+	sb.StateChangedAt = Timestamp(sb.StateChangedAt)
+	return sb
+}
+
+// ApplyUpdate runs an UpdateSandbox callback on a copy of cur and returns the row to
+// write: fn's changes, with the fields fn may not change restored and the bookkeeping
+// (Version, UpdatedAt, StateChangedAt) applied. Both drivers call it inside their
+// locked transaction.
+func ApplyUpdate(cur Sandbox, now time.Time, fn func(*Sandbox) error) (Sandbox, error) {
+	next := cur
+	// Deep-copy the reference fields so that fn cannot alias the caller's value.
+	next.Capabilities = append([]string(nil), cur.Capabilities...)
+	next.Labels = copyMap(cur.Labels)
+	next.Env = copyMap(cur.Env)
+	if err := fn(&next); err != nil {
+		return cur, err
+	}
+	if !next.State.Valid() {
+		return cur, api.Errorf(api.CodeInvalidRequest, "unknown sandbox state %q", next.State)
+	}
+	now = Timestamp(now)
+	next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
+	next.Version = cur.Version + 1
+	next.UpdatedAt = now
+	next.StateChangedAt = cur.StateChangedAt
+	if next.State != cur.State {
+		next.StateChangedAt = now
+	}
+	return NormalizeSandboxTimes(next), nil
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ValidatePool checks what the schema cannot.
+func ValidatePool(p Pool) error {
+	if p.Name == "" {
+		return api.Errorf(api.CodeInvalidRequest, "pool name is required")
+	}
+	if p.Adapter == "" {
+		return api.Errorf(api.CodeInvalidRequest, "pool %q: adapter is required", p.Name)
+	}
+	return nil
+}
+
+// ValidateToken checks what the schema cannot.
+func ValidateToken(t Token) error {
+	switch {
+	case t.ID == "":
+		return api.Errorf(api.CodeInvalidRequest, "token id is required")
+	case len(t.Hash) == 0:
+		return api.Errorf(api.CodeInvalidRequest, "token hash is required")
+	case t.Scope != ScopeAdmin && t.Scope != ScopeProject:
+		return api.Errorf(api.CodeInvalidRequest, "token scope must be %q or %q", ScopeAdmin, ScopeProject)
+	case t.Scope == ScopeProject && t.Project == "":
+		return api.Errorf(api.CodeInvalidRequest, "a project token needs a project")
+	}
+	return nil
+}
