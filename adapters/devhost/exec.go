@@ -1,0 +1,429 @@
+package devhost
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+const (
+	// DefaultExecTimeout applies when a request sets no timeoutSeconds.
+	DefaultExecTimeout = 10 * time.Minute
+	// chunkSize is the largest piece of output read, and emitted, at once.
+	chunkSize = 32 << 10
+	// pipeGrace bounds how long output is awaited after the command has exited and
+	// its process group has been killed. Only a process that left the group (setsid)
+	// can still hold the pipes then; it must not hold Exec hostage.
+	pipeGrace = 2 * time.Second
+	// fallbackPATH is used when the daemon itself has no PATH.
+	fallbackPATH = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// Exec implements adapters.ExecutionAdapter.
+func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
+	var stdout, stderr adapters.OutputBuffer
+	began := time.Now()
+	st, err := a.run(ctx, ref, req, func(stream string, data []byte) error {
+		if stream == api.StreamStdout {
+			_, _ = stdout.Write(data)
+		} else {
+			_, _ = stderr.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	return api.ExecResult{
+		ExitCode:   st.Code,
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
+		DurationMs: time.Since(began).Milliseconds(),
+		Truncated:  stdout.Truncated() || stderr.Truncated(),
+		TimedOut:   st.TimedOut,
+	}, nil
+}
+
+// ExecStream implements adapters.Streamer. An error returned by emit is returned
+// unchanged, as the contract asks, after the command has been killed.
+func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
+	return a.run(ctx, ref, req, func(stream string, data []byte) error {
+		return emit(api.ExecEvent{Stream: stream, Data: string(data)})
+	})
+}
+
+// sink receives output chunks, always from the goroutine that called run.
+type sink func(stream string, data []byte) error
+
+// run is the one implementation behind Exec and ExecStream.
+func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out sink) (adapters.ExitStatus, error) {
+	if err := req.Validate(); err != nil {
+		return adapters.ExitStatus{}, err
+	}
+	timeout := DefaultExecTimeout
+	if req.TimeoutSeconds > 0 {
+		timeout = time.Duration(req.TimeoutSeconds) * time.Second
+	}
+	if !validID(ref) {
+		return adapters.ExitStatus{}, adapters.NotFound("devhost: instance %q not found", ref)
+	}
+	if err := ctx.Err(); err != nil {
+		return adapters.ExitStatus{}, contextError(err)
+	}
+
+	// The instance lock is held from the state check until the process is registered,
+	// so a Stop or Delete either sees this exec (and kills it) or runs first (and the
+	// exec is refused): no command slips past a stop.
+	unlock := a.locks.lock("sbx:" + ref)
+	s, early, err := a.start(ref, req)
+	unlock()
+	if err != nil {
+		return adapters.ExitStatus{}, err
+	}
+	if early != nil {
+		// The program could not be started; report it the way a shell would.
+		if err := out(api.StreamStderr, []byte(early.msg)); err != nil {
+			return adapters.ExitStatus{}, err
+		}
+		return adapters.ExitStatus{Code: early.code}, nil
+	}
+	defer a.procs.remove(ref, s.proc)
+	return s.wait(ctx, timeout, out)
+}
+
+// startFailure is a program that could not be executed: 127 not found, 126 not
+// executable, as sh reports them.
+type startFailure struct {
+	code int
+	msg  string
+}
+
+// session is one started command and the parent's ends of its pipes.
+type session struct {
+	cmd            *exec.Cmd
+	proc           *proc
+	stdout, stderr *os.File
+	stdin          *os.File // nil when the request has no stdin
+	stdinData      string
+}
+
+func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailure, error) {
+	m, err := a.loadMeta(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.State != adapters.StateRunning {
+		return nil, nil, adapters.InvalidState("devhost: instance %q is %s", ref, m.State)
+	}
+	fsDir := a.fsDir(ref)
+	dir, err := resolveCwd(fsDir, req.Cwd)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := buildEnv(fsDir, m.Env, req.Env)
+
+	path, args := "/bin/sh", []string{"/bin/sh", "-c", req.Command}
+	if len(req.Args) > 0 {
+		args = req.Args
+		path = lookPath(req.Args[0], env["PATH"], dir)
+		if path == "" {
+			return nil, &startFailure{127, req.Args[0] + ": command not found\n"}, nil
+		}
+	}
+
+	var files []*os.File // every end, closed if anything below fails
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	s := &session{stdinData: req.Stdin}
+	var outW, errW, inR *os.File
+	if s.stdout, outW, err = pipe(); err == nil {
+		if s.stderr, errW, err = pipe(); err == nil && req.Stdin != "" {
+			inR, s.stdin, err = pipe()
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, internalError("create pipes: %v", err)
+	}
+
+	s.cmd = &exec.Cmd{
+		Path:   path,
+		Args:   args,
+		Dir:    dir,
+		Env:    envList(env),
+		Stdout: outW,
+		Stderr: errW,
+		// Its own process group, so a timeout, Stop or Delete can kill everything
+		// the command spawned with one signal.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if inR != nil {
+		s.cmd.Stdin = inR // never a typed nil: that would not mean /dev/null
+	}
+	if err := s.cmd.Start(); err != nil {
+		closeAll()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, &startFailure{127, args[0] + ": not found\n"}, nil
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+			return nil, &startFailure{126, args[0] + ": cannot execute: " + unwrapMsg(err) + "\n"}, nil
+		}
+		return nil, nil, internalError("start command: %v", err)
+	}
+	// The child holds its own copies; ours would keep the pipes open forever.
+	for _, f := range []*os.File{outW, errW, inR} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process}
+	a.procs.add(ref, s.proc)
+	return s, nil, nil
+}
+
+type chunk struct {
+	stream string
+	data   []byte
+	eof    bool
+}
+
+// wait feeds stdin, collects output and waits for the command, enforcing the
+// timeout and ctx. Every goroutine it starts has ended when it returns.
+func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (adapters.ExitStatus, error) {
+	var wg sync.WaitGroup
+	chunks := make(chan chunk)
+	for _, p := range []struct {
+		f    *os.File
+		name string
+	}{{s.stdout, api.StreamStdout}, {s.stderr, api.StreamStderr}} {
+		wg.Go(func() { readPipe(p.f, p.name, chunks) })
+	}
+	var closeStdin sync.Once
+	if s.stdin != nil {
+		wg.Go(func() {
+			// EPIPE when the command does not read it all is fine.
+			_, _ = s.stdin.WriteString(s.stdinData)
+			closeStdin.Do(func() { _ = s.stdin.Close() })
+		})
+	}
+	exited := make(chan error, 1)
+	wg.Go(func() { exited <- s.cmd.Wait() })
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var (
+		graceC   <-chan time.Time
+		done     = ctx.Done()
+		open     = 2
+		hasExit  bool
+		waitErr  error
+		timedOut bool
+		failErr  error // from out or ctx; stops further output
+	)
+	for !hasExit || open > 0 {
+		select {
+		case c := <-chunks:
+			if c.eof {
+				open--
+			} else if failErr == nil {
+				if err := out(c.stream, c.data); err != nil {
+					failErr = err
+					s.proc.kill(nil)
+				}
+			}
+		case waitErr = <-exited:
+			hasExit = true
+			// Background leftovers die with their command; see Info.Description.
+			s.proc.exited()
+			if open > 0 {
+				grace := time.NewTimer(pipeGrace)
+				defer grace.Stop()
+				graceC = grace.C
+			}
+		case <-graceC:
+			graceC = nil
+			_ = s.stdout.Close() // wakes the readers with an error, ending them
+			_ = s.stderr.Close()
+		case <-timer.C:
+			if !hasExit {
+				timedOut = true
+				s.proc.kill(nil)
+			}
+		case <-done:
+			done = nil
+			if failErr == nil {
+				failErr = contextError(ctx.Err())
+			}
+			s.proc.kill(nil)
+		}
+	}
+	_ = s.stdout.Close()
+	_ = s.stderr.Close()
+	if s.stdin != nil {
+		// Wakes a writer still blocked because a reader escaped the group.
+		closeStdin.Do(func() { _ = s.stdin.Close() })
+	}
+	wg.Wait()
+
+	switch {
+	case failErr != nil:
+		return adapters.ExitStatus{}, failErr
+	case s.proc.reason() != nil:
+		return adapters.ExitStatus{}, s.proc.reason()
+	case timedOut:
+		return adapters.ExitStatus{Code: api.TimeoutExitCode, TimedOut: true}, nil
+	}
+	ps := s.cmd.ProcessState
+	if ps == nil {
+		return adapters.ExitStatus{}, internalError("wait for command: %v", waitErr)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return adapters.ExitStatus{Code: 128 + int(ws.Signal())}, nil
+	}
+	return adapters.ExitStatus{Code: ps.ExitCode()}, nil
+}
+
+// readPipe sends r's content to ch in chunks, then an eof marker. A multi-byte
+// UTF-8 character split by a read is held back until it is whole, so that streamed
+// events, which travel as JSON strings, do not mangle it.
+func readPipe(r *os.File, stream string, ch chan<- chunk) {
+	buf := make([]byte, chunkSize)
+	var pending []byte
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			data := make([]byte, 0, len(pending)+n)
+			data = append(append(data, pending...), buf[:n]...)
+			var whole []byte
+			whole, pending = splitUTF8(data)
+			if len(whole) > 0 {
+				ch <- chunk{stream: stream, data: whole}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(pending) > 0 {
+		ch <- chunk{stream: stream, data: pending}
+	}
+	ch <- chunk{stream: stream, eof: true}
+}
+
+// splitUTF8 splits b before a trailing incomplete UTF-8 sequence, if there is one.
+// Bytes that are simply invalid are passed on; only a valid-looking prefix waits.
+func splitUTF8(b []byte) (whole, rest []byte) {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i], b[i:]
+			}
+			break
+		}
+	}
+	return b, nil
+}
+
+// buildEnv is the command's whole environment. It deliberately starts from almost
+// nothing: the daemon's environment may hold credentials.
+func buildEnv(home string, base, overlay map[string]string) map[string]string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = fallbackPATH
+	}
+	env := map[string]string{"PATH": path, "HOME": home}
+	maps.Copy(env, base)
+	maps.Copy(env, overlay)
+	return env
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// lookPath resolves a program like exec.LookPath, but against the sandbox's PATH
+// rather than the daemon's. Relative PATH entries are skipped, as LookPath refuses
+// them (ErrDot). A name with a slash is used as is, relative to the working dir.
+// It returns "" when nothing matches.
+func lookPath(file, pathEnv, dir string) string {
+	if strings.Contains(file, "/") {
+		if filepath.IsAbs(file) {
+			return file
+		}
+		return filepath.Join(dir, file)
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, file)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// resolveCwd maps a request's cwd to a host directory inside the sandbox, with the
+// same rules as file paths. The check and the later chdir are not atomic; that is
+// acceptable because the command itself is not confined anyway.
+func resolveCwd(fsDir, cwd string) (string, error) {
+	rel, err := cleanPath(cwd, true)
+	if err != nil {
+		return "", err
+	}
+	r, err := os.OpenRoot(fsDir)
+	if err != nil {
+		// The instance record exists but its tree does not: this sandbox is broken.
+		return "", adapters.SandboxFailed("devhost: open sandbox directory: %v", err)
+	}
+	defer r.Close()
+	fi, err := r.Stat(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", adapters.InvalidRequest("devhost: cwd %q does not exist", cwd)
+		}
+		return "", fsError("cwd", cwd, err)
+	}
+	if !fi.IsDir() {
+		return "", adapters.InvalidRequest("devhost: cwd %q is not a directory", cwd)
+	}
+	return filepath.Join(fsDir, rel), nil
+}
+
+func unwrapMsg(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
