@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/adapters/conformance"
+	"github.com/different-ai/differently/adapters/devhost"
+	"github.com/different-ai/differently/adapters/fake"
+)
+
+const adapterTokenEnv = "DIFFERENTLY_ADAPTER_TOKEN"
+
+func runAdapter(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = adapterServe(ctx, args[1:], stdout, stderr, getenv)
+	case "conformance":
+		var failed bool
+		failed, err = adapterConformance(ctx, args[1:], stdout, stderr, getenv)
+		if err == nil && failed {
+			return 1
+		}
+	default:
+		err = fmt.Errorf("unknown adapter command %q", args[0])
+	}
+	if err == nil {
+		return 0
+	}
+	if !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stderr, "differently-server adapter %s: %v\n", args[0], err)
+	}
+	return 2
+}
+
+func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("adapter serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kind := fs.String("adapter", "", "adapter to serve: devhost or fake")
+	listen := fs.String("listen", "127.0.0.1:8710", "address to listen on")
+	root := fs.String("root", "", "devhost: directory holding the sandboxes (default: a per-user data folder)")
+	configJSON := fs.String("config-json", "", "adapter pool config as a JSON object (fake: fault injection keys)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	token := getenv(adapterTokenEnv)
+	if token == "" && !isLoopback(*listen) {
+		return fmt.Errorf("refusing to serve on %s without a token: set %s, or listen on a loopback address", *listen, adapterTokenEnv)
+	}
+	a, err := buildAdapter(*kind, *root, *configJSON, getenv)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           adapterhttp.Handler(a, token),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	// Tests and scripts read this line to learn the port chosen for :0.
+	fmt.Fprintf(stdout, "adapter serve: %s on http://%s\n", a.Info().Kind, ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	// Let requests in flight finish; a long exec is cut off after the grace period.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func buildAdapter(kind, root, configJSON string, getenv func(string) string) (adapters.ExecutionAdapter, error) {
+	cfg := map[string]any{}
+	if configJSON != "" {
+		dec := json.NewDecoder(strings.NewReader(configJSON))
+		dec.UseNumber()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("--config-json: %w", err)
+		}
+	}
+	switch kind {
+	case "devhost":
+		if root == "" {
+			dir, err := dataDir(getenv)
+			if err != nil {
+				return nil, err
+			}
+			root = filepath.Join(dir, "adapter-devhost")
+		}
+		if _, set := cfg["root"]; !set {
+			cfg["root"] = root
+		}
+		return devhost.FromConfig(cfg)
+	case "fake":
+		if root != "" {
+			return nil, errors.New("--root applies to devhost only")
+		}
+		return fake.FromConfig(cfg)
+	case "":
+		return nil, errors.New("--adapter is required (devhost or fake)")
+	default:
+		return nil, fmt.Errorf("--adapter %q: this command serves devhost or fake; other backends have their own servers", kind)
+	}
+}
+
+// dataDir is the per-user data folder: $XDG_DATA_HOME/differently, else
+// ~/.local/share/differently.
+func dataDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "differently"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("no data folder: set XDG_DATA_HOME or HOME, or pass --root")
+		}
+	}
+	return filepath.Join(home, ".local", "share", "differently"), nil
+}
+
+// isLoopback reports whether addr (host:port) can only be reached from this machine.
+// An empty host means every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func adapterConformance(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (failed bool, err error) {
+	fs := flag.NewFlagSet("adapter conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	endpoint := fs.String("endpoint", "", "base URL of the adapter (the client adds /adapter/v1)")
+	opts := conformance.Options{}
+	fs.StringVar(&opts.Template, "template", "", "template for every instance the suite creates")
+	fs.StringVar(&opts.WorkDir, "workdir", "", "writable directory inside the sandbox for the suite's files (default: the adapter's default directory)")
+	fs.BoolVar(&opts.SimulatedExec, "simulated-exec", false, "the adapter's exec does not run commands (the fake): skip the checks that need a shell")
+	fs.DurationVar(&opts.CheckTimeout, "check-timeout", 2*time.Minute, "time limit of each check")
+	if err := fs.Parse(args); err != nil {
+		return false, err
+	}
+	if *endpoint == "" {
+		return false, errors.New("--endpoint is required")
+	}
+	client, err := adapterhttp.NewClient(*endpoint, getenv(adapterTokenEnv))
+	if err != nil {
+		return false, err
+	}
+	if err := client.Refresh(ctx); err != nil {
+		return false, fmt.Errorf("cannot use %s: %w", *endpoint, err)
+	}
+	info := client.Info()
+	fmt.Fprintf(stdout, "adapter %s %s (protocol %s) at %s\n", info.Kind, info.Version, info.Protocol, *endpoint)
+	report := conformance.Run(ctx, client, opts)
+	var pass, fail, skip int
+	for _, r := range report.Results {
+		line := fmt.Sprintf("%-4s %s (%s)", strings.ToUpper(string(r.Status)), r.Name, r.Duration.Round(time.Millisecond))
+		if r.Message != "" {
+			line += ": " + r.Message
+		}
+		fmt.Fprintln(stdout, line)
+		switch r.Status {
+		case conformance.Pass:
+			pass++
+		case conformance.Fail:
+			fail++
+		default:
+			skip++
+		}
+	}
+	fmt.Fprintf(stdout, "%d passed, %d failed, %d skipped\n", pass, fail, skip)
+	return report.Failed(), nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// binary is the differently-server built once for these tests, so they exercise the
+// real command line in real child processes.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "differently-server-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "differently-server")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building differently-server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var servingLine = regexp.MustCompile(`on (http://\S+)`)
+
+// serve starts `adapter serve` and returns its URL. The process is stopped with
+// SIGTERM when the test ends, and must exit cleanly.
+func serve(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"adapter", "serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Wait()
+		t.Fatalf("adapter serve printed no address: %v; stderr: %s", err, stderr.String())
+	}
+	m := servingLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("unexpected first line %q", line)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("adapter serve did not exit cleanly on SIGTERM: %v; stderr: %s", err, stderr.String())
+		}
+	})
+	return m[1]
+}
+
+func runTool(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatalf("running %v: %v", args, err)
+		}
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+func TestServeAndConformance(t *testing.T) {
+	tests := []struct {
+		name      string
+		serveArgs []string
+		checkArgs []string
+		token     string
+	}{
+		{"devhost", []string{"--adapter", "devhost", "--root", "ROOT"}, nil, ""},
+		{"devhost with token", []string{"--adapter", "devhost", "--root", "ROOT"}, nil, "s3cret-token"},
+		{"fake", []string{"--adapter", "fake"}, []string{"--simulated-exec"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := make([]string, len(tt.serveArgs))
+			for i, a := range tt.serveArgs {
+				args[i] = strings.ReplaceAll(a, "ROOT", t.TempDir())
+			}
+			env := []string{"DIFFERENTLY_ADAPTER_TOKEN=" + tt.token}
+			url := serve(t, env, args...)
+			out, code := runTool(t, env, append([]string{"adapter", "conformance", "--endpoint", url}, tt.checkArgs...)...)
+			if code != 0 || strings.Contains(out, "FAIL") || !strings.Contains(out, "PASS create/idempotent") {
+				t.Fatalf("conformance exited %d:\n%s", code, out)
+			}
+		})
+	}
+}
+
+func TestConformanceFailsOnWrongToken(t *testing.T) {
+	url := serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=right-token"}, "--adapter", "fake")
+	out, code := runTool(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=wrong-token"}, "adapter", "conformance", "--endpoint", url, "--simulated-exec")
+	if code == 0 {
+		t.Fatalf("conformance with a wrong token exited 0:\n%s", out)
+	}
+	if !strings.Contains(out, "unauthenticated") {
+		t.Errorf("output does not say the token was refused:\n%s", out)
+	}
+	if strings.Contains(out, "right-token") || strings.Contains(out, "wrong-token") {
+		t.Errorf("output leaks a token:\n%s", out)
+	}
+}
+
+func TestConformanceReportsFailures(t *testing.T) {
+	// Without --simulated-exec the shell checks run against the fake's echo and fail:
+	// the command must say so and exit non-zero.
+	url := serve(t, nil, "--adapter", "fake")
+	out, code := runTool(t, nil, "adapter", "conformance", "--endpoint", url)
+	if code != 1 || !strings.Contains(out, "FAIL exec/exit-code") {
+		t.Fatalf("exit %d, want 1 with exec/exit-code failing:\n%s", code, out)
+	}
+}
+
+func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "example.com:0"} {
+		out, code := runTool(t, []string{"DIFFERENTLY_ADAPTER_TOKEN="}, "adapter", "serve", "--adapter", "fake", "--listen", addr)
+		if code == 0 || !strings.Contains(out, "without a token") {
+			t.Errorf("serve on %s without a token: exit %d, output %q", addr, code, out)
+		}
+	}
+}
+
+func TestServeRejectsBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"adapter", "serve"}, "--adapter is required"},
+		{[]string{"adapter", "serve", "--adapter", "opensandbox"}, "devhost or fake"},
+		{[]string{"adapter", "serve", "--adapter", "fake", "--config-json", `{"nope":1}`}, "nope"},
+		{[]string{"adapter", "serve", "--adapter", "fake", "--config-json", `[`}, "--config-json"},
+		{[]string{"adapter", "conformance"}, "--endpoint is required"},
+		{[]string{"adapter", "conformance", "--endpoint", "http://127.0.0.1:1"}, "cannot use"},
+		{[]string{"adapter", "frobnicate"}, "unknown adapter command"},
+	}
+	for _, tt := range tests {
+		out, code := runTool(t, nil, tt.args...)
+		if code == 0 || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: exit %d, output %q; want non-zero and %q", tt.args, code, out, tt.want)
+		}
+	}
+}
+
+func TestServeStopsOnContextCancel(t *testing.T) {
+	// run() in process: cancelling its context is what SIGTERM does in main.
+	ctx, cancel := context.WithCancel(t.Context())
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	r, w, _ := os.Pipe()
+	go func() {
+		done <- run(ctx, []string{"adapter", "serve", "--adapter", "fake", "--listen", "127.0.0.1:0"}, w, &out, func(string) string { return "" })
+		w.Close()
+	}()
+	if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run exited %d after cancel: %s", code, out.String())
+	}
+}
