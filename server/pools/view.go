@@ -1,0 +1,36 @@
+package pools
+
+import (
+	"slices"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
+)
+
+// View is what one replica knows about a pool: its stored definition, its adapter and
+// the result of the last probe. Views are values; a refresh replaces them.
+type View struct {
+	Pool store.Pool
+	// Adapter is nil when the pool's adapter could not be built (an adapter kind this
+	// build lacks, a bad config, a missing credential). Healthy is then false and
+	// LastError says why; the pool's sandboxes can still be terminated in the store.
+	Adapter adapters.ExecutionAdapter
+	Info    adapters.Info
+	// Capabilities as declared, with Features already passed through
+	// adapters.EffectiveFeatures.
+	Capabilities adapters.Capabilities
+	Capacity     adapters.Capacity
+	// Trust is the effective trust: the operator's pool setting, never the adapter's claim.
+	Trust       api.Trust
+	Healthy     bool
+	LastError   string
+	LastProbeAt time.Time
+}
+
+// Supports reports whether the pool serves feature now. Optional operations check it
+// before type-asserting the adapter.
+func (v View) Supports(feature string) bool {
+	return v.Adapter != nil && slices.Contains(v.Capabilities.Features, feature)
+}
