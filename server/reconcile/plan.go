@@ -1,0 +1,187 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/server/store"
+)
+
+// ActionKind names what the reconciler does about one finding.
+type ActionKind string
+
+const (
+	// DeleteOrphan deletes an instance no live sandbox owns on this pool.
+	DeleteOrphan ActionKind = "delete-orphan"
+	// DeleteDuplicate deletes a second instance of a sandbox that already has one (E0.21).
+	DeleteDuplicate ActionKind = "delete-duplicate"
+	// Adopt marks a sandbox stuck in provisioning running on the instance that exists
+	// for it: Create succeeded before a crash lost the answer.
+	Adopt ActionKind = "adopt"
+	// Requeue sends a sandbox stuck in provisioning with no instance back to the queue.
+	Requeue ActionKind = "requeue"
+	// Lost fails a sandbox whose instance disappeared from the backend.
+	Lost ActionKind = "lost"
+	// Follow copies a state change the backend made (stopped, error) onto the sandbox.
+	Follow ActionKind = "follow"
+)
+
+// Action is one step of a plan. SandboxID is empty for orphans of unknown sandboxes.
+type Action struct {
+	Kind      ActionKind
+	SandboxID string
+	Ref       string
+	// State is the sandbox's new state for Follow.
+	State store.State
+	// Reason is written on the sandbox.
+	Reason string
+}
+
+// Timing bounds what the plan may touch.
+type Timing struct {
+	Now time.Time
+	// ProvisionTimeout: a sandbox provisioning longer than this is stale.
+	ProvisionTimeout time.Duration
+	// Grace: sandboxes changed more recently are not failed or followed, so the
+	// reconciler never races a lifecycle call in progress on another replica.
+	Grace time.Duration
+}
+
+// Plan compares what one pool's backend reports with the sandboxes the database
+// knows and returns what to do. It is pure: the same input always gives the same
+// actions, in a stable order.
+//
+// instances is the pool's complete List. sandboxes holds every non-terminal sandbox,
+// of every pool, read after the List: a sandbox row always exists before its
+// instance, so an instance whose sandbox is missing here is an orphan, never one
+// being created.
+func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store.Sandbox, t Timing) []Action {
+	var actions []Action
+	seen := map[string]bool{} // refs reported on this pool
+	bySandbox := map[string][]adapters.Instance{}
+	for _, inst := range instances {
+		seen[inst.Ref] = true
+		bySandbox[inst.SandboxID] = append(bySandbox[inst.SandboxID], inst)
+	}
+	ids := make([]string, 0, len(bySandbox))
+	for id := range bySandbox {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+
+	for _, id := range ids {
+		insts := bySandbox[id]
+		slices.SortFunc(insts, func(a, b adapters.Instance) int { return strings.Compare(a.Ref, b.Ref) })
+		sb, known := sandboxes[id]
+		switch {
+		case !known:
+			for _, inst := range insts {
+				actions = append(actions, Action{Kind: DeleteOrphan, SandboxID: id, Ref: inst.Ref, Reason: "no live sandbox owns this instance"})
+			}
+		case sb.Pool != pool:
+			actions = append(actions, planElsewhere(sb, insts)...)
+		default:
+			actions = append(actions, planHere(sb, insts, t)...)
+		}
+	}
+
+	// Sandboxes placed here that the backend did not report.
+	var missing []string
+	for id, sb := range sandboxes {
+		if sb.Pool == pool && len(bySandbox[id]) == 0 {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	for _, id := range missing {
+		sb := sandboxes[id]
+		switch {
+		case sb.State == store.StateProvisioning && sb.BackendRef == "" && stale(sb, t):
+			actions = append(actions, Action{Kind: Requeue, SandboxID: id, Reason: "provisioning timed out with no instance on the backend; requeued"})
+		case isLive(sb.State) && sb.BackendRef != "" && !seen[sb.BackendRef] && settled(sb, t):
+			actions = append(actions, Action{Kind: Lost, SandboxID: id, Ref: sb.BackendRef, Reason: "backend instance disappeared"})
+		}
+	}
+	return actions
+}
+
+// planElsewhere handles instances of a sandbox that the database places on another
+// pool. Two pools may share one backend, so the other pool's current instance is
+// left alone; anything else is a leftover of an earlier placement, unless the
+// sandbox is still being placed and the instance may yet become its own.
+func planElsewhere(sb store.Sandbox, insts []adapters.Instance) []Action {
+	if sb.State == store.StateQueued || sb.State == store.StateProvisioning {
+		return nil
+	}
+	var out []Action
+	for _, inst := range insts {
+		if inst.Ref == sb.BackendRef {
+			continue
+		}
+		out = append(out, Action{Kind: DeleteOrphan, SandboxID: sb.ID, Ref: inst.Ref, Reason: "left behind by a sandbox now on pool " + sb.Pool})
+	}
+	return out
+}
+
+func planHere(sb store.Sandbox, insts []adapters.Instance, t Timing) []Action {
+	switch sb.State {
+	case store.StateQueued, store.StateTerminating:
+		// Queued: the provisioner's idempotent Create will pick the instance up.
+		// Terminating: the terminator deletes it.
+		return nil
+	case store.StateProvisioning:
+		if sb.BackendRef != "" || !stale(sb, t) {
+			return nil
+		}
+		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[0].Ref}}
+		for _, extra := range insts[1:] {
+			out = append(out, Action{Kind: DeleteDuplicate, SandboxID: sb.ID, Ref: extra.Ref, Reason: "second instance of one sandbox"})
+		}
+		return out
+	}
+	var out []Action
+	var current *adapters.Instance
+	for i := range insts {
+		if insts[i].Ref == sb.BackendRef {
+			current = &insts[i]
+			continue
+		}
+		if settled(sb, t) {
+			out = append(out, Action{Kind: DeleteDuplicate, SandboxID: sb.ID, Ref: insts[i].Ref, Reason: "second instance of one sandbox"})
+		}
+	}
+	if current == nil || !settled(sb, t) {
+		// An instance that is not the sandbox's own while its own is missing: the
+		// missing-instance pass below does not see it (the sandbox has instances), so
+		// report the loss here.
+		if current == nil && sb.BackendRef != "" && settled(sb, t) {
+			out = append(out, Action{Kind: Lost, SandboxID: sb.ID, Ref: sb.BackendRef, Reason: "backend instance disappeared"})
+		}
+		return out
+	}
+	switch {
+	case current.State == adapters.StateError && sb.State != store.StateFailed:
+		reason := "backend reports the instance failed"
+		if current.Message != "" {
+			reason += ": " + current.Message
+		}
+		out = append(out, Action{Kind: Follow, SandboxID: sb.ID, Ref: current.Ref, State: store.StateFailed, Reason: reason})
+	case current.State == adapters.StateStopped && (sb.State == store.StateRunning || sb.State == store.StatePaused):
+		out = append(out, Action{Kind: Follow, SandboxID: sb.ID, Ref: current.Ref, State: store.StateStopped, Reason: "stopped on the backend"})
+	}
+	return out
+}
+
+func isLive(s store.State) bool {
+	return s == store.StateRunning || s == store.StatePaused || s == store.StateStopped
+}
+
+func stale(sb store.Sandbox, t Timing) bool {
+	return t.Now.Sub(sb.StateChangedAt) > t.ProvisionTimeout
+}
+
+func settled(sb store.Sandbox, t Timing) bool {
+	return t.Now.Sub(sb.UpdatedAt) >= t.Grace
+}

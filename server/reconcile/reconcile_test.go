@@ -1,0 +1,162 @@
+package reconcile_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
+)
+
+type fixedPools []pools.View
+
+func (f fixedPools) Views() []pools.View { return f }
+
+const installation = "inst_test"
+
+func setup(t *testing.T, cfg fake.Config) (*reconcile.Reconciler, *fake.Adapter, store.Store, *clock.Manual) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a := fake.New(cfg)
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	view := pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: a, Healthy: true}
+	r := reconcile.New(st, fixedPools{view}, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
+	return r, a, st, clk
+}
+
+func create(t *testing.T, st store.Store, clk clock.Clock, id string, state store.State, ref string) {
+	t.Helper()
+	_, _, err := st.CreateSandbox(t.Context(), clk.Now(), store.Sandbox{ID: id, Org: "o", Project: "p", State: state, Pool: "p", BackendRef: ref, NextAttemptAt: clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReconcilePass(t *testing.T) {
+	ctx := t.Context()
+	r, a, st, clk := setup(t, fake.Config{})
+	// An orphan: an instance whose sandbox the database never knew.
+	orphan, err := a.Create(ctx, adapters.CreateRequest{ID: "sbx_orphan", Installation: installation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another installation's instance must never be touched.
+	foreign, err := a.Create(ctx, adapters.CreateRequest{ID: "sbx_foreign", Installation: "inst_other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A healthy running sandbox.
+	ok, _ := a.Create(ctx, adapters.CreateRequest{ID: "sbx_ok", Installation: installation})
+	create(t, st, clk, "sbx_ok", store.StateRunning, ok.Ref)
+	// A running sandbox whose instance is gone.
+	create(t, st, clk, "sbx_lost", store.StateRunning, "fake_missing")
+	// A sandbox stuck in provisioning whose Create did succeed: adopt.
+	create(t, st, clk, "sbx_adopt", store.StateProvisioning, "")
+	adopted, _ := a.Create(ctx, adapters.CreateRequest{ID: "sbx_adopt", Installation: installation})
+	// A sandbox stuck in provisioning with nothing on the backend: requeue.
+	create(t, st, clk, "sbx_requeue", store.StateProvisioning, "")
+
+	// Within the grace period and provision timeout, nothing but the orphan goes.
+	report, err := r.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := report.Pools[0]; !slices.Equal(got.OrphansDeleted, []string{orphan.Ref}) || len(got.Lost)+len(got.Adopted)+len(got.Requeued) != 0 {
+		t.Fatalf("first pass: %+v", got)
+	}
+	if _, err := a.Get(ctx, foreign.Ref); err != nil {
+		t.Fatalf("another installation's instance was touched: %v", err)
+	}
+
+	clk.Advance(5 * time.Minute)
+	report, err = r.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := report.Pools[0]
+	if !slices.Equal(got.Lost, []string{"sbx_lost"}) || !slices.Equal(got.Adopted, []string{"sbx_adopt"}) || !slices.Equal(got.Requeued, []string{"sbx_requeue"}) {
+		t.Fatalf("second pass: %+v", got)
+	}
+	check := func(id string, state store.State, ref string) {
+		t.Helper()
+		sb, err := st.GetSandbox(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sb.State != state || sb.BackendRef != ref {
+			t.Errorf("%s: %s %q, want %s %q (reason %q)", id, sb.State, sb.BackendRef, state, ref, sb.Reason)
+		}
+	}
+	check("sbx_ok", store.StateRunning, ok.Ref)
+	check("sbx_lost", store.StateFailed, "fake_missing")
+	check("sbx_adopt", store.StateRunning, adopted.Ref)
+	check("sbx_requeue", store.StateQueued, "")
+
+	// A third pass finds the system in agreement.
+	report, err = r.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := report.Pools[0]; len(got.OrphansDeleted)+len(got.Lost)+len(got.Adopted)+len(got.Requeued)+len(got.StateChanged)+len(got.Duplicates) != 0 {
+		t.Errorf("third pass still acts: %+v", got)
+	}
+}
+
+func TestListFailureSkipsThePool(t *testing.T) {
+	r, _, st, clk := setup(t, fake.Config{ListError: true})
+	create(t, st, clk, "sbx_1", store.StateRunning, "fake_ref")
+	clk.Advance(time.Hour)
+	report, err := r.Reconcile(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Pools[0].Skipped == "" || len(report.Pools[0].Lost) != 0 {
+		t.Fatalf("a failed List must skip the pool: %+v", report.Pools[0])
+	}
+	if sb, _ := st.GetSandbox(t.Context(), "sbx_1"); sb.State != store.StateRunning {
+		t.Errorf("sandbox was changed on a failed List: %s", sb.State)
+	}
+}
+
+func TestPoolWithoutAdapterIsSkipped(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	view := pools.View{Pool: store.Pool{Name: "gone", Adapter: "firecracker"}, LastError: "adapter kind \"firecracker\" is not in this build"}
+	r := reconcile.New(st, fixedPools{view}, clock.Real{}, reconcile.Options{Installation: installation})
+	report, err := r.Reconcile(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Pools[0].Skipped == "" {
+		t.Errorf("pool without adapter not reported as skipped: %+v", report)
+	}
+}
+
+func TestRunTakesTheLeaseAndStops(t *testing.T) {
+	r, _, st, clk := setup(t, fake.Config{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	cancel()
+	<-done
+	// Run released its lease on the way out, so another replica takes it at once.
+	won, err := st.TryLease(t.Context(), reconcile.LeaseName, "other", clk.Now(), time.Minute)
+	if err != nil || !won {
+		t.Fatalf("lease not released: %v %v", won, err)
+	}
+}
