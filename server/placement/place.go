@@ -1,0 +1,252 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/store"
+)
+
+// filter names one check of Place. Static filters depend only on the request, the
+// pool's definition and the policy: a pool failing one will not take the sandbox
+// later either. Transient filters (health, maxConcurrency, capacity) may pass later,
+// so a sandbox failing only those waits instead of failing.
+type filter int
+
+const (
+	fAllowedPools filter = iota
+	fSnapshotPool
+	fTrust
+	fAdapter
+	fCapabilities
+	fTemplate
+	fLimits
+	fRegions
+	// Transient filters follow.
+	fHealth
+	fConcurrency
+	fCapacity
+)
+
+func (f filter) transient() bool { return f >= fHealth }
+
+type rejection struct {
+	filter filter
+	reason string
+}
+
+// Place decides which pools can take a sandbox now, best first, or why none can.
+// It is pure: views, policy and active (the non-terminal sandbox count per pool,
+// for maxConcurrency) are all it looks at, so the same inputs always give the same
+// decision.
+//
+// Every pool is checked against every static filter; Rejected records the first
+// failure, in the order scope (allowedPools, snapshot pool, trust), adapter,
+// capabilities, template, limits, regions. Only pools passing all of them meet the
+// transient filters (health, maxConcurrency, capacity).
+//
+// With no pool passing, the sandbox waits (Wait) when some pool failed only
+// transient filters. Otherwise the decision fails with Code
+// api.CodeUnsupportedCapability when capabilities are the only reason: at least one
+// pool fails the capability filter and no other static filter, so that dropping the
+// requested capabilities would have made it eligible. Any other static failure is
+// api.CodeInvalidRequest. A pool the sandbox may not use at all (not in
+// allowedPools, not the snapshot's pool, external and not allowed) therefore never
+// turns a failure into unsupported_capability.
+func Place(req Request, views []pools.View, policy store.Policy, active map[string]int) Decision {
+	if len(views) == 0 {
+		return Decision{Code: api.CodeInvalidRequest, Reason: "no pools are registered"}
+	}
+	d := Decision{Rejected: map[string]string{}}
+	var passed, waiting []pools.View
+	capabilitiesOnly := false
+	for _, v := range views {
+		static := staticRejections(req, v, policy)
+		if len(static) > 0 {
+			d.Rejected[v.Pool.Name] = static[0].reason
+			if len(static) == 1 && static[0].filter == fCapabilities {
+				capabilitiesOnly = true
+			}
+			continue
+		}
+		if r, ok := transientRejection(req, v, active[v.Pool.Name]); ok {
+			d.Rejected[v.Pool.Name] = r.reason
+			waiting = append(waiting, v)
+			continue
+		}
+		passed = append(passed, v)
+	}
+	switch {
+	case len(passed) > 0:
+		rank(passed, req, active)
+		for _, v := range passed {
+			d.Pools = append(d.Pools, v.Pool.Name)
+		}
+	case len(waiting) > 0:
+		d.Wait = true
+		d.Reason = "waiting for capacity: " + listReasons(waiting, d.Rejected)
+	default:
+		d.Code = api.CodeInvalidRequest
+		if capabilitiesOnly {
+			d.Code = api.CodeUnsupportedCapability
+		}
+		d.Reason = "no pool can place this sandbox: " + listReasons(views, d.Rejected)
+	}
+	return d
+}
+
+func listReasons(views []pools.View, rejected map[string]string) string {
+	names := make([]string, 0, len(views))
+	for _, v := range views {
+		names = append(names, v.Pool.Name)
+	}
+	slices.Sort(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, "pool "+n+": "+rejected[n])
+	}
+	return strings.Join(parts, "; ")
+}
+
+func staticRejections(req Request, v pools.View, policy store.Policy) []rejection {
+	var out []rejection
+	add := func(f filter, format string, args ...any) {
+		out = append(out, rejection{f, fmt.Sprintf(format, args...)})
+	}
+	name := v.Pool.Name
+	if allowed := req.Placement.AllowedPools; len(allowed) > 0 && !slices.Contains(allowed, name) {
+		add(fAllowedPools, "not in allowedPools")
+	}
+	if req.SnapshotPool != "" && req.SnapshotPool != name {
+		add(fSnapshotPool, "the snapshot to restore is on pool %s", req.SnapshotPool)
+	}
+	if v.Trust == api.TrustExternal {
+		switch {
+		case !policy.AllowExternal:
+			add(fTrust, "external pool, and the policy does not allow external placement")
+		case !slices.Contains(policy.ExternalPools, name):
+			add(fTrust, "external pool not listed in the policy's externalPools")
+		}
+	}
+	if v.Adapter == nil {
+		add(fAdapter, "adapter not available: %s", orUnknown(v.LastError))
+	}
+	caps := v.Capabilities
+	var missing []string
+	for _, c := range req.Capabilities {
+		if !slices.Contains(caps.Features, c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		add(fCapabilities, "missing capabilities: %s", strings.Join(missing, ", "))
+	}
+	if req.Template != "" && len(caps.Templates) > 0 && !slices.Contains(caps.Templates, req.Template) {
+		add(fTemplate, "template %q not offered", req.Template)
+	}
+	r := req.Resources
+	switch {
+	case caps.MaxCPU > 0 && r.CPU > caps.MaxCPU:
+		add(fLimits, "cpu %v is over the pool's limit of %v", r.CPU, caps.MaxCPU)
+	case caps.MaxMemoryMiB > 0 && r.MemoryMiB > caps.MaxMemoryMiB:
+		add(fLimits, "memoryMiB %d is over the pool's limit of %d", r.MemoryMiB, caps.MaxMemoryMiB)
+	case caps.MaxDiskGiB > 0 && r.DiskGiB > caps.MaxDiskGiB:
+		add(fLimits, "diskGiB %d is over the pool's limit of %d", r.DiskGiB, caps.MaxDiskGiB)
+	}
+	if regions := req.Placement.Regions; len(regions) > 0 && !slices.ContainsFunc(regions, func(r string) bool { return inRegion(v, r) }) {
+		add(fRegions, "not in regions %s", strings.Join(regions, ", "))
+	}
+	return out
+}
+
+func transientRejection(req Request, v pools.View, active int) (rejection, bool) {
+	switch {
+	case !v.Healthy:
+		return rejection{fHealth, "unhealthy: " + orUnknown(v.LastError)}, true
+	case v.Pool.MaxConcurrency > 0 && active >= v.Pool.MaxConcurrency:
+		return rejection{fConcurrency, fmt.Sprintf("at maxConcurrency (%d)", v.Pool.MaxConcurrency)}, true
+	case !v.Capacity.Fits(req.Resources):
+		return rejection{fCapacity, "no capacity"}, true
+	}
+	return rejection{}, false
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no error recorded"
+	}
+	return s
+}
+
+// rank sorts eligible pools: the preferred region (the first requested) first, then
+// the roomiest, then the cheapest, then by name so that equal pools keep a stable
+// order across replicas.
+func rank(vs []pools.View, req Request, active map[string]int) {
+	preferred := ""
+	if len(req.Placement.Regions) > 0 {
+		preferred = req.Placement.Regions[0]
+	}
+	slices.SortStableFunc(vs, func(a, b pools.View) int {
+		if preferred != "" {
+			pa, pb := inRegion(a, preferred), inRegion(b, preferred)
+			if pa != pb {
+				if pa {
+					return -1
+				}
+				return 1
+			}
+		}
+		if fa, fb := freeCPU(a), freeCPU(b); fa != fb {
+			if fa > fb {
+				return -1
+			}
+			return 1
+		}
+		if la, lb := load(a, active), load(b, active); la != lb {
+			if la < lb {
+				return -1
+			}
+			return 1
+		}
+		if ca, cb := cost(a, req), cost(b, req); ca != cb {
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Pool.Name, b.Pool.Name)
+	})
+}
+
+// inRegion reports whether the pool's own region or one its adapter declares is r.
+func inRegion(v pools.View, r string) bool {
+	return v.Pool.Region == r || slices.Contains(v.Capabilities.Regions, r)
+}
+
+// freeCPU is the room a pool reports; an unbounded pool has plenty, so it outranks
+// any bounded one on this key and maxConcurrency load decides between unbounded ones.
+func freeCPU(v pools.View) float64 {
+	if !v.Capacity.Bounded {
+		return math.Inf(1)
+	}
+	return v.Capacity.FreeCPU
+}
+
+// load is how full a pool is against its maxConcurrency; a pool without a limit is
+// never full.
+func load(v pools.View, active map[string]int) float64 {
+	if v.Pool.MaxConcurrency <= 0 {
+		return 0
+	}
+	return float64(active[v.Pool.Name]) / float64(v.Pool.MaxConcurrency)
+}
+
+// cost is the hourly price of the request on the pool's cost model.
+func cost(v pools.View, req Request) float64 {
+	m := v.Pool.CostModel
+	return m.CPUHour*req.Resources.CPU + m.MemoryGiBHour*float64(req.Resources.MemoryMiB)/1024
+}

@@ -1,0 +1,466 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/placement"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/store"
+)
+
+// outcome is what became of one claimed sandbox.
+type outcome int
+
+const (
+	outNone outcome = iota // no longer ours: deleted or taken meanwhile
+	outStarted
+	outFailed
+	outRequeued
+	outError
+)
+
+// job is one Create to make: the sandbox already moved to provisioning on view's pool.
+type job struct {
+	sb   store.Sandbox
+	view pools.View
+	req  adapters.CreateRequest
+}
+
+// ProvisionOnce claims due queued sandboxes, places each, and creates their instances
+// concurrently (at most the pool's maxStarting at a time on this replica). It returns
+// once every Create of the pass has ended, so its Result holds the final outcomes.
+//
+// Reactions follow the adapter specification's error table: insufficient_capacity
+// requeues after RequeueDelay without counting the attempt and ranks that pool last
+// for the sandbox for a minute on this replica (other replicas rank afresh, which
+// placement's capacity filter usually steers the same way); sandbox_failed counts the
+// attempt and backs off, leaving the pool alone; provider_unavailable and any other
+// error (a timeout included) also mark the pool unhealthy; invalid_request fails the
+// sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox fails once
+// its attempts reach MaxAttempts.
+//
+// A sandbox whose ranked pools all have maxStarting Creates in flight on this
+// replica is requeued uncounted after RequeueDelay. Because the pass waits for its
+// Creates, one slow Create delays this replica's next claim (never its deletes: Run
+// provisions in a loop of its own); pipelining claims is left to the scheduler issue.
+func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
+	res := Result{Pass: PassProvision}
+	now := s.clk.Now()
+	claimed, err := s.st.ClaimSandboxes(ctx, now, s.opts.ReplicaID, s.opts.ClaimLease, s.opts.BatchSize)
+	if err != nil {
+		return res, fmt.Errorf("claim sandboxes: %w", err)
+	}
+	res.Claimed = len(claimed)
+	if len(claimed) == 0 {
+		return res, nil
+	}
+	s.sweepAvoid(now)
+	policy, err := s.st.GetPolicy(ctx)
+	if err == nil {
+		var active map[string]int
+		active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
+		if err == nil {
+			s.provision(ctx, claimed, policy, active, &res)
+			return res, nil
+		}
+	}
+	// Hand the claims back rather than letting them block the sandboxes for a lease.
+	for _, sb := range claimed {
+		if _, _, rerr := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+			if !s.ours(cur, store.StateQueued) {
+				return errStale
+			}
+			clearClaim(cur)
+			return nil
+		}); rerr != nil {
+			s.log.Error("release claim", "sandbox", sb.ID, "error", rerr)
+		}
+	}
+	return res, fmt.Errorf("load policy and pool load: %w", err)
+}
+
+func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, policy store.Policy, active map[string]int, res *Result) {
+	views := s.pools.Views()
+	var mu sync.Mutex
+	tally := func(o outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch o {
+		case outStarted:
+			res.Started++
+		case outFailed:
+			res.Failed++
+		case outRequeued:
+			res.Requeued++
+		case outError:
+			res.Errors++
+		}
+	}
+	var wg sync.WaitGroup
+	// Placement runs one sandbox at a time so that each sees the pools the previous
+	// ones took (active); the Creates then run concurrently.
+	for _, sb := range claimed {
+		j, o := s.place(ctx, sb, views, policy, active)
+		if j == nil {
+			tally(o)
+			continue
+		}
+		wg.Go(func() { tally(s.create(ctx, *j)) })
+	}
+	wg.Wait()
+}
+
+// place decides where sb goes and moves it to provisioning there, or records why it
+// waits or fails.
+func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.View, policy store.Policy, active map[string]int) (*job, outcome) {
+	log := s.log.With("sandbox", sb.ID)
+	now := s.clk.Now()
+	req := placement.Request{
+		Capabilities: sb.Capabilities,
+		Template:     sb.Template,
+		Resources:    sb.Resources,
+		Placement:    sb.Placement,
+	}
+	snapshotRef := ""
+	if sb.FromSnapshot != "" {
+		snap, err := s.st.GetSnapshot(ctx, sb.FromSnapshot)
+		switch {
+		case api.IsCode(err, api.CodeNotFound):
+			return nil, s.fail(ctx, sb.ID, "", fmt.Sprintf("snapshot %s does not exist", sb.FromSnapshot), false)
+		case err != nil:
+			log.Error("load snapshot", "snapshot", sb.FromSnapshot, "error", err)
+			return nil, s.requeue(ctx, sb.ID, "", "waiting: the snapshot to restore could not be read", now.Add(RequeueDelay))
+		}
+		req.SnapshotPool, snapshotRef = snap.Pool, snap.BackendRef
+	}
+
+	d := placement.Place(req, views, policy, active)
+	switch {
+	case d.Wait:
+		return nil, s.requeue(ctx, sb.ID, "", d.Reason, now.Add(RequeueDelay))
+	case len(d.Pools) == 0:
+		return nil, s.fail(ctx, sb.ID, "", d.Reason, false)
+	}
+	ranked := s.preferOthers(sb.ID, d.Pools, now)
+
+	byName := make(map[string]pools.View, len(views))
+	for _, v := range views {
+		byName[v.Pool.Name] = v
+	}
+	var view pools.View
+	got := false
+	for _, name := range ranked {
+		if view = byName[name]; s.acquire(view) {
+			got = true
+			break
+		}
+	}
+	if !got {
+		reason := fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", "))
+		return nil, s.requeue(ctx, sb.ID, "", reason, now.Add(RequeueDelay))
+	}
+
+	pool := view.Pool.Name
+	cur, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+		if !s.ours(cur, store.StateQueued) {
+			return errStale
+		}
+		cur.State = store.StateProvisioning
+		cur.Pool, cur.Region = pool, view.Pool.Region
+		cur.Reason = ""
+		return nil
+	})
+	if !ok {
+		s.releaseSlot(pool)
+		if err != nil {
+			log.Error("move to provisioning", "pool", pool, "error", err)
+			return nil, outError
+		}
+		return nil, outNone
+	}
+	active[pool]++
+	return &job{sb: cur, view: view, req: s.createRequest(cur, snapshotRef)}, outNone
+}
+
+func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters.CreateRequest {
+	labels := adapters.OwnershipLabels(sb.Labels, sb.ID, s.opts.Installation)
+	if sb.Org != "" {
+		labels[adapters.LabelOrg] = sb.Org
+	}
+	if sb.Project != "" {
+		labels[adapters.LabelProject] = sb.Project
+	}
+	return adapters.CreateRequest{
+		ID:           sb.ID,
+		Installation: s.opts.Installation,
+		Template:     sb.Template,
+		Resources:    sb.Resources,
+		Env:          sb.Env,
+		TTLSeconds:   sb.TTLSeconds,
+		FromSnapshot: snapshotRef,
+		Labels:       labels,
+	}
+}
+
+// create calls the adapter and records the outcome.
+func (s *Scheduler) create(ctx context.Context, j job) outcome {
+	pool := j.view.Pool.Name
+	log := s.log.With("sandbox", j.sb.ID, "pool", pool)
+	cctx, cancel := context.WithTimeout(ctx, s.opts.ProvisionTimeout)
+	inst, err := j.view.Adapter.Create(cctx, j.req)
+	cancel()
+	s.releaseSlot(pool)
+	// The outcome is recorded even when ctx ended meanwhile (shutdown), so that work
+	// in flight is handed back rather than left in provisioning.
+	uctx := context.WithoutCancel(ctx)
+
+	if err == nil {
+		return s.recordRunning(uctx, j, inst)
+	}
+	if ctx.Err() != nil {
+		// Shutdown, not the backend's fault: retry at once elsewhere, uncounted. Create
+		// is keyed by the sandbox ID, so a retry finds any instance this call made.
+		return s.requeue(uctx, j.sb.ID, pool, "provisioning interrupted by a shutdown; retrying", s.clk.Now())
+	}
+	code := api.CodeOf(err)
+	reason := fmt.Sprintf("pool %s: %s", pool, message(err))
+	log.Warn("create failed", "code", code, "error", err)
+	switch code {
+	case api.CodeInsufficientCapacity:
+		s.setAvoid(j.sb.ID, pool, s.clk.Now())
+		return s.requeue(uctx, j.sb.ID, pool, reason, s.clk.Now().Add(RequeueDelay))
+	case api.CodeSandboxFailed:
+		return s.retry(uctx, j.sb.ID, pool, reason)
+	case api.CodeInvalidRequest:
+		return s.fail(uctx, j.sb.ID, pool, reason, true)
+	default:
+		s.pools.MarkUnhealthy(pool, err)
+		return s.retry(uctx, j.sb.ID, pool, reason)
+	}
+}
+
+func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Instance) outcome {
+	pool := j.view.Pool.Name
+	var seen store.Sandbox
+	o := outStarted
+	_, ok, err := s.update(ctx, j.sb.ID, func(cur *store.Sandbox) error {
+		seen = *cur
+		if s.deletedWhileProvisioning(cur, pool) {
+			// Leave it terminating; with the ref the terminator can delete the instance.
+			cur.BackendRef = inst.Ref
+			clearClaim(cur)
+			o = outNone
+			return nil
+		}
+		if !s.provisioning(cur, pool) {
+			return errStale
+		}
+		now := s.clk.Now()
+		cur.State = store.StateRunning
+		cur.BackendRef = inst.Ref
+		if inst.Region != "" {
+			cur.Region = inst.Region
+		}
+		cur.Reason = ""
+		clearClaim(cur)
+		if cur.TTLSeconds > 0 {
+			exp := now.Add(time.Duration(cur.TTLSeconds) * time.Second)
+			cur.ExpiresAt = &exp
+		}
+		return nil
+	})
+	s.clearAvoid(j.sb.ID)
+	switch {
+	case err != nil:
+		s.log.Error("record running", "sandbox", j.sb.ID, "pool", pool, "error", err)
+		return outError
+	case ok:
+		return o
+	}
+	// The sandbox ended while we created its instance and nobody will delete it: do it
+	// now. A sandbox still alive elsewhere may own this very instance (Create is keyed
+	// by its ID), so only a finished one is cleaned up.
+	if seen.State.IsTerminal() && (seen.BackendRef == "" || seen.BackendRef == inst.Ref) {
+		dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
+		defer cancel()
+		if err := j.view.Adapter.Delete(dctx, inst.Ref); err != nil {
+			s.log.Error("delete instance of a finished sandbox", "sandbox", j.sb.ID, "pool", pool, "error", err)
+		}
+	}
+	return outNone
+}
+
+// requeue sends the sandbox back to queued without counting an attempt.
+func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at time.Time) outcome {
+	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
+		toQueued(cur, reason, at)
+		return outRequeued
+	})
+}
+
+// retry counts an attempt and backs off, or fails the sandbox after MaxAttempts.
+func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) outcome {
+	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
+		cur.Attempts++
+		if cur.Attempts >= s.opts.MaxAttempts {
+			cur.State = store.StateFailed
+			cur.Reason = fmt.Sprintf("%s (gave up after %d attempts)", reason, cur.Attempts)
+			clearClaim(cur)
+			return outFailed
+		}
+		toQueued(cur, reason, s.clk.Now().Add(Backoff(cur.Attempts)))
+		return outRequeued
+	})
+}
+
+// fail ends the sandbox; counted says whether a Create was attempted.
+func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted bool) outcome {
+	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
+		if counted {
+			cur.Attempts++
+		}
+		cur.State = store.StateFailed
+		cur.Reason = reason
+		clearClaim(cur)
+		return outFailed
+	})
+}
+
+// finish applies fn to a sandbox this replica holds: queued and claimed when pool is
+// "" (before placement), provisioning on pool otherwise. A sandbox deleted while its
+// Create ran only gets its claim released, so the terminator need not wait for the
+// lease to lapse.
+func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.Sandbox) outcome) outcome {
+	o := outNone
+	_, _, err := s.update(ctx, id, func(cur *store.Sandbox) error {
+		switch {
+		case pool == "" && s.ours(cur, store.StateQueued), s.provisioning(cur, pool):
+			o = fn(cur)
+		case s.deletedWhileProvisioning(cur, pool):
+			clearClaim(cur)
+			o = outNone
+		default:
+			return errStale
+		}
+		if o == outFailed {
+			s.clearAvoid(id)
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("update sandbox", "sandbox", id, "pool", pool, "error", err)
+		return outError
+	}
+	return o
+}
+
+func (s *Scheduler) ours(cur *store.Sandbox, state store.State) bool {
+	return cur.State == state && cur.ClaimedBy == s.opts.ReplicaID
+}
+
+func (s *Scheduler) provisioning(cur *store.Sandbox, pool string) bool {
+	return pool != "" && cur.Pool == pool && s.ours(cur, store.StateProvisioning)
+}
+
+func (s *Scheduler) deletedWhileProvisioning(cur *store.Sandbox, pool string) bool {
+	return pool != "" && cur.Pool == pool && cur.BackendRef == "" && s.ours(cur, store.StateTerminating)
+}
+
+// toQueued makes the sandbox claimable again at at. The pool is cleared so that it
+// is placed afresh (and does not count against that pool's maxConcurrency meanwhile).
+func toQueued(cur *store.Sandbox, reason string, at time.Time) {
+	cur.State = store.StateQueued
+	cur.Pool, cur.Region = "", ""
+	cur.Reason = reason
+	cur.NextAttemptAt = at
+	clearClaim(cur)
+}
+
+func clearClaim(cur *store.Sandbox) {
+	cur.ClaimedBy = ""
+	cur.ClaimExpiresAt = nil
+}
+
+// Backoff is the wait before the next attempt after attempts counted failures:
+// 2 s × 2^min(attempts, 5).
+func Backoff(attempts int) time.Duration {
+	return RequeueDelay << min(max(attempts, 0), 5)
+}
+
+// message is the error's text without the code prefix, for reasons shown to users.
+func message(err error) string {
+	if e := api.AsError(err); e != nil && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// acquire takes one of the pool's start slots on this replica.
+func (s *Scheduler) acquire(v pools.View) bool {
+	limit := v.Pool.MaxStarting
+	if limit <= 0 {
+		limit = DefaultMaxStarting
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting[v.Pool.Name] >= limit {
+		return false
+	}
+	s.starting[v.Pool.Name]++
+	return true
+}
+
+func (s *Scheduler) releaseSlot(pool string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting[pool]--; s.starting[pool] <= 0 {
+		delete(s.starting, pool)
+	}
+}
+
+// preferOthers moves a pool that just answered insufficient_capacity for this
+// sandbox to the end of the ranking; it stays eligible, as the last resort.
+func (s *Scheduler) preferOthers(id string, ranked []string, now time.Time) []string {
+	s.mu.Lock()
+	e, ok := s.avoid[id]
+	s.mu.Unlock()
+	if !ok || !now.Before(e.until) || len(ranked) < 2 || !slices.Contains(ranked, e.pool) {
+		return ranked
+	}
+	out := make([]string, 0, len(ranked))
+	for _, p := range ranked {
+		if p != e.pool {
+			out = append(out, p)
+		}
+	}
+	return append(out, e.pool)
+}
+
+func (s *Scheduler) setAvoid(id, pool string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.avoid[id] = avoidEntry{pool: pool, until: now.Add(avoidFor)}
+}
+
+func (s *Scheduler) clearAvoid(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.avoid, id)
+}
+
+func (s *Scheduler) sweepAvoid(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, e := range s.avoid {
+		if !now.Before(e.until) {
+			delete(s.avoid, id)
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
+)
+
+func TestProvisionHappyPath(t *testing.T) {
+	fk := fake.New(fake.Config{Region: "eu-1"})
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := e.create(t, store.Sandbox{
+		Labels:     map[string]string{"team": "a"},
+		Env:        map[string]string{"GREETING": "hi"},
+		TTLSeconds: 600,
+		Resources:  adapters.Resources{CPU: 1, MemoryMiB: 512},
+	})
+
+	r := e.provision(t)
+	if r != (Result{Pass: PassProvision, Claimed: 1, Started: 1}) {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateRunning)
+	if got.Pool != "fake" || got.Region != "eu-1" || got.BackendRef == "" || got.Reason != "" ||
+		got.ClaimedBy != "" || got.ClaimExpiresAt != nil || got.Attempts != 0 {
+		t.Errorf("sandbox = %+v", got)
+	}
+	if want := t0.Add(600 * time.Second); got.ExpiresAt == nil || !got.ExpiresAt.Equal(want) {
+		t.Errorf("expiresAt = %v, want %v", got.ExpiresAt, want)
+	}
+	inst, err := fk.Inspect(got.BackendRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{
+		"team":                     "a",
+		adapters.LabelSandboxID:    sb.ID,
+		adapters.LabelInstallation: installation,
+		adapters.LabelOrg:          "org_1",
+		adapters.LabelProject:      "prj_1",
+	}
+	for k, v := range wantLabels {
+		if inst.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q (labels %v)", k, inst.Labels[k], v, inst.Labels)
+		}
+	}
+	if inst.Installation != installation || inst.Env["GREETING"] != "hi" || inst.Resources.MemoryMiB != 512 {
+		t.Errorf("instance = %+v", inst)
+	}
+	if r := e.provision(t); r.Claimed != 0 {
+		t.Errorf("second pass claimed %d", r.Claimed)
+	}
+}
+
+// TestProvisionErrorTable drives one injected Create error per row and checks the
+// reaction of the adapter specification's table, then that the retry succeeds.
+func TestProvisionErrorTable(t *testing.T) {
+	tests := []struct {
+		code        api.Code
+		state       store.State
+		attempts    int
+		delay       time.Duration
+		markUnheal  bool
+		result      Result
+		wantReason  string
+		thenRunning bool
+	}{
+		{code: api.CodeInsufficientCapacity, state: store.StateQueued, attempts: 0, delay: 2 * time.Second,
+			result: Result{Requeued: 1}, thenRunning: true},
+		{code: api.CodeSandboxFailed, state: store.StateQueued, attempts: 1, delay: 4 * time.Second,
+			result: Result{Requeued: 1}, thenRunning: true},
+		{code: api.CodeProviderUnavailable, state: store.StateQueued, attempts: 1, delay: 4 * time.Second,
+			markUnheal: true, result: Result{Requeued: 1}, thenRunning: true},
+		{code: api.CodeInternal, state: store.StateQueued, attempts: 1, delay: 4 * time.Second,
+			markUnheal: true, result: Result{Requeued: 1}, thenRunning: true},
+		{code: api.CodeInvalidRequest, state: store.StateFailed, attempts: 1, result: Result{Failed: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.code), func(t *testing.T) {
+			fk := fake.New(fake.Config{CreateErrors: []api.Code{tt.code}})
+			e := newEnv(t, Options{}, view("fake", fk))
+			sb := e.create(t, store.Sandbox{})
+
+			r := e.provision(t)
+			tt.result.Pass, tt.result.Claimed = PassProvision, 1
+			if r != tt.result {
+				t.Errorf("result = %+v, want %+v", r, tt.result)
+			}
+			got := e.get(t, sb.ID)
+			wantState(t, got, tt.state)
+			if got.Attempts != tt.attempts {
+				t.Errorf("attempts = %d, want %d", got.Attempts, tt.attempts)
+			}
+			if want := "pool fake: fake: injected create failure"; got.Reason != want {
+				t.Errorf("reason = %q, want %q", got.Reason, want)
+			}
+			if got.ClaimedBy != "" || got.ClaimExpiresAt != nil {
+				t.Errorf("claim not released: %q %v", got.ClaimedBy, got.ClaimExpiresAt)
+			}
+			if marked := e.pools.markedPools(); tt.markUnheal != slices.Equal(marked, []string{"fake"}) {
+				t.Errorf("marked unhealthy = %v, want marked %v", marked, tt.markUnheal)
+			}
+			if !tt.thenRunning {
+				return
+			}
+			if want := t0.Add(tt.delay); !got.NextAttemptAt.Equal(want) {
+				t.Errorf("nextAttemptAt = %v, want %v", got.NextAttemptAt, want)
+			}
+			if got.Pool != "" {
+				t.Errorf("requeued sandbox keeps pool %q", got.Pool)
+			}
+			e.clk.Advance(tt.delay - time.Microsecond)
+			if r := e.provision(t); r.Claimed != 0 {
+				t.Fatalf("claimed before the backoff ended: %+v", r)
+			}
+			e.clk.Advance(time.Microsecond)
+			if r := e.provision(t); r.Started != 1 {
+				t.Fatalf("retry result = %+v", r)
+			}
+			got = e.get(t, sb.ID)
+			wantState(t, got, store.StateRunning)
+			if got.Reason != "" || got.Attempts != tt.attempts {
+				t.Errorf("after retry: reason %q attempts %d", got.Reason, got.Attempts)
+			}
+		})
+	}
+}
+
+func TestProvisionGivesUpAfterMaxAttempts(t *testing.T) {
+	fails := []api.Code{api.CodeSandboxFailed, api.CodeSandboxFailed, api.CodeSandboxFailed}
+	fk := fake.New(fake.Config{CreateErrors: fails})
+	e := newEnv(t, Options{MaxAttempts: 3}, view("fake", fk))
+	sb := e.create(t, store.Sandbox{})
+
+	for attempt, backoff := range []time.Duration{4 * time.Second, 8 * time.Second} {
+		e.provision(t)
+		got := e.get(t, sb.ID)
+		wantState(t, got, store.StateQueued)
+		if got.Attempts != attempt+1 || !got.NextAttemptAt.Equal(e.clk.Now().Add(backoff)) {
+			t.Fatalf("attempt %d: attempts %d, next %v", attempt+1, got.Attempts, got.NextAttemptAt)
+		}
+		e.clk.Advance(backoff)
+	}
+	if r := e.provision(t); r.Failed != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateFailed)
+	if got.Attempts != 3 || !strings.Contains(got.Reason, "gave up after 3 attempts") ||
+		!strings.HasPrefix(got.Reason, "pool fake: fake: injected create failure") {
+		t.Errorf("attempts %d, reason %q", got.Attempts, got.Reason)
+	}
+	if m := e.pools.markedPools(); len(m) != 0 {
+		t.Errorf("sandbox_failed marked pools unhealthy: %v", m)
+	}
+	if fk.Instances() != 0 {
+		t.Errorf("instances = %d", fk.Instances())
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{2, 4, 8, 16, 32, 64, 64, 64}
+	for n, w := range want {
+		if got := Backoff(n); got != w*time.Second {
+			t.Errorf("Backoff(%d) = %v, want %v", n, got, w*time.Second)
+		}
+	}
+}
+
+func TestProvisionLostResponseMakesOneInstance(t *testing.T) {
+	fk := fake.New(fake.Config{DropCreateResponses: 1})
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := e.create(t, store.Sandbox{})
+
+	e.provision(t)
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateQueued)
+	if got.Attempts != 1 || fk.Instances() != 1 || !slices.Equal(e.pools.markedPools(), []string{"fake"}) {
+		t.Fatalf("after lost response: attempts %d, instances %d, marked %v", got.Attempts, fk.Instances(), e.pools.markedPools())
+	}
+	e.clk.Advance(Backoff(1))
+	e.provision(t)
+	got = e.get(t, sb.ID)
+	wantState(t, got, store.StateRunning)
+	if fk.Instances() != 1 || fk.CreateCalls() != 2 {
+		t.Errorf("instances %d, create calls %d", fk.Instances(), fk.CreateCalls())
+	}
+	if inst, err := fk.Inspect(got.BackendRef); err != nil || inst.SandboxID != sb.ID {
+		t.Errorf("backendRef %s: %+v, %v", got.BackendRef, inst, err)
+	}
+}
+
+func TestProvisionWaitsForCapacity(t *testing.T) {
+	fk := fake.New(fake.Config{TotalCPU: 1})
+	e := newEnv(t, Options{}, view("fake", fk))
+	one := adapters.Resources{CPU: 1}
+	first := e.create(t, store.Sandbox{Resources: one})
+	e.provision(t)
+	wantState(t, e.get(t, first.ID), store.StateRunning)
+
+	second := e.create(t, store.Sandbox{Resources: one})
+	if r := e.provision(t); r.Requeued != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, second.ID)
+	wantState(t, got, store.StateQueued)
+	if got.Reason != "waiting for capacity: pool fake: no capacity" || got.Attempts != 0 ||
+		!got.NextAttemptAt.Equal(t0.Add(RequeueDelay)) || fk.CreateCalls() != 1 {
+		t.Errorf("waiting sandbox = %+v, create calls %d", got, fk.CreateCalls())
+	}
+}
+
+// Two sandboxes placed in one pass both see the room for one; the adapter's
+// insufficient_capacity then requeues the loser uncounted.
+func TestProvisionSamePassOverflow(t *testing.T) {
+	fk := fake.New(fake.Config{TotalCPU: 1})
+	e := newEnv(t, Options{}, view("fake", fk))
+	one := adapters.Resources{CPU: 1}
+	a, b := e.create(t, store.Sandbox{Resources: one}), e.create(t, store.Sandbox{Resources: one})
+	if r := e.provision(t); r.Started != 1 || r.Requeued != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	loser := e.get(t, b.ID)
+	if loser.State == store.StateRunning {
+		loser = e.get(t, a.ID)
+	}
+	wantState(t, loser, store.StateQueued)
+	if loser.Attempts != 0 || !strings.HasPrefix(loser.Reason, "pool fake: fake: 1 CPU") {
+		t.Errorf("loser = %+v", loser)
+	}
+}
+
+func TestProvisionPlacementFailure(t *testing.T) {
+	fk := fake.New(fake.Config{})
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := e.create(t, store.Sandbox{Capabilities: []string{adapters.FeatureGPU}})
+	if r := e.provision(t); r.Failed != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateFailed)
+	if got.Reason != "no pool can place this sandbox: pool fake: missing capabilities: gpu" || fk.CreateCalls() != 0 {
+		t.Errorf("reason %q, create calls %d", got.Reason, fk.CreateCalls())
+	}
+}
+
+// After insufficient_capacity the next attempt goes to the next ranked pool.
+func TestProvisionTriesNextPoolAfterCapacityShortage(t *testing.T) {
+	full := fake.New(fake.Config{CreateErrors: []api.Code{api.CodeInsufficientCapacity}})
+	other := fake.New(fake.Config{})
+	e := newEnv(t, Options{}, view("a", full), view("b", other))
+	sb := e.create(t, store.Sandbox{})
+	e.provision(t)
+	wantState(t, e.get(t, sb.ID), store.StateQueued)
+	e.clk.Advance(RequeueDelay)
+	e.provision(t)
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateRunning)
+	if got.Pool != "b" || other.Instances() != 1 || full.Instances() != 0 {
+		t.Errorf("pool %q, instances a=%d b=%d", got.Pool, full.Instances(), other.Instances())
+	}
+}
+
+func TestProvisionRespectsMaxStarting(t *testing.T) {
+	fk := fake.New(fake.Config{})
+	v := view("fake", fk)
+	v.Pool.MaxStarting = 1
+	e := newEnv(t, Options{}, v)
+	sb := e.create(t, store.Sandbox{})
+	// Another Create holds the pool's only start slot.
+	if !e.s.acquire(v) {
+		t.Fatal("could not take the slot")
+	}
+	if r := e.provision(t); r.Requeued != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateQueued)
+	if !strings.Contains(got.Reason, "maxStarting") || got.Attempts != 0 {
+		t.Errorf("reason %q attempts %d", got.Reason, got.Attempts)
+	}
+	e.s.releaseSlot("fake")
+	e.clk.Advance(RequeueDelay)
+	e.provision(t)
+	wantState(t, e.get(t, sb.ID), store.StateRunning)
+}
+
+func TestProvisionFromSnapshot(t *testing.T) {
+	ctx := context.Background()
+	a, b := fake.New(fake.Config{}), fake.New(fake.Config{})
+	e := newEnv(t, Options{}, view("a", a), view("b", b))
+	inst, err := b.Create(ctx, adapters.CreateRequest{ID: "sbx_source", Installation: installation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := b.Snapshot(ctx, inst.Ref, adapters.SnapshotDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateSnapshot(ctx, t0, store.Snapshot{ID: "snap_1", SandboxID: "sbx_source",
+		Pool: "b", BackendRef: snap.Ref, Kind: "disk", State: "ready"}); err != nil {
+		t.Fatal(err)
+	}
+	sb := e.create(t, store.Sandbox{FromSnapshot: "snap_1"})
+	missing := e.create(t, store.Sandbox{ID: "sbx_missing", FromSnapshot: "snap_gone"})
+	e.provision(t)
+
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateRunning)
+	if got.Pool != "b" || a.CreateCalls() != 0 {
+		t.Errorf("restored on pool %q; creates on a: %d", got.Pool, a.CreateCalls())
+	}
+	got = e.get(t, missing.ID)
+	wantState(t, got, store.StateFailed)
+	if got.Reason != "snapshot snap_gone does not exist" {
+		t.Errorf("reason %q", got.Reason)
+	}
+}
+
+// A sandbox deleted while its Create ran stays terminating with the instance's ref,
+// so the terminator deletes the instance.
+func TestProvisionDeletedDuringCreate(t *testing.T) {
+	var e *env
+	var id string
+	fk := fake.New(fake.Config{CreateLatency: time.Nanosecond, Sleep: func(context.Context, time.Duration) error {
+		_, err := e.st.UpdateSandbox(context.Background(), id, e.clk.Now(), func(sb *store.Sandbox) error {
+			sb.State = store.StateTerminating
+			return nil
+		})
+		return err
+	}})
+	e = newEnv(t, Options{}, view("fake", fk))
+	id = e.create(t, store.Sandbox{}).ID
+
+	if r := e.provision(t); r.Started != 0 || r.Claimed != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, id)
+	wantState(t, got, store.StateTerminating)
+	if got.BackendRef == "" || got.ClaimedBy != "" {
+		t.Fatalf("sandbox = %+v", got)
+	}
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("terminate result = %+v", r)
+	}
+	wantState(t, e.get(t, id), store.StateTerminated)
+	if fk.Instances() != 0 {
+		t.Errorf("instances = %d", fk.Instances())
+	}
+}

@@ -1,0 +1,258 @@
+// Package scheduler moves sandboxes through their lifecycle on one replica: it claims
+// queued sandboxes, places them (package placement), calls the pool adapter's Create
+// and reacts to its error code as the adapter specification's error table says; it
+// deletes the instances of terminating sandboxes and expires sandboxes past their TTL.
+//
+// Each duty is one pass (ProvisionOnce, TerminateOnce, ExpireOnce) returning a Result
+// to assert on; Run is a thin loop around them. Time comes from an injected clock and
+// every state change goes through store.UpdateSandbox with a guard, so a replica that
+// lost a race (a user deleted the sandbox meanwhile, another replica took it) writes
+// nothing.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/store"
+)
+
+// PoolSource is what the scheduler needs of the pool manager.
+type PoolSource interface {
+	// Views returns the current view of every pool.
+	Views() []pools.View
+	// View returns one pool's view.
+	View(name string) (pools.View, bool)
+	// MarkUnhealthy records that a call to the pool failed as an outage; the pool
+	// stays unhealthy until its next good probe.
+	MarkUnhealthy(name string, err error)
+}
+
+// Defaults of Options.
+const (
+	DefaultProvisionTimeout = 120 * time.Second
+	DefaultMaxAttempts      = 3
+	DefaultTerminateTimeout = 60 * time.Second
+	DefaultBatchSize        = 32
+	DefaultTick             = time.Second
+	// DefaultMaxStarting bounds concurrent Creates per pool on one replica when the
+	// pool sets no maxStarting.
+	DefaultMaxStarting = 8
+	// RequeueDelay is how long a sandbox waits after a capacity shortage, whether
+	// placement found no room or the adapter answered insufficient_capacity.
+	RequeueDelay = 2 * time.Second
+	// avoidFor is how long a pool that answered insufficient_capacity is ranked last
+	// for that sandbox on this replica.
+	avoidFor = time.Minute
+)
+
+// Options configure a Scheduler. Zero values take the defaults.
+type Options struct {
+	// Installation is the database's installation ID, passed to every Create. Required.
+	Installation string
+	// ReplicaID names this replica as the claimer of sandboxes. Default: a random ID.
+	ReplicaID string
+	// ProvisionTimeout bounds each Create (scheduler.provisionTimeoutSeconds).
+	ProvisionTimeout time.Duration
+	// MaxAttempts is how many counted attempts a sandbox gets before it fails.
+	MaxAttempts int
+	// TerminateTimeout bounds each Delete.
+	TerminateTimeout time.Duration
+	// ClaimLease is how long a claim protects a sandbox from other replicas. It must
+	// outlast a Create: the default is ProvisionTimeout + 30 s.
+	ClaimLease time.Duration
+	// BatchSize is how many sandboxes one provisioning pass claims.
+	BatchSize int
+	Logger    *slog.Logger
+	// Tick is how often Run polls when nobody calls Notify.
+	Tick time.Duration
+	// OnPass, when set, is called by Run after each pass with its result. It is a
+	// test hook: tests wait on it instead of sleeping. It must not block for long.
+	OnPass func(Result)
+}
+
+// Pass names a kind of pass in a Result.
+type Pass string
+
+const (
+	PassProvision Pass = "provision"
+	PassTerminate Pass = "terminate"
+	PassExpire    Pass = "expire"
+)
+
+// Result is what one pass did.
+type Result struct {
+	Pass Pass
+	// Claimed: sandboxes claimed for provisioning.
+	Claimed int
+	// Started: sandboxes that reached running.
+	Started int
+	// Failed: sandboxes that ended failed.
+	Failed int
+	// Requeued: sandboxes sent back to queued (waiting, or retrying after an error).
+	Requeued int
+	// Terminated: sandboxes that reached terminated.
+	Terminated int
+	// Expired: sandboxes moved to terminating because their TTL ran out.
+	Expired int
+	// Errors: per-sandbox failures of the pass itself (a store or Delete error); the
+	// affected sandboxes are retried on a later pass.
+	Errors int
+}
+
+// Scheduler runs the provisioning, termination and expiry passes of one replica.
+type Scheduler struct {
+	st    store.Store
+	pools PoolSource
+	clk   clock.Clock
+	opts  Options
+	log   *slog.Logger
+
+	wakeProvision chan struct{}
+	wakeHousekeep chan struct{}
+
+	mu sync.Mutex
+	// starting counts Creates in flight per pool on this replica (maxStarting).
+	starting map[string]int
+	// avoid remembers, per sandbox, a pool that just answered insufficient_capacity,
+	// so that the next attempt tries the next ranked pool first.
+	avoid map[string]avoidEntry
+}
+
+type avoidEntry struct {
+	pool  string
+	until time.Time
+}
+
+// errStale aborts an UpdateSandbox whose guard found the sandbox changed under us.
+var errStale = errors.New("sandbox changed meanwhile")
+
+// New builds a Scheduler. It fails only when Options.Installation is missing.
+func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Scheduler, error) {
+	if opts.Installation == "" {
+		return nil, errors.New("scheduler: an installation ID is required")
+	}
+	if opts.ReplicaID == "" {
+		opts.ReplicaID = ids.At("replica", clk.Now())
+	}
+	if opts.ProvisionTimeout <= 0 {
+		opts.ProvisionTimeout = DefaultProvisionTimeout
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.TerminateTimeout <= 0 {
+		opts.TerminateTimeout = DefaultTerminateTimeout
+	}
+	if opts.ClaimLease <= 0 {
+		opts.ClaimLease = opts.ProvisionTimeout + 30*time.Second
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.Tick <= 0 {
+		opts.Tick = DefaultTick
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Scheduler{
+		st: st, pools: ps, clk: clk, opts: opts,
+		log:           log.With("replica", opts.ReplicaID),
+		wakeProvision: make(chan struct{}, 1),
+		wakeHousekeep: make(chan struct{}, 1),
+		starting:      map[string]int{},
+		avoid:         map[string]avoidEntry{},
+	}, nil
+}
+
+// Notify wakes Run's loops now instead of at the next tick, after a create or a
+// delete. It never blocks; wake-ups arriving while one is pending merge into it.
+func (s *Scheduler) Notify() {
+	for _, c := range []chan struct{}{s.wakeProvision, s.wakeHousekeep} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run provisions, expires and terminates until ctx is done, then returns once every
+// pass in flight has ended. Provisioning runs in its own loop so that a slow Create
+// (up to ProvisionTimeout) never delays deletes and expiry.
+func (s *Scheduler) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		s.loop(ctx, s.wakeProvision, func(ctx context.Context) {
+			s.report(s.ProvisionOnce(ctx))
+		})
+	})
+	wg.Go(func() {
+		s.loop(ctx, s.wakeHousekeep, func(ctx context.Context) {
+			// Expiry first, so that an expired sandbox is deleted in the same pass.
+			s.report(s.ExpireOnce(ctx))
+			s.report(s.TerminateOnce(ctx))
+		})
+	})
+	wg.Wait()
+}
+
+func (s *Scheduler) loop(ctx context.Context, wake <-chan struct{}, pass func(context.Context)) {
+	t := time.NewTicker(s.opts.Tick)
+	defer t.Stop()
+	for {
+		pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+	}
+}
+
+func (s *Scheduler) report(r Result, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Error("scheduler pass failed", "pass", r.Pass, "error", err)
+	}
+	if s.opts.OnPass != nil {
+		s.opts.OnPass(r)
+	}
+}
+
+// update applies fn to the sandbox under the store's row lock. A guard failure
+// (errStale) is not an error for the caller: the sandbox is simply no longer ours.
+func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
+	sb, err := s.st.UpdateSandbox(ctx, id, s.clk.Now(), fn)
+	if errors.Is(err, errStale) {
+		return store.Sandbox{}, false, nil
+	}
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	return sb, true, nil
+}
+
+// listAll pages through every sandbox in states.
+func (s *Scheduler) listAll(ctx context.Context, states []store.State) ([]store.Sandbox, error) {
+	var out []store.Sandbox
+	cursor := ""
+	for {
+		page, next, err := s.st.ListSandboxes(ctx, store.SandboxFilter{States: states, Limit: store.MaxLimit, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}

@@ -1,0 +1,182 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/store"
+)
+
+// flakyDelete fails its first failures Deletes with provider_unavailable.
+type flakyDelete struct {
+	*fake.Adapter
+	mu       sync.Mutex
+	failures int
+}
+
+func (f *flakyDelete) Delete(ctx context.Context, ref string) error {
+	f.mu.Lock()
+	fail := f.failures > 0
+	f.failures--
+	f.mu.Unlock()
+	if fail {
+		return adapters.Unavailable("backend is down")
+	}
+	return f.Adapter.Delete(ctx, ref)
+}
+
+func running(t *testing.T, e *env, sb store.Sandbox) store.Sandbox {
+	t.Helper()
+	sb = e.create(t, sb)
+	e.provision(t)
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateRunning)
+	return got
+}
+
+func toTerminating(sb *store.Sandbox) { sb.State = store.StateTerminating }
+
+func TestTerminateDeletesInstance(t *testing.T) {
+	fk := fake.New(fake.Config{})
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := running(t, e, store.Sandbox{})
+	if r := e.terminate(t); r.Terminated != 0 {
+		t.Fatalf("terminated a running sandbox: %+v", r)
+	}
+	e.set(t, sb.ID, toTerminating)
+	if r := e.terminate(t); r != (Result{Pass: PassTerminate, Terminated: 1}) {
+		t.Fatalf("result = %+v", r)
+	}
+	wantState(t, e.get(t, sb.ID), store.StateTerminated)
+	if fk.Instances() != 0 {
+		t.Errorf("instances = %d", fk.Instances())
+	}
+}
+
+func TestTerminateRetriesFailedDelete(t *testing.T) {
+	fk := &flakyDelete{Adapter: fake.New(fake.Config{}), failures: 1}
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := running(t, e, store.Sandbox{})
+	e.set(t, sb.ID, toTerminating)
+
+	if r := e.terminate(t); r.Terminated != 0 || r.Errors != 1 {
+		t.Fatalf("first pass = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateTerminating)
+	if got.Reason != "delete failed: backend is down" || fk.Instances() != 1 {
+		t.Fatalf("reason %q, instances %d", got.Reason, fk.Instances())
+	}
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("second pass = %+v", r)
+	}
+	got = e.get(t, sb.ID)
+	wantState(t, got, store.StateTerminated)
+	if got.Reason != "" || fk.Instances() != 0 {
+		t.Errorf("reason %q, instances %d", got.Reason, fk.Instances())
+	}
+}
+
+func TestTerminateWithoutInstance(t *testing.T) {
+	e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{})))
+	never := e.create(t, store.Sandbox{ID: "sbx_never"})
+	e.set(t, never.ID, toTerminating)
+	// Placed and under a live claim: a Create may be in flight, whose outcome brings
+	// the ref; the terminator waits for it.
+	lease := t0.Add(time.Minute)
+	inFlight := e.create(t, store.Sandbox{ID: "sbx_inflight"})
+	e.set(t, inFlight.ID, func(sb *store.Sandbox) {
+		sb.State, sb.Pool, sb.ClaimedBy, sb.ClaimExpiresAt = store.StateTerminating, "fake", "replica-2", &lease
+	})
+
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	wantState(t, e.get(t, never.ID), store.StateTerminated)
+	wantState(t, e.get(t, inFlight.ID), store.StateTerminating)
+	e.clk.Set(lease)
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("after the lease: %+v", r)
+	}
+	wantState(t, e.get(t, inFlight.ID), store.StateTerminated)
+}
+
+func TestTerminatePoolWithoutAdapter(t *testing.T) {
+	gone := pools.View{Pool: store.Pool{Name: "gone", Adapter: "nosuchkind"}, LastError: `adapter kind "nosuchkind" is not in this build`}
+	e := newEnv(t, Options{}, gone)
+	sb := e.create(t, store.Sandbox{})
+	e.set(t, sb.ID, func(sb *store.Sandbox) {
+		sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "gone", "ref-1"
+	})
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateTerminated)
+	if got.Reason != ReasonAdapterUnavailable {
+		t.Errorf("reason %q", got.Reason)
+	}
+}
+
+func TestTerminateUnknownPoolWaits(t *testing.T) {
+	e := newEnv(t, Options{})
+	sb := e.create(t, store.Sandbox{})
+	e.set(t, sb.ID, func(sb *store.Sandbox) {
+		sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "later", "ref-1"
+	})
+	if r := e.terminate(t); r.Terminated != 0 || r.Errors != 1 {
+		t.Fatalf("result = %+v", r)
+	}
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateTerminating)
+	if got.Reason != "delete failed: pool later is not loaded on this replica" {
+		t.Errorf("reason %q", got.Reason)
+	}
+	version := got.Version
+	e.terminate(t)
+	if got := e.get(t, sb.ID); got.Version != version {
+		t.Errorf("an unchanged failure rewrote the row: version %d, was %d", got.Version, version)
+	}
+}
+
+func TestExpireThenTerminate(t *testing.T) {
+	fk := fake.New(fake.Config{})
+	e := newEnv(t, Options{}, view("fake", fk))
+	short := running(t, e, store.Sandbox{TTLSeconds: 60})
+	long := running(t, e, store.Sandbox{TTLSeconds: 3600})
+	forever := running(t, e, store.Sandbox{})
+	stopped := running(t, e, store.Sandbox{TTLSeconds: 30})
+	e.set(t, stopped.ID, func(sb *store.Sandbox) { sb.State = store.StateStopped })
+
+	e.clk.Advance(59 * time.Second)
+	if r := e.expire(t); r.Expired != 1 {
+		t.Fatalf("at 59 s: %+v", r)
+	}
+	e.clk.Advance(time.Second)
+	if r := e.expire(t); r != (Result{Pass: PassExpire, Expired: 1}) {
+		t.Fatalf("at 60 s: %+v", r)
+	}
+	for _, id := range []string{short.ID, stopped.ID} {
+		got := e.get(t, id)
+		wantState(t, got, store.StateTerminating)
+		if got.Reason != ReasonTTLExpired {
+			t.Errorf("reason %q", got.Reason)
+		}
+	}
+	wantState(t, e.get(t, long.ID), store.StateRunning)
+	wantState(t, e.get(t, forever.ID), store.StateRunning)
+
+	if r := e.terminate(t); r.Terminated != 2 {
+		t.Fatalf("terminate = %+v", r)
+	}
+	got := e.get(t, short.ID)
+	wantState(t, got, store.StateTerminated)
+	if got.Reason != ReasonTTLExpired || fk.Instances() != 2 {
+		t.Errorf("reason %q, instances %d", got.Reason, fk.Instances())
+	}
+}
