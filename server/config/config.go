@@ -1,0 +1,200 @@
+// Package config reads the daemon's production config file: the database, the listen
+// address, TLS, scheduler settings and the pools (the seed's section 10 format). Parsing
+// is strict, because a misspelt key silently ignored (maxConcurency) is a production
+// outage found too late; Validate then checks what the types cannot.
+package config
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
+)
+
+// EnvDatabaseURL overrides database.url when set, so the secret-bearing URL can stay out
+// of the file.
+const EnvDatabaseURL = "DIFFERENTLY_DATABASE_URL"
+
+// DefaultListen is where the daemon listens unless told otherwise: loopback only, so a
+// daemon started without thought is not exposed.
+const DefaultListen = "127.0.0.1:8700"
+
+// Config is the whole config file. Keys are camelCase, as in the seed.
+type Config struct {
+	Database  Database     `yaml:"database"`
+	Listen    string       `yaml:"listen"`
+	TLS       TLS          `yaml:"tls"`
+	Scheduler Scheduler    `yaml:"scheduler"`
+	Pools     []PoolConfig `yaml:"pools"`
+	// DataDir holds local state (the admin token file, a SQLite database in dev mode).
+	DataDir string `yaml:"dataDir"`
+}
+
+// Database says where the store lives: postgres://..., sqlite://PATH or a file path.
+type Database struct {
+	URL string `yaml:"url"`
+}
+
+// TLS turns on HTTPS when both files are given.
+type TLS struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+
+// Scheduler holds the scheduler's knobs; Default fills in the seed's values.
+type Scheduler struct {
+	ProvisionTimeoutSeconds  int `yaml:"provisionTimeoutSeconds"`
+	MaxAttempts              int `yaml:"maxAttempts"`
+	ReconcileIntervalSeconds int `yaml:"reconcileIntervalSeconds"`
+	TerminateTimeoutSeconds  int `yaml:"terminateTimeoutSeconds"`
+	// MaxQueued bounds the sandboxes waiting for a pool, so a flood of creates is
+	// refused instead of growing the queue without limit.
+	MaxQueued int `yaml:"maxQueued"`
+	// DefaultMaxStarting applies to pools that leave maxStarting at 0.
+	DefaultMaxStarting int `yaml:"defaultMaxStarting"`
+}
+
+// PoolConfig is one pool as written in the file.
+type PoolConfig struct {
+	Name    string    `yaml:"name"`
+	Adapter string    `yaml:"adapter"`
+	Trust   api.Trust `yaml:"trust"`
+	Region  string    `yaml:"region"`
+	// MaxConcurrency 0 means no limit beyond what the adapter's capacity says.
+	MaxConcurrency int `yaml:"maxConcurrency"`
+	// MaxStarting 0 means the scheduler's defaultMaxStarting.
+	MaxStarting int            `yaml:"maxStarting"`
+	CostModel   CostModel      `yaml:"costModel"`
+	Config      map[string]any `yaml:"config"`
+	Credentials Credentials    `yaml:"credentials"`
+	Features    []string       `yaml:"features"`
+}
+
+// CostModel prices a pool's requested resources.
+type CostModel struct {
+	CPUHour       float64 `yaml:"cpuHour"`
+	MemoryGiBHour float64 `yaml:"memoryGiBHour"`
+}
+
+// Credentials name where a pool's secret comes from; the file never holds the secret.
+type Credentials struct {
+	Env string `yaml:"env"`
+}
+
+// Default returns a config with every default filled in and no pools. Parse decodes
+// over it, so a key left out keeps its default while a key written as 0 stays 0 (and
+// Validate says why that is wrong) instead of being replaced behind the operator's back.
+func Default() *Config {
+	return &Config{
+		Listen: DefaultListen,
+		Scheduler: Scheduler{
+			ProvisionTimeoutSeconds:  120,
+			MaxAttempts:              3,
+			ReconcileIntervalSeconds: 30,
+			TerminateTimeoutSeconds:  60,
+			MaxQueued:                10000,
+			DefaultMaxStarting:       8,
+		},
+	}
+}
+
+// Load reads and parses the file at path. Errors carry the path and line.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(path, data)
+}
+
+// Parse parses config file content. Errors carry the line ("line 7: ...").
+func Parse(data []byte) (*Config, error) {
+	return parse("", data)
+}
+
+// ApplyEnv lets EnvDatabaseURL override database.url. getenv is os.Getenv in the daemon
+// and a map lookup in tests.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if u := getenv(EnvDatabaseURL); u != "" {
+		c.Database.URL = u
+	}
+}
+
+// Trust rules per adapter kind: the seed's section 9. A kind listed in forcedTrust
+// always runs with that trust; one in defaultTrust gets it when the pool leaves trust
+// out; any other kind must state its trust, because only the operator knows whose
+// infrastructure a self-hostable backend runs on.
+var (
+	forcedTrust = map[string]api.Trust{
+		"daytona":   api.TrustExternal,
+		"freestyle": api.TrustExternal,
+	}
+	defaultTrust = map[string]api.Trust{
+		"remote":  api.TrustPrivate,
+		"fake":    api.TrustPrivate,
+		"devhost": api.TrustPrivate,
+	}
+)
+
+// EffectiveTrust is the trust the pool runs with after the per-kind rules; "" when the
+// kind needs an explicit trust and none was given (Validate reports that).
+func (p PoolConfig) EffectiveTrust() api.Trust {
+	if t, ok := forcedTrust[p.Adapter]; ok {
+		return t
+	}
+	if p.Trust != "" {
+		return p.Trust
+	}
+	return defaultTrust[p.Adapter]
+}
+
+// StorePool converts the pool to its stored form. Config and Features are copied so the
+// store row and the parsed file never share mutable state.
+func (p PoolConfig) StorePool() store.Pool {
+	return store.Pool{
+		Name:           p.Name,
+		Adapter:        p.Adapter,
+		Trust:          p.EffectiveTrust(),
+		Region:         p.Region,
+		MaxConcurrency: p.MaxConcurrency,
+		MaxStarting:    p.MaxStarting,
+		CostModel:      store.CostModel{CPUHour: p.CostModel.CPUHour, MemoryGiBHour: p.CostModel.MemoryGiBHour},
+		Config:         cloneMap(p.Config),
+		CredentialsEnv: p.Credentials.Env,
+		Features:       slices.Clone(p.Features),
+	}
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := maps.Clone(m)
+	for k, v := range out {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			out[i] = cloneValue(item)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+// Adapter kinds that only make sense on a developer's machine: devhost runs sandboxes
+// as host processes without isolation, fake runs nothing at all.
+var devOnlyKinds = []string{"devhost", "fake"}
+
+var (
+	poolNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ValidateOptions say what the running daemon accepts.
+type ValidateOptions struct {
+	// Dev allows the development-only adapters and a missing database url (dev mode
+	// keeps its database in the data directory).
+	Dev bool
+	// KnownAdapters are the adapter kinds this build can construct (the pool
+	// registry's Kinds).
+	KnownAdapters []string
+}
+
+// Problem is one thing wrong with a config. Validate joins them with errors.Join, so
+// callers that want them one by one (preflight) unwrap the joined error.
+type Problem struct {
+	// Pool names the pool the problem is in; "" for settings outside pools.
+	Pool string
+	// Key is the offending key's path: "pools[0].maxConcurrency", "listen".
+	Key     string
+	Message string
+}
+
+func (p *Problem) Error() string {
+	if p.Pool != "" {
+		return fmt.Sprintf("pool %q: %s: %s", p.Pool, p.Key, p.Message)
+	}
+	return p.Key + ": " + p.Message
+}
+
+// Problems splits an error from Validate into its problems.
+func Problems(err error) []*Problem {
+	var out []*Problem
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var p *Problem
+		if errors.As(err, &p) {
+			out = append(out, p)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// Validate checks what the file's shape cannot express and reports every problem, not
+// just the first, so an operator fixes the file in one pass. Call ApplyEnv first: the
+// database url may come from the environment.
+func (c *Config) Validate(opts ValidateOptions) error {
+	v := validator{}
+	v.global(c, opts)
+	seen := map[string]int{}
+	for i, p := range c.Pools {
+		v.pool(i, p, opts, seen)
+	}
+	return errors.Join(v.problems...)
+}
+
+type validator struct {
+	problems []error
+}
+
+func (v *validator) add(pool, key, format string, args ...any) {
+	v.problems = append(v.problems, &Problem{Pool: pool, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) global(c *Config, opts ValidateOptions) {
+	if strings.TrimSpace(c.Database.URL) == "" && !opts.Dev {
+		v.add("", "database.url", "required (or set %s)", EnvDatabaseURL)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		v.add("", "listen", "want host:port, got %q", c.Listen)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		v.add("", "tls", "certFile and keyFile go together: set both or neither")
+	}
+	s := c.Scheduler
+	for _, f := range []struct {
+		key string
+		val int
+	}{
+		{"provisionTimeoutSeconds", s.ProvisionTimeoutSeconds},
+		{"maxAttempts", s.MaxAttempts},
+		{"reconcileIntervalSeconds", s.ReconcileIntervalSeconds},
+		{"terminateTimeoutSeconds", s.TerminateTimeoutSeconds},
+		{"maxQueued", s.MaxQueued},
+		{"defaultMaxStarting", s.DefaultMaxStarting},
+	} {
+		if f.val < 1 {
+			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)
+		}
+	}
+}
+
+// pool checks one pool. Problems name the pool when it has a name worth quoting, and
+// always the key path, so two pools with the same bad name can still be told apart.
+func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[string]int) {
+	at := func(key string) string { return fmt.Sprintf("pools[%d].%s", i, key) }
+	name := p.Name
+	switch {
+	case p.Name == "":
+		v.add("", at("name"), "required")
+	case !poolNameRE.MatchString(p.Name):
+		v.add(name, at("name"), "must be 1-63 lowercase letters, digits or dashes, starting and ending with a letter or digit")
+	}
+	if first, dup := seen[p.Name]; dup && p.Name != "" {
+		v.add(name, at("name"), "duplicate pool name (first used by pools[%d])", first)
+	} else {
+		seen[p.Name] = i
+	}
+
+	switch {
+	case p.Adapter == "":
+		v.add(name, at("adapter"), "required (known kinds: %s)", strings.Join(sorted(opts.KnownAdapters), ", "))
+	case !slices.Contains(opts.KnownAdapters, p.Adapter):
+		v.add(name, at("adapter"), "adapter kind %q is not in this build (known kinds: %s)",
+			p.Adapter, strings.Join(sorted(opts.KnownAdapters), ", "))
+	case slices.Contains(devOnlyKinds, p.Adapter) && !opts.Dev:
+		v.add(name, at("adapter"), "adapter %s is only allowed in development mode (--dev)", p.Adapter)
+	}
+
+	if slices.Contains(opts.KnownAdapters, p.Adapter) {
+		// For an unknown kind the adapter problem says enough; its trust rule is moot.
+		v.trust(name, at("trust"), p)
+	} else if p.Trust != "" && p.Trust.Validate() != nil {
+		v.add(name, at("trust"), "must be %q or %q, got %q", api.TrustPrivate, api.TrustExternal, string(p.Trust))
+	}
+
+	if p.MaxConcurrency < 0 {
+		v.add(name, at("maxConcurrency"), "must not be negative, got %d", p.MaxConcurrency)
+	}
+	if p.MaxStarting < 0 {
+		v.add(name, at("maxStarting"), "must not be negative, got %d", p.MaxStarting)
+	}
+	for _, c := range []struct {
+		key string
+		val float64
+	}{
+		{"costModel.cpuHour", p.CostModel.CPUHour},
+		{"costModel.memoryGiBHour", p.CostModel.MemoryGiBHour},
+	} {
+		if c.val < 0 || math.IsNaN(c.val) || math.IsInf(c.val, 0) {
+			v.add(name, at(c.key), "must be a finite number not below 0, got %v", c.val)
+		}
+	}
+	if err := adapters.ValidateDeclaredFeatures(p.Features); err != nil {
+		msg := err.Error()
+		if e := api.AsError(err); e != nil {
+			msg = e.Message
+		}
+		v.add(name, at("features"), "%s (known: %s)", msg, strings.Join(adapters.AllFeatures(), ", "))
+	}
+	if env := p.Credentials.Env; env != "" && !envNameRE.MatchString(env) {
+		v.add(name, at("credentials.env"), "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
+	}
+}
+
+func (v *validator) trust(name, key string, p PoolConfig) {
+	if p.Trust != "" {
+		if err := p.Trust.Validate(); err != nil {
+			v.add(name, key, "must be %q or %q, got %q", api.TrustPrivate, api.TrustExternal, string(p.Trust))
+			return
+		}
+	}
+	if forced, ok := forcedTrust[p.Adapter]; ok && p.Trust != "" && p.Trust != forced {
+		v.add(name, key, "adapter %s always runs on a third party's infrastructure: trust must be %q", p.Adapter, forced)
+		return
+	}
+	if p.EffectiveTrust() == "" {
+		v.add(name, key, "required for adapter %s: %q (infrastructure you control) or %q (a third party's)",
+			p.Adapter, api.TrustPrivate, api.TrustExternal)
+	}
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,381 @@
+package pools
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultRefreshInterval = 5 * time.Second
+	DefaultProbeTimeout    = 10 * time.Second
+)
+
+// Options tune a Manager; zero values take the defaults.
+type Options struct {
+	// RefreshInterval is how often Run re-reads the pools and probes them.
+	RefreshInterval time.Duration
+	// ProbeTimeout bounds one pool's probe (Capabilities, Health and Capacity together).
+	ProbeTimeout time.Duration
+	// Getenv resolves credentials variables; os.Getenv when nil.
+	Getenv func(string) string
+	Logger *slog.Logger
+}
+
+// Manager keeps one View per stored pool: it builds each pool's adapter, rebuilds it
+// when the pool changes (through the admin API or on another replica), and probes it.
+// It is safe for concurrent use; probing never holds the lock readers take, so a slow
+// backend does not hold up placement.
+type Manager struct {
+	st   store.Store
+	reg  *Registry
+	clk  clock.Clock
+	opts Options
+	log  *slog.Logger
+
+	// syncMu lets one Load or Refresh run at a time, so two never build the same
+	// pool's adapter twice or publish entry sets out of order.
+	syncMu sync.Mutex
+
+	mu      sync.RWMutex
+	entries map[string]*entry
+	nextGen uint64
+}
+
+type entry struct {
+	view View
+	// secret is kept only to scrub it from probe errors an adapter might word badly.
+	secret string
+	// gen identifies this build of the adapter; a probe result for an older build
+	// is dropped.
+	gen uint64
+	// marks counts MarkUnhealthy calls, so that a probe which began before the
+	// scheduler saw the pool fail cannot declare it healthy again.
+	marks uint64
+}
+
+// NewManager returns a manager with no views; call Load or Refresh to fill it.
+func NewManager(st store.Store, reg *Registry, clk clock.Clock, opts Options) *Manager {
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = DefaultRefreshInterval
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{st: st, reg: reg, clk: clk, opts: opts, log: log, entries: map[string]*entry{}}
+}
+
+// Load reads every pool from the store and builds the adapters of new or changed
+// pools, without probing: the views stay unhealthy until Refresh. A pool whose adapter
+// cannot be built stays listed, unhealthy, with the reason in LastError.
+func (m *Manager) Load(ctx context.Context) error {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	return m.sync(ctx)
+}
+
+// Refresh does what Load does and then probes every pool with an adapter,
+// concurrently, each within ProbeTimeout. Only a failure to read the store is
+// returned; a pool's failures are recorded in its view.
+func (m *Manager) Refresh(ctx context.Context) error {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	if err := m.sync(ctx); err != nil {
+		return err
+	}
+	m.probeAll(ctx)
+	return ctx.Err()
+}
+
+// Run refreshes every RefreshInterval until ctx is done, and blocks until then. It
+// does not refresh at once: callers refresh before starting it, so that startup sees
+// the pools and can report a store failure.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTicker(m.opts.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("pool refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+// Views returns every pool's view, sorted by name. The views are copies.
+func (m *Manager) Views() []View {
+	m.mu.RLock()
+	out := make([]View, 0, len(m.entries))
+	for _, e := range m.entries {
+		out = append(out, copyView(e.view))
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Pool.Name, b.Pool.Name) })
+	return out
+}
+
+// View returns one pool's view.
+func (m *Manager) View(name string) (View, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.entries[name]
+	if !ok {
+		return View{}, false
+	}
+	return copyView(e.view), true
+}
+
+// MarkUnhealthy records that the pool failed outside a probe (the scheduler saw
+// provider_unavailable). The pool stays unhealthy until a probe that starts after this
+// call succeeds.
+func (m *Manager) MarkUnhealthy(name string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[name]
+	if !ok {
+		return
+	}
+	e.marks++
+	msg := "marked unhealthy"
+	if err != nil {
+		msg = scrub(message(err), e.secret)
+	}
+	if e.view.Healthy {
+		m.log.Warn("pool marked unhealthy", "pool", name, "err", msg)
+	}
+	e.view.Healthy = false
+	e.view.LastError = msg
+}
+
+// sync makes the entries match the store: new pools and pools whose Version changed get
+// a fresh adapter, removed pools are dropped, and a pool whose adapter could not be
+// built is tried again (the cause, such as a directory, may have been fixed).
+func (m *Manager) sync(ctx context.Context) error {
+	list, err := m.st.ListPools(ctx)
+	if err != nil {
+		return fmt.Errorf("pools: reading the pool list: %w", err)
+	}
+
+	// Only sync changes which entries exist, and syncMu is held, so what is read here
+	// is still current when the new set is published below.
+	m.mu.RLock()
+	reuse := map[string]bool{}
+	for _, p := range list {
+		if e, ok := m.entries[p.Name]; ok && e.view.Pool.Version == p.Version && e.view.Adapter != nil {
+			reuse[p.Name] = true
+		}
+	}
+	m.mu.RUnlock()
+
+	// Build outside the lock: a factory may touch the disk.
+	fresh := map[string]*entry{}
+	for _, p := range list {
+		if !reuse[p.Name] {
+			fresh[p.Name] = m.build(ctx, p)
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := make(map[string]*entry, len(list))
+	for _, p := range list {
+		if reuse[p.Name] {
+			next[p.Name] = m.entries[p.Name]
+			continue
+		}
+		e := fresh[p.Name]
+		m.nextGen++
+		e.gen = m.nextGen
+		old, existed := m.entries[p.Name]
+		switch {
+		case e.view.Adapter == nil && (!existed || old.view.LastError != e.view.LastError):
+			m.log.Warn("pool adapter not built", "pool", p.Name, "adapter", p.Adapter, "err", e.view.LastError)
+		case e.view.Adapter != nil && existed && old.view.Pool.Version != p.Version:
+			m.log.Info("pool changed; adapter rebuilt", "pool", p.Name, "version", p.Version)
+		}
+		next[p.Name] = e
+	}
+	for name := range m.entries {
+		if _, ok := next[name]; !ok {
+			m.log.Info("pool removed", "pool", name)
+		}
+	}
+	m.entries = next
+	return nil
+}
+
+func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
+	e := &entry{view: View{Pool: p, Trust: p.Trust, Info: adapters.Info{Kind: p.Adapter}}}
+	a, err := m.reg.Build(ctx, p, m.opts.Getenv)
+	if err != nil {
+		e.view.LastError = message(err)
+		e.view.LastProbeAt = m.clk.Now()
+		return e
+	}
+	// Build succeeded, so the credentials resolve.
+	creds, _ := ResolveCredentials(p, m.opts.Getenv)
+	e.secret = creds.secret
+	e.view.Adapter = a
+	e.view.Info = a.Info()
+	e.view.Trust = effectiveTrust(p, e.view.Info)
+	return e
+}
+
+// effectiveTrust: the operator's setting is authoritative; the adapter's claim only
+// fills a gap.
+func effectiveTrust(p store.Pool, info adapters.Info) api.Trust {
+	if p.Trust != "" {
+		return p.Trust
+	}
+	return info.Trust
+}
+
+type probeTarget struct {
+	name  string
+	a     adapters.ExecutionAdapter
+	gen   uint64
+	marks uint64
+}
+
+type probeResult struct {
+	info     adapters.Info
+	caps     adapters.Capabilities
+	capacity adapters.Capacity
+	capsErr  error
+	capErr   error
+	err      error // the first failure, or nil
+}
+
+func (m *Manager) probeAll(ctx context.Context) {
+	m.mu.RLock()
+	targets := make([]probeTarget, 0, len(m.entries))
+	for name, e := range m.entries {
+		if e.view.Adapter != nil {
+			targets = append(targets, probeTarget{name: name, a: e.view.Adapter, gen: e.gen, marks: e.marks})
+		}
+	}
+	m.mu.RUnlock()
+
+	var wg sync.WaitGroup
+	for _, t := range targets {
+		wg.Go(func() {
+			r := m.probe(ctx, t.a)
+			if ctx.Err() != nil {
+				// Shutting down: "context canceled" says nothing about the pool.
+				return
+			}
+			m.apply(t, r)
+		})
+	}
+	wg.Wait()
+}
+
+// probe asks the adapter for everything a view holds. All three calls are made even
+// after one fails, so a view shows as much as the backend could tell.
+func (m *Manager) probe(ctx context.Context, a adapters.ExecutionAdapter) probeResult {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	var r probeResult
+	r.caps, r.capsErr = a.Capabilities(ctx)
+	if r.capsErr != nil {
+		r.err = fmt.Errorf("capabilities: %s", message(r.capsErr))
+	} else {
+		r.caps.Features = adapters.EffectiveFeatures(a, r.caps.Features)
+	}
+	if err := a.Health(ctx); err != nil && r.err == nil {
+		r.err = fmt.Errorf("health: %s", message(err))
+	}
+	r.capacity, r.capErr = a.Capacity(ctx)
+	if r.capErr != nil && r.err == nil {
+		r.err = fmt.Errorf("capacity: %s", message(r.capErr))
+	}
+	// After Capabilities: a remote adapter learns its Info there.
+	r.info = a.Info()
+	return r
+}
+
+func (m *Manager) apply(t probeTarget, r probeResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[t.name]
+	if !ok || e.gen != t.gen {
+		return // the pool was removed or rebuilt while it was probed
+	}
+	v := &e.view
+	v.Info = r.info
+	v.Trust = effectiveTrust(v.Pool, r.info)
+	v.LastProbeAt = m.clk.Now()
+	// A failed call keeps the last good answer: features of a pool that is briefly
+	// unreachable should not vanish, or calls on its running sandboxes would answer
+	// "unsupported" instead of "unavailable".
+	if r.capsErr == nil {
+		v.Capabilities = r.caps
+	}
+	if r.capErr == nil {
+		v.Capacity = r.capacity
+	}
+	wasHealthy := v.Healthy
+	switch {
+	case r.err != nil:
+		v.Healthy = false
+		v.LastError = scrub(r.err.Error(), e.secret)
+	case e.marks != t.marks:
+		// Marked unhealthy while this probe ran: keep the mark until a later probe.
+		v.Healthy = false
+	default:
+		v.Healthy = true
+		v.LastError = ""
+	}
+	switch {
+	case wasHealthy && !v.Healthy:
+		m.log.Warn("pool unhealthy", "pool", t.name, "err", v.LastError)
+	case !wasHealthy && v.Healthy:
+		m.log.Info("pool healthy", "pool", t.name)
+	}
+}
+
+// message is what a view shows of an error: an *api.Error's message without the code
+// prefix its Error adds (the code means something to programs, not to operators
+// reading a pool's lastError).
+func message(err error) string {
+	if e, ok := err.(*api.Error); ok && e != nil {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func scrub(msg, secret string) string {
+	if secret == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, "[redacted]")
+}
+
+// copyView copies the slices and the config map too, so a caller changing its copy
+// cannot change what other readers see.
+func copyView(v View) View {
+	v.Pool.Config = maps.Clone(v.Pool.Config)
+	v.Pool.Features = slices.Clone(v.Pool.Features)
+	v.Capabilities.Features = slices.Clone(v.Capabilities.Features)
+	v.Capabilities.Templates = slices.Clone(v.Capabilities.Templates)
+	v.Capabilities.Regions = slices.Clone(v.Capabilities.Regions)
+	return v
+}

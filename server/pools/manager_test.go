@@ -1,0 +1,451 @@
+package pools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type env struct {
+	st  store.Store
+	clk *clock.Manual
+	reg *Registry
+	m   *Manager
+	ctx context.Context
+}
+
+// newEnv opens a real SQLite store; vars are what Getenv sees.
+func newEnv(t *testing.T, reg *Registry, vars map[string]string) *env {
+	t.Helper()
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "differently.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := clock.NewManual(t0)
+	m := NewManager(st, reg, clk, Options{Getenv: func(k string) string { return vars[k] }})
+	return &env{st: st, clk: clk, reg: reg, m: m, ctx: ctx}
+}
+
+func (e *env) create(t *testing.T, p store.Pool) store.Pool {
+	t.Helper()
+	out, err := e.st.CreatePool(e.ctx, e.clk.Now(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (e *env) refresh(t *testing.T) {
+	t.Helper()
+	if err := e.m.Refresh(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) view(t *testing.T, name string) View {
+	t.Helper()
+	v, ok := e.m.View(name)
+	if !ok {
+		t.Fatalf("no view for pool %q", name)
+	}
+	return v
+}
+
+// plain hides the fake's optional interfaces, so features it declares but no longer
+// implements must be dropped from the view.
+type plain struct{ adapters.ExecutionAdapter }
+
+// handles is a registry kind "held" whose factory keeps every fake it builds.
+type handles struct {
+	mu    sync.Mutex
+	built []*fake.Adapter
+	cfg   fake.Config
+}
+
+func (h *handles) factory(_ context.Context, _ store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := fake.New(h.cfg)
+	h.built = append(h.built, a)
+	return a, nil
+}
+
+func (h *handles) last() *fake.Adapter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.built[len(h.built)-1]
+}
+
+func (h *handles) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.built)
+}
+
+func TestLoadAndRefreshBuildViews(t *testing.T) {
+	reg := DefaultRegistry(true)
+	reg.Register("plain", func(context.Context, store.Pool, Credentials) (adapters.ExecutionAdapter, error) {
+		return plain{fake.New(fake.Config{})}, nil
+	}, false)
+	e := newEnv(t, reg, nil)
+	e.create(t, store.Pool{Name: "dev", Adapter: "devhost", Config: map[string]any{"root": t.TempDir()}})
+	e.create(t, store.Pool{Name: "fk", Adapter: "fake", Trust: api.TrustExternal,
+		Config: map[string]any{"features": []any{"exec", "files", "isolation.microvm"}, "totalCPU": 4}})
+	e.create(t, store.Pool{Name: "bare", Adapter: "plain"})
+
+	if err := e.m.Load(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	views := e.m.Views()
+	if names := viewNames(views); !slices.Equal(names, []string{"bare", "dev", "fk"}) {
+		t.Fatalf("views after Load = %v", names)
+	}
+	for _, v := range views {
+		if v.Adapter == nil || v.Healthy || !v.LastProbeAt.IsZero() {
+			t.Errorf("%s after Load: adapter %v healthy %v probed %v; want built, not yet probed", v.Pool.Name, v.Adapter, v.Healthy, v.LastProbeAt)
+		}
+	}
+
+	e.clk.Advance(time.Minute)
+	e.refresh(t)
+	for _, v := range e.m.Views() {
+		if !v.Healthy || v.LastError != "" || !v.LastProbeAt.Equal(e.clk.Now()) {
+			t.Errorf("%s after Refresh: healthy %v, error %q, probed %v", v.Pool.Name, v.Healthy, v.LastError, v.LastProbeAt)
+		}
+	}
+	fk := e.view(t, "fk")
+	if want := []string{"exec", "files", "isolation.microvm"}; !slices.Equal(fk.Capabilities.Features, want) {
+		t.Errorf("fake features = %v, want %v", fk.Capabilities.Features, want)
+	}
+	if !fk.Capacity.Bounded || fk.Capacity.FreeCPU != 4 || fk.Info.Kind != "fake" || fk.Trust != api.TrustExternal {
+		t.Errorf("fake view = capacity %+v, info %+v, trust %q", fk.Capacity, fk.Info, fk.Trust)
+	}
+	if !fk.Supports("files") || fk.Supports("fork") {
+		t.Errorf("Supports disagrees with features %v", fk.Capabilities.Features)
+	}
+	if bare := e.view(t, "bare"); !slices.Equal(bare.Capabilities.Features, []string{"exec"}) {
+		t.Errorf("features of an adapter without optional interfaces = %v, want [exec]", bare.Capabilities.Features)
+	}
+	dev := e.view(t, "dev")
+	if dev.Trust != api.TrustPrivate || !dev.Supports(adapters.FeatureExecStream) {
+		t.Errorf("devhost view: trust %q (adapter's claim fills an empty pool trust), features %v", dev.Trust, dev.Capabilities.Features)
+	}
+
+	// Views are copies.
+	views = e.m.Views()
+	views[2].Capabilities.Features[0] = "mutated"
+	if e.view(t, "fk").Capabilities.Features[0] != "exec" {
+		t.Error("a caller's change to a view reached the manager")
+	}
+}
+
+func TestUnknownKindIsListedUnhealthy(t *testing.T) {
+	e := newEnv(t, DefaultRegistry(false), nil)
+	e.create(t, store.Pool{Name: "os", Adapter: "opensandbox", Trust: api.TrustPrivate})
+	e.create(t, store.Pool{Name: "dev", Adapter: "fake"})
+	e.refresh(t)
+	for name, want := range map[string]string{
+		"os":  `adapter kind "opensandbox" is not in this build`,
+		"dev": "adapter fake is only allowed in development mode (--dev)",
+	} {
+		v := e.view(t, name)
+		if v.Adapter != nil || v.Healthy || v.LastError != want {
+			t.Errorf("%s: adapter %v healthy %v error %q; want no adapter, unhealthy, %q", name, v.Adapter, v.Healthy, v.LastError, want)
+		}
+		if v.Supports(adapters.FeatureExec) {
+			t.Errorf("%s: a pool without an adapter supports exec", name)
+		}
+	}
+}
+
+func TestHealthFailureAndRecovery(t *testing.T) {
+	h := &handles{cfg: fake.Config{HealthError: true}}
+	reg := NewRegistry(false)
+	reg.Register("held", h.factory, false)
+	e := newEnv(t, reg, nil)
+	e.create(t, store.Pool{Name: "p", Adapter: "held"})
+
+	e.refresh(t)
+	if v := e.view(t, "p"); v.Healthy || !strings.Contains(v.LastError, "fake: injected health failure") {
+		t.Fatalf("with a health error: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	h.last().SetHealthError(false)
+	e.refresh(t)
+	if v := e.view(t, "p"); !v.Healthy || v.LastError != "" {
+		t.Fatalf("after recovery: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	if h.count() != 1 {
+		t.Errorf("adapter built %d times for an unchanged pool, want 1", h.count())
+	}
+
+	e.m.MarkUnhealthy("p", adapters.Unavailable("backend down"))
+	if v := e.view(t, "p"); v.Healthy || !strings.Contains(v.LastError, "backend down") {
+		t.Fatalf("after MarkUnhealthy: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	e.m.MarkUnhealthy("no-such-pool", errors.New("ignored"))
+	e.refresh(t)
+	if v := e.view(t, "p"); !v.Healthy {
+		t.Fatalf("a good probe after MarkUnhealthy left the pool unhealthy: %q", v.LastError)
+	}
+}
+
+// blockingHealth lets a test hold a probe in Health.
+type blockingHealth struct {
+	adapters.ExecutionAdapter
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingHealth) Health(ctx context.Context) error {
+	if b.entered == nil {
+		return nil
+	}
+	b.entered <- struct{}{}
+	<-b.release
+	return nil
+}
+
+func TestMarkDuringProbeWinsAndReadersAreNotBlocked(t *testing.T) {
+	slow := &blockingHealth{ExecutionAdapter: fake.New(fake.Config{}), entered: make(chan struct{}), release: make(chan struct{})}
+	reg := NewRegistry(false)
+	reg.Register("slow", func(context.Context, store.Pool, Credentials) (adapters.ExecutionAdapter, error) { return slow, nil }, false)
+	e := newEnv(t, reg, nil)
+	e.create(t, store.Pool{Name: "p", Adapter: "slow"})
+
+	done := make(chan error, 1)
+	go func() { done <- e.m.Refresh(e.ctx) }()
+	<-slow.entered
+	// The probe is stuck in Health; readers and the scheduler's mark go through.
+	if len(e.m.Views()) != 1 {
+		t.Fatal("Views during a probe")
+	}
+	e.m.MarkUnhealthy("p", errors.New("create failed: provider_unavailable"))
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if v := e.view(t, "p"); v.Healthy || v.LastError != "create failed: provider_unavailable" {
+		t.Fatalf("a probe that began before MarkUnhealthy cleared it: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	slow.entered = nil // the next probe answers at once
+	e.refresh(t)
+	if v := e.view(t, "p"); !v.Healthy {
+		t.Fatalf("the next good probe did not clear the mark: %q", v.LastError)
+	}
+}
+
+func TestPoolsAddedChangedRemoved(t *testing.T) {
+	h := &handles{}
+	reg := NewRegistry(false)
+	reg.Register("held", h.factory, false)
+	e := newEnv(t, reg, nil)
+	e.create(t, store.Pool{Name: "a", Adapter: "held"})
+	e.refresh(t)
+
+	b := e.create(t, store.Pool{Name: "b", Adapter: "held", Region: "r1"})
+	e.refresh(t)
+	if names := viewNames(e.m.Views()); !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("after adding b: %v", names)
+	}
+	before := e.view(t, "b").Adapter
+
+	e.refresh(t)
+	if e.view(t, "b").Adapter != before || h.count() != 2 {
+		t.Fatalf("an unchanged pool was rebuilt (%d builds)", h.count())
+	}
+
+	b.Region = "r2"
+	if _, err := e.st.UpdatePool(e.ctx, e.clk.Now(), b); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	v := e.view(t, "b")
+	if v.Adapter == before || v.Pool.Region != "r2" || v.Pool.Version != b.Version+1 || h.count() != 3 || !v.Healthy {
+		t.Fatalf("after changing b: same adapter %v, region %q, version %d, builds %d, healthy %v",
+			v.Adapter == before, v.Pool.Region, v.Pool.Version, h.count(), v.Healthy)
+	}
+
+	if err := e.st.DeletePool(e.ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	if names := viewNames(e.m.Views()); !slices.Equal(names, []string{"b"}) {
+		t.Fatalf("after removing a: %v", names)
+	}
+	if _, ok := e.m.View("a"); ok {
+		t.Fatal("View of a removed pool")
+	}
+}
+
+// leaky fails in ways that quote its secret, as a careless adapter might.
+type leaky struct {
+	adapters.ExecutionAdapter
+	secret string
+}
+
+func (l *leaky) Health(context.Context) error {
+	return adapters.Unavailable("login with key %s refused", l.secret)
+}
+
+func TestCredentials(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	reg := NewRegistry(false)
+	reg.Register("leaky", func(_ context.Context, _ store.Pool, c Credentials) (adapters.ExecutionAdapter, error) {
+		return &leaky{fake.New(fake.Config{}), c.Secret()}, nil
+	}, false)
+	reg.Register("leaky-build", func(_ context.Context, _ store.Pool, c Credentials) (adapters.ExecutionAdapter, error) {
+		return nil, fmt.Errorf("bad key %q", c.Secret())
+	}, false)
+	e := newEnv(t, reg, map[string]string{"LEAKY_TOKEN": secret})
+	e.create(t, store.Pool{Name: "missing", Adapter: "leaky", CredentialsEnv: "MISSING_TOKEN"})
+	e.create(t, store.Pool{Name: "probe", Adapter: "leaky", CredentialsEnv: "LEAKY_TOKEN"})
+	e.create(t, store.Pool{Name: "build", Adapter: "leaky-build", CredentialsEnv: "LEAKY_TOKEN"})
+	e.refresh(t)
+
+	if v := e.view(t, "missing"); v.Adapter != nil || !strings.Contains(v.LastError, "MISSING_TOKEN") {
+		t.Errorf("missing variable: adapter %v, error %q; want the variable named", v.Adapter, v.LastError)
+	}
+	for _, name := range []string{"probe", "build"} {
+		if v := e.view(t, name); !strings.Contains(v.LastError, "[redacted]") {
+			t.Errorf("%s: error %q, want the secret replaced", name, v.LastError)
+		}
+	}
+	e.m.MarkUnhealthy("probe", errors.New("create said "+secret))
+	if got := fmt.Sprintf("%+v", e.m.Views()); strings.Contains(got, secret) {
+		t.Errorf("the secret appears in the views: %s", got)
+	}
+	c := NewCredentials("LEAKY_TOKEN", secret)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), c.LogValue().String()} {
+		if strings.Contains(s, secret) || !strings.Contains(s, "LEAKY_TOKEN") {
+			t.Errorf("Credentials printed as %q", s)
+		}
+	}
+}
+
+func TestRemotePool(t *testing.T) {
+	backend := fake.New(fake.Config{Features: []string{"exec", "files", "arch.arm64"}})
+	srv := httptest.NewServer(adapterhttp.Handler(backend, "plugin-token"))
+	t.Cleanup(srv.Close)
+
+	e := newEnv(t, DefaultRegistry(false), map[string]string{"GOOD": "plugin-token", "BAD": "wrong-token"})
+	e.create(t, store.Pool{Name: "lab", Adapter: "remote", CredentialsEnv: "GOOD",
+		Config: map[string]any{"endpoint": srv.URL, "timeoutSeconds": 30}})
+	e.create(t, store.Pool{Name: "badtoken", Adapter: "remote", CredentialsEnv: "BAD", Config: map[string]any{"endpoint": srv.URL}})
+	e.create(t, store.Pool{Name: "typo", Adapter: "remote", Config: map[string]any{"endpoint": srv.URL, "endpiont": "x"}})
+	e.create(t, store.Pool{Name: "noendpoint", Adapter: "remote"})
+	e.create(t, store.Pool{Name: "badurl", Adapter: "remote", Config: map[string]any{"endpoint": "ftp://x"}})
+	e.create(t, store.Pool{Name: "badtimeout", Adapter: "remote", Config: map[string]any{"endpoint": srv.URL, "timeoutSeconds": 1.5}})
+	e.refresh(t)
+
+	v := e.view(t, "lab")
+	if !v.Healthy || v.LastError != "" {
+		t.Fatalf("remote pool: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	if want := []string{"arch.arm64", "exec", "files"}; !slices.Equal(v.Capabilities.Features, want) {
+		t.Errorf("remote features = %v, want %v", v.Capabilities.Features, want)
+	}
+	if v.Info.Kind != "fake" || v.Trust != api.TrustPrivate {
+		t.Errorf("remote info %+v trust %q: want the plugin's info, and private trust from the fake's claim", v.Info, v.Trust)
+	}
+	if v := e.view(t, "badtoken"); v.Healthy || !strings.Contains(v.LastError, "credentials") || strings.Contains(v.LastError, "wrong-token") {
+		t.Errorf("wrong token: healthy %v, error %q", v.Healthy, v.LastError)
+	}
+	for name, want := range map[string]string{
+		"typo":       `unknown key "endpiont"`,
+		"noendpoint": `"endpoint" is required`,
+		"badurl":     "must be an http or https URL",
+		"badtimeout": `"timeoutSeconds" must be a whole number`,
+	} {
+		if v := e.view(t, name); v.Adapter != nil || !strings.Contains(v.LastError, want) {
+			t.Errorf("%s: error %q, want it to contain %q", name, v.LastError, want)
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	prod, dev := DefaultRegistry(false), DefaultRegistry(true)
+	if want := []string{"devhost", "fake", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
+		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
+	}
+	ctx := t.Context()
+	if _, err := prod.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, nil); err == nil ||
+		!strings.Contains(err.Error(), "adapter fake is only allowed in development mode (--dev)") {
+		t.Errorf("fake outside dev: %v", err)
+	}
+	if a, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, nil); err != nil || a.Info().Kind != "fake" {
+		t.Errorf("fake in dev: %v", err)
+	}
+	if _, err := dev.Build(ctx, store.Pool{Name: "d", Adapter: "daytona"}, nil); err == nil ||
+		!strings.Contains(err.Error(), `adapter kind "daytona" is not in this build`) {
+		t.Errorf("daytona: %v", err)
+	}
+	_, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake", CredentialsEnv: "FAKE_KEY"},
+		func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "FAKE_KEY") || api.AsError(err).Code != api.CodeInvalidRequest {
+		t.Errorf("missing credentials: %v", err)
+	}
+}
+
+func TestRunRefreshesUntilCancelled(t *testing.T) {
+	probed := &blockingHealth{ExecutionAdapter: fake.New(fake.Config{}), entered: make(chan struct{}), release: make(chan struct{})}
+	close(probed.release)
+	reg := NewRegistry(false)
+	reg.Register("k", func(context.Context, store.Pool, Credentials) (adapters.ExecutionAdapter, error) { return probed, nil }, false)
+	e := newEnv(t, reg, nil)
+	e.m.opts.RefreshInterval = time.Millisecond
+	e.create(t, store.Pool{Name: "p", Adapter: "k"})
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.m.Run(ctx)
+	}()
+	for range 2 { // two ticks' probes
+		select {
+		case <-probed.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run never probed the pool")
+		}
+	}
+	cancel()
+	// A probe may be waiting to report in; drain until Run returns.
+	for {
+		select {
+		case <-probed.entered:
+			continue
+		case <-done:
+		}
+		break
+	}
+	if _, ok := e.m.View("p"); !ok {
+		t.Error("Run did not load the pool")
+	}
+}
+
+func viewNames(vs []View) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Pool.Name
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package pools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/adapters/devhost"
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
+)
+
+// Credentials carry a pool's secret from its environment variable to its factory. The
+// secret is unexported and every way of printing a Credentials hides it, so passing one
+// to a logger or a %v cannot leak it.
+type Credentials struct {
+	// Env names the variable the secret came from; "" when the pool has none.
+	Env    string
+	secret string
+}
+
+// NewCredentials is for callers that resolve secrets themselves (tests, custom builds).
+func NewCredentials(env, secret string) Credentials { return Credentials{Env: env, secret: secret} }
+
+// Secret returns the secret; "" when the pool has no credentials.
+func (c Credentials) Secret() string { return c.secret }
+
+func (c Credentials) String() string {
+	if c.Env == "" {
+		return "no credentials"
+	}
+	return "credentials from $" + c.Env
+}
+
+// GoString keeps %#v from printing the secret field.
+func (c Credentials) GoString() string { return "pools.Credentials{" + c.String() + "}" }
+
+// LogValue keeps slog from printing the secret field.
+func (c Credentials) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Factory builds the adapter of one pool. It must not do slow I/O: the manager probes
+// the adapter afterwards, with a timeout.
+type Factory func(ctx context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error)
+
+type registration struct {
+	factory Factory
+	devOnly bool
+}
+
+// Registry maps adapter kinds to factories. It is safe for concurrent use.
+type Registry struct {
+	dev   bool
+	mu    sync.RWMutex
+	kinds map[string]registration
+}
+
+// NewRegistry returns an empty registry; dev allows dev-only kinds to be built.
+func NewRegistry(dev bool) *Registry {
+	return &Registry{dev: dev, kinds: map[string]registration{}}
+}
+
+// Register adds kind, replacing an earlier registration (a custom build may swap a
+// built-in factory). A devOnly kind is listed by Kinds in every mode, so that refusing
+// it outside dev can say why instead of calling it unknown; Build refuses it there.
+func (r *Registry) Register(kind string, f Factory, devOnly bool) {
+	if kind == "" || f == nil {
+		panic("pools: Register needs a kind and a factory")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kinds[kind] = registration{factory: f, devOnly: devOnly}
+}
+
+// Kinds returns the registered kinds, sorted: what config.ValidateOptions.KnownAdapters
+// should be.
+func (r *Registry) Kinds() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.kinds))
+	for k := range r.kinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Dev reports whether the registry builds dev-only kinds.
+func (r *Registry) Dev() bool { return r.dev }
+
+// Build resolves the pool's credentials through getenv (os.Getenv when nil) and calls
+// its kind's factory. Errors never contain the secret: a factory error quoting it has
+// it replaced.
+func (r *Registry) Build(ctx context.Context, p store.Pool, getenv func(string) string) (adapters.ExecutionAdapter, error) {
+	r.mu.RLock()
+	reg, ok := r.kinds[p.Adapter]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, adapters.InvalidRequest("adapter kind %q is not in this build", p.Adapter)
+	}
+	if reg.devOnly && !r.dev {
+		return nil, adapters.InvalidRequest("adapter %s is only allowed in development mode (--dev)", p.Adapter)
+	}
+	creds, err := ResolveCredentials(p, getenv)
+	if err != nil {
+		return nil, err
+	}
+	a, err := reg.factory(ctx, p, creds)
+	if err != nil {
+		return nil, redact(err, creds.secret)
+	}
+	if a == nil {
+		return nil, fmt.Errorf("adapter %s: factory returned no adapter", p.Adapter)
+	}
+	return a, nil
+}
+
+// ResolveCredentials reads the pool's credentials variable. A named variable that is
+// unset or empty is an error naming the variable: a pool started without its key would
+// only fail later, at every call, with the backend's less helpful words.
+func ResolveCredentials(p store.Pool, getenv func(string) string) (Credentials, error) {
+	if p.CredentialsEnv == "" {
+		return Credentials{}, nil
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	secret := getenv(p.CredentialsEnv)
+	if secret == "" {
+		return Credentials{}, adapters.InvalidRequest("credentials variable %s is not set or empty", p.CredentialsEnv).
+			WithDetail("env", p.CredentialsEnv)
+	}
+	return Credentials{Env: p.CredentialsEnv, secret: secret}, nil
+}
+
+// redact replaces secret in err's message. The code of an *api.Error is kept so the
+// caller can still act on it.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), secret, "[redacted]")
+	if e := api.AsError(err); e != nil {
+		return &api.Error{Code: e.Code, Message: strings.ReplaceAll(e.Message, secret, "[redacted]")}
+	}
+	return errors.New(msg)
+}
+
+// DefaultRegistry registers the kinds of this build: devhost and fake (dev only) and
+// remote. opensandbox, daytona and freestyle are not built yet.
+func DefaultRegistry(dev bool) *Registry {
+	r := NewRegistry(dev)
+	r.Register(devhost.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
+		return devhost.FromConfig(p.Config)
+	}, true)
+	r.Register(fake.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
+		return fake.FromConfig(p.Config)
+	}, true)
+	r.Register(RemoteKind, buildRemote, false)
+	return r
+}
+
+// RemoteKind is the adapter kind of a pool served by an out-of-process plugin over the
+// HTTP adapter protocol.
+const RemoteKind = "remote"
+
+// buildRemote reads config keys endpoint (required) and timeoutSeconds (optional, the
+// bound on one request, exec included) and uses the pool's secret as the bearer token.
+func buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+	var endpoint string
+	var timeout time.Duration
+	keys := make([]string, 0, len(p.Config))
+	for k := range p.Config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := p.Config[k]
+		switch k {
+		case "endpoint":
+			s, ok := v.(string)
+			if !ok || s == "" {
+				return nil, adapters.InvalidRequest("remote config key %q must be an http or https URL", k).WithDetail("key", k)
+			}
+			endpoint = s
+		case "timeoutSeconds":
+			n, ok := positiveInt(v)
+			if !ok {
+				return nil, adapters.InvalidRequest("remote config key %q must be a whole number of seconds above 0", k).WithDetail("key", k)
+			}
+			timeout = time.Duration(n) * time.Second
+		default:
+			return nil, adapters.InvalidRequest("remote config: unknown key %q (known: endpoint, timeoutSeconds)", k).WithDetail("key", k)
+		}
+	}
+	if endpoint == "" {
+		return nil, adapters.InvalidRequest("remote config key %q is required", "endpoint").WithDetail("key", "endpoint")
+	}
+	var opts []adapterhttp.Option
+	if timeout > 0 {
+		opts = append(opts, adapterhttp.WithHTTPClient(&http.Client{
+			Timeout: timeout,
+			// As in adapterhttp's default client: a redirect would resend the token
+			// somewhere the operator did not configure.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}))
+	}
+	return adapterhttp.NewClient(endpoint, creds.secret, opts...)
+}
+
+// positiveInt accepts the integer forms YAML (int, uint64) and JSON (float64) decoders
+// produce, as long as the value is a whole number above 0 and below a century.
+func positiveInt(v any) (int64, bool) {
+	const maxSeconds = 100 * 365 * 24 * 3600
+	var f float64
+	switch n := v.(type) {
+	case int:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	case float64:
+		f = n
+	default:
+		return 0, false
+	}
+	if f < 1 || f > maxSeconds || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
