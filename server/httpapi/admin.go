@@ -1,0 +1,257 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/store"
+)
+
+// SecretPrefix starts every token secret, so that a leaked one is recognisable to
+// secret scanners and to people.
+const SecretPrefix = "dly_"
+
+func (s *Server) GetHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Status{Status: "ok"})
+}
+
+// GetReadyz checks the database. Migrations are applied when the store opens, so a
+// store that answers is a migrated one.
+func (s *Server) GetReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.st.Ping(r.Context()); err != nil {
+		s.log.Warn("readiness: database unreachable", "error", err)
+		s.writeError(w, r, api.Errorf(api.CodeProviderUnavailable, "database unreachable"))
+		return
+	}
+	writeJSON(w, http.StatusOK, Status{Status: "ready"})
+}
+
+func (s *Server) GetMetrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func toPolicy(p store.Policy) Policy {
+	out := Policy{AllowExternal: ptr(p.AllowExternal), ExternalPools: ptr(nonNil(slices.Clone(p.ExternalPools)))}
+	if p.Defaults != nil {
+		out.Defaults = ptr(maps.Clone(p.Defaults))
+	}
+	return out
+}
+
+func (s *Server) GetPolicy(w http.ResponseWriter, r *http.Request) {
+	p, err := s.st.GetPolicy(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toPolicy(p))
+}
+
+// PutPolicy replaces the policy. externalPools may name pools that do not exist yet
+// (an operator can allow a pool before adding it); the names must be well-formed.
+func (s *Server) PutPolicy(w http.ResponseWriter, r *http.Request) {
+	var body Policy
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p := store.Policy{AllowExternal: deref(body.AllowExternal), Defaults: deref(body.Defaults)}
+	for _, name := range deref(body.ExternalPools) {
+		if err := validPoolName(name); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if !slices.Contains(p.ExternalPools, name) {
+			p.ExternalPools = append(p.ExternalPools, name)
+		}
+	}
+	ctx := r.Context()
+	if err := s.st.PutPolicy(ctx, p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Queued sandboxes waiting for an external pool may be placeable now.
+	s.waker.Notify()
+	writeJSON(w, http.StatusOK, toPolicy(p))
+}
+
+type trustEntry = struct {
+	Adapter      string  `json:"adapter"`
+	AdapterClaim *string `json:"adapterClaim,omitempty"`
+	Isolation    *string `json:"isolation,omitempty"`
+	Name         string  `json:"name"`
+	Note         *string `json:"note,omitempty"`
+	ReceivesWork bool    `json:"receivesWork"`
+	Trust        string  `json:"trust"`
+}
+
+func (s *Server) GetTrustReport(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	policy, err := s.st.GetPolicy(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stored, err := s.st.ListPools(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	byName := map[string]store.Pool{}
+	for _, p := range stored {
+		byName[p.Name] = p
+	}
+	views := map[string]pools.View{}
+	for _, v := range s.pools.Views() {
+		views[v.Pool.Name] = v
+		if _, ok := byName[v.Pool.Name]; !ok {
+			byName[v.Pool.Name] = v.Pool
+		}
+	}
+	out := TrustReport{AllowExternal: policy.AllowExternal, ExternalPools: ptr(nonNil(slices.Clone(policy.ExternalPools)))}
+	out.Pools = []trustEntry{}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		p := byName[name]
+		listed := slices.Contains(policy.ExternalPools, name)
+		e := trustEntry{Name: name, Adapter: p.Adapter, Trust: string(p.Trust),
+			ReceivesWork: p.Trust != api.TrustExternal || policy.AllowExternal && listed}
+		var note string
+		if v, ok := views[name]; ok && v.Adapter != nil {
+			e.AdapterClaim = strPtr(string(v.Info.Trust))
+			e.Isolation = strPtr(v.Info.Isolation)
+			if v.Info.Trust != "" && v.Info.Trust != p.Trust {
+				note = fmt.Sprintf("the adapter claims %s; the operator's setting (%s) applies", v.Info.Trust, p.Trust)
+			}
+		} else {
+			note = "adapter not built or not probed yet"
+		}
+		if p.Trust == api.TrustExternal {
+			switch {
+			case !policy.AllowExternal:
+				note = joinNote(note, "external, and the policy does not allow external placement")
+			case !listed:
+				note = joinNote(note, "external, and not listed in externalPools")
+			}
+		}
+		e.Note = strPtr(note)
+		out.Pools = append(out.Pools, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
+	if s.rec == nil {
+		s.writeError(w, r, api.Errorf(api.CodeProviderUnavailable, "the reconciler is not running on this replica"))
+		return
+	}
+	rep, err := s.rec.Reconcile(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if rep.Pools == nil {
+		rep.Pools = []reconcile.PoolReport{}
+	}
+	// reconcile.Report's JSON is the ReconcileReport schema.
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) ListTokens(w http.ResponseWriter, r *http.Request) {
+	toks, err := s.st.ListTokens(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := TokenList{Items: make([]Token, 0, len(toks))}
+	for _, t := range toks {
+		out.Items = append(out.Items, toToken(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// NewSecret makes a token secret: the prefix and 32 random bytes, base64url.
+func NewSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
+	var body TokenCreate
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tok := store.Token{ID: ids.New("tok"), Scope: string(body.Scope), Name: deref(body.Name)}
+	switch body.Scope {
+	case TokenCreateScopeAdmin:
+		if body.Org != nil || body.Project != nil {
+			s.writeError(w, r, invalid("an admin token has no org or project"))
+			return
+		}
+	case TokenCreateScopeProject:
+		tok.Org, tok.Project = DefaultOrg, deref(body.Project)
+		if body.Org != nil {
+			tok.Org = *body.Org
+		}
+		if tok.Project == "" {
+			s.writeError(w, r, invalid("a project token needs a project"))
+			return
+		}
+		if err := validTenantName("org", tok.Org); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := validTenantName("project", tok.Project); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	default:
+		s.writeError(w, r, invalid("scope must be %q or %q", store.ScopeAdmin, store.ScopeProject))
+		return
+	}
+	if len(tok.Name) > 255 {
+		s.writeError(w, r, invalid("name is longer than 255 bytes"))
+		return
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		s.writeError(w, r, errorf("generate secret: %w", err))
+		return
+	}
+	tok.Hash = HashSecret(secret)
+	out, err := s.st.CreateToken(r.Context(), s.now(), tok)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, TokenCreated{Token: toToken(out), Secret: secret})
+}
+
+func (s *Server) DeleteToken(w http.ResponseWriter, r *http.Request, id string) {
+	if err := s.st.DeleteToken(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.forgetToken(id)
+	w.WriteHeader(http.StatusNoContent)
+}

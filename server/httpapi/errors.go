@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/different-ai/differently/api"
+)
+
+const (
+	contentTypeJSON   = "application/json"
+	contentTypeNDJSON = "application/x-ndjson"
+)
+
+// publicError is the one place an error becomes what a client sees. An *api.Error keeps
+// its code, except the two codes that only steer the scheduler: insufficient_capacity
+// and sandbox_failed are shown as provider_unavailable (seed section 5), so clients
+// need to handle one "try later" code. Anything without a code the client could act on
+// becomes internal, with a message that reveals nothing; the caller logs the cause.
+func publicError(err error) (e *api.Error, internal bool) {
+	e = api.AsError(err)
+	if e == nil {
+		return api.Errorf(api.CodeInternal, "internal error"), true
+	}
+	switch e.Code {
+	case api.CodeInsufficientCapacity, api.CodeSandboxFailed:
+		out := *e
+		out.Code = api.CodeProviderUnavailable
+		return &out, false
+	case api.CodeInvalidRequest, api.CodeUnauthenticated, api.CodeForbidden, api.CodeNotFound,
+		api.CodeInvalidState, api.CodePayloadTooLarge, api.CodeUnsupportedCapability,
+		api.CodeUnsupportedOperation, api.CodeProviderUnavailable:
+		return e, false
+	}
+	// internal, or a code this version does not know: adapter internals (host paths,
+	// backend messages) stay in the log.
+	return api.Errorf(api.CodeInternal, "internal error"), true
+}
+
+// writeError answers with the error envelope.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e, internal := publicError(err)
+	if internal {
+		level := s.log.Error
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away; nobody reads the answer.
+			level = s.log.Debug
+		}
+		level("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if e.Code == api.CodeUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="differently"`)
+	}
+	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+}
+
+// writeJSON marshals before writing so that a value that cannot be encoded still gets
+// a well-formed error answer instead of half a body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(api.ErrorEnvelope{Error: api.Errorf(api.CodeInternal, "encoding the answer failed")})
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// decodeJSON reads one JSON value, strictly: an unknown field is a client speaking
+// another version of the API, and dropping it silently would hide that. The body is
+// already capped by limitBody. With optional set, an empty body leaves v as it is.
+func decodeJSON(r *http.Request, v any, optional bool) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if optional && errors.Is(err, io.EOF) {
+			return nil
+		}
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return api.Errorf(api.CodeInvalidRequest, "request body holds more than one JSON value")
+		}
+		return bodyError(err)
+	}
+	return nil
+}
+
+func bodyError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return api.Errorf(api.CodePayloadTooLarge, "request body is over %d bytes", api.MaxJSONBodyBytes)
+	}
+	if errors.Is(err, io.EOF) {
+		return api.Errorf(api.CodeInvalidRequest, "request body is empty")
+	}
+	return api.Errorf(api.CodeInvalidRequest, "malformed JSON body: %v", err)
+}
+
+// paramError is the generated router's handler for parameters it cannot bind.
+func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
+	e := api.Errorf(api.CodeInvalidRequest, "%v", err)
+	var name string
+	switch pe := err.(type) {
+	case *InvalidParamFormatError:
+		name = pe.ParamName
+	case *RequiredParamError:
+		name = pe.ParamName
+	case *RequiredHeaderError:
+		name = pe.ParamName
+	case *TooManyValuesForParamError:
+		name = pe.ParamName
+	case *UnmarshalingParamError:
+		name = pe.ParamName
+	}
+	if name != "" {
+		e = e.WithDetail("parameter", name)
+	}
+	s.writeError(w, r, e)
+}
+
+func errNoRoute(r *http.Request) error {
+	return api.Errorf(api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+}
+
+func errMethod(r *http.Request) *api.Error {
+	return api.Errorf(api.CodeInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path)
+}
+
+// notFound is the answer for a missing object and for another tenant's object alike,
+// so that IDs cannot be probed.
+func notFound(kind, id string) *api.Error {
+	return api.Errorf(api.CodeNotFound, "%s %q not found", kind, id)
+}
+
+func invalid(format string, args ...any) *api.Error {
+	return api.Errorf(api.CodeInvalidRequest, format, args...)
+}
+
+func conflict(format string, args ...any) *api.Error {
+	return api.Errorf(api.CodeInvalidState, format, args...)
+}
+
+// errorf wraps an unexpected error with what was being done, for the log.
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

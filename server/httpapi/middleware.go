@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/different-ai/differently/api"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "differently_http_requests_total",
+			Help: "HTTP requests answered, by method, route pattern and status.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "differently_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by method and route pattern (streamed execs included).",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, errorf("httpapi: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// statusWriter records the status for metrics and lets the recoverer know whether an
+// answer has started. Unwrap keeps http.ResponseController (Flush for streamed execs)
+// working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument counts requests by route pattern rather than path, so sandbox IDs do not
+// explode the metric's cardinality.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			} else if p := s.router.Find(chi.NewRouteContext(), r.Method, r.URL.Path); p != "" {
+				// Refused before routing (401, 403, 413): still count it by route.
+				route = p
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(status)).Inc()
+			s.metrics.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// recoverer turns a panic into 500 internal and keeps the daemon serving. Once an
+// answer has started (a streamed exec), a status can no longer be sent: the
+// connection is aborted instead, which the client sees as a broken stream.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+				"panic", p, "stack", string(debug.Stack()))
+			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+				panic(http.ErrAbortHandler)
+			}
+			writeJSON(w, http.StatusInternalServerError,
+				api.ErrorEnvelope{Error: api.Errorf(api.CodeInternal, "internal error")})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps request bodies: file content at api.MaxFileBytes, everything else
+// (JSON) at api.MaxJSONBodyBytes. A declared length over the cap is refused before
+// anything is read; a chunked body fails when the reader crosses it.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, what := int64(api.MaxJSONBodyBytes), "request body"
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/sandboxes/") &&
+			strings.HasSuffix(r.URL.Path, "/files/content") {
+			limit, what = api.MaxFileBytes, "file content"
+		}
+		if r.ContentLength > limit {
+			s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "%s is over %d bytes", what, limit))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/store"
+)
+
+// target is a sandbox an operation runs on and the pool view it runs through.
+type target struct {
+	sb   store.Sandbox
+	view pools.View
+}
+
+// poolView returns the view of a pool whose adapter can be called now.
+func (s *Server) poolView(name string) (pools.View, error) {
+	v, ok := s.pools.View(name)
+	if !ok {
+		return v, api.Errorf(api.CodeProviderUnavailable, "pool %s has no adapter: not probed yet", name)
+	}
+	if v.Adapter == nil {
+		msg := v.LastError
+		if msg == "" {
+			msg = "adapter not built"
+		}
+		return v, api.Errorf(api.CodeProviderUnavailable, "pool %s has no adapter: %s", name, msg)
+	}
+	return v, nil
+}
+
+// unsupported is the seed's 501: the operation, the pool and its adapter kind in the
+// details, so a client can tell "this pool cannot" from "this sandbox is broken".
+func unsupported(op string, v pools.View) *api.Error {
+	return (&api.Error{
+		Code:    api.CodeUnsupportedOperation,
+		Message: fmt.Sprintf("%s is not supported by pool %s (adapter %s)", op, v.Pool.Name, v.Pool.Adapter),
+	}).WithDetail("operation", op).WithDetail("pool", v.Pool.Name).WithDetail("adapter", v.Pool.Adapter)
+}
+
+// adapterError adds the pool and adapter to an adapter's own unsupported_operation,
+// so that it reads like the API's.
+func adapterError(err error, op string, v pools.View) error {
+	if api.IsCode(err, api.CodeUnsupportedOperation) {
+		return unsupported(op, v)
+	}
+	return err
+}
+
+// operate loads a sandbox for an operation: the caller must see it, it must be in one
+// of states, its pool must have an adapter and, for an optional operation, advertise
+// feature. The caller then type-asserts the optional interface with optional.
+func (s *Server) operate(ctx context.Context, id, op, feature string, states ...store.State) (target, error) {
+	sb, err := s.loadSandbox(ctx, id)
+	if err != nil {
+		return target{}, err
+	}
+	if !slices.Contains(states, sb.State) {
+		return target{}, conflict("sandbox is %s", sb.State).WithDetail("state", string(sb.State))
+	}
+	return s.operateOn(sb, op, feature)
+}
+
+func (s *Server) operateOn(sb store.Sandbox, op, feature string) (target, error) {
+	v, err := s.poolView(sb.Pool)
+	if err != nil {
+		return target{}, err
+	}
+	if feature != "" && !v.Supports(feature) {
+		return target{}, unsupported(op, v)
+	}
+	return target{sb: sb, view: v}, nil
+}
+
+// optional asserts the interface behind an optional operation. A pool that advertises
+// a feature its adapter cannot serve is a wiring bug, answered like a missing feature.
+func optional[I any](t target, op string) (I, error) {
+	i, ok := t.view.Adapter.(I)
+	if !ok {
+		return i, unsupported(op, t.view)
+	}
+	return i, nil
+}
+
+// lifecycle describes one of stop, start, pause and resume.
+type lifecycle struct {
+	op      string
+	feature string
+	from    store.State
+	to      store.State
+	call    func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error
+}
+
+var (
+	opStop = lifecycle{"stop", adapters.FeatureStopStart, store.StateRunning, store.StateStopped,
+		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
+			return call(a, "stop", func(l adapters.Lifecycle) error { return l.Stop(ctx, ref) })
+		}}
+	opStart = lifecycle{"start", adapters.FeatureStopStart, store.StateStopped, store.StateRunning,
+		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
+			return call(a, "start", func(l adapters.Lifecycle) error { return l.Start(ctx, ref) })
+		}}
+	opPause = lifecycle{"pause", adapters.FeaturePauseResume, store.StateRunning, store.StatePaused,
+		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
+			return call(a, "pause", func(p adapters.Pauser) error { return p.Pause(ctx, ref) })
+		}}
+	opResume = lifecycle{"resume", adapters.FeaturePauseResume, store.StatePaused, store.StateRunning,
+		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
+			return call(a, "resume", func(p adapters.Pauser) error { return p.Resume(ctx, ref) })
+		}}
+)
+
+func call[I any](a adapters.ExecutionAdapter, op string, fn func(I) error) error {
+	i, ok := a.(I)
+	if !ok {
+		return adapters.Unsupported(op)
+	}
+	return fn(i)
+}
+
+// runLifecycle moves a sandbox between from and to. Asking for the state it is already
+// in succeeds without calling the adapter, as the adapter contract's calls are
+// idempotent too.
+func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string, lc lifecycle) {
+	ctx := r.Context()
+	sb, err := s.loadSandbox(ctx, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if sb.State == lc.to {
+		writeJSON(w, http.StatusOK, s.toSandbox(sb))
+		return
+	}
+	if sb.State != lc.from {
+		s.writeError(w, r, conflict("cannot %s a sandbox that is %s", lc.op, sb.State).WithDetail("state", string(sb.State)))
+		return
+	}
+	t, err := s.operateOn(sb, lc.op, lc.feature)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := lc.call(ctx, t.view.Adapter, sb.BackendRef); err != nil {
+		s.writeError(w, r, adapterError(err, lc.op, t.view))
+		return
+	}
+	out, err := s.st.UpdateSandbox(ctx, id, s.now(), func(cur *store.Sandbox) error {
+		// Another request (a delete, the reconciler) moved the sandbox while the
+		// backend worked; its state wins and the caller hears about the conflict.
+		if cur.State != lc.from || cur.BackendRef != sb.BackendRef {
+			return conflict("sandbox changed to %s during %s", cur.State, lc.op).WithDetail("state", string(cur.State))
+		}
+		cur.State = lc.to
+		cur.Reason = ""
+		return nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.toSandbox(out))
+}
+
+func (s *Server) StopSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	s.runLifecycle(w, r, id, opStop)
+}
+
+func (s *Server) StartSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	s.runLifecycle(w, r, id, opStart)
+}
+
+func (s *Server) PauseSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	s.runLifecycle(w, r, id, opPause)
+}
+
+func (s *Server) ResumeSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	s.runLifecycle(w, r, id, opResume)
+}
+
+func (s *Server) ExposeSandboxPort(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	var body PortRequest
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Port < 1 || body.Port > 65535 {
+		s.writeError(w, r, invalid("port must be between 1 and 65535"))
+		return
+	}
+	ctx := r.Context()
+	const op = "ports.expose"
+	t, err := s.operate(ctx, id, op, adapters.FeaturePortsExpose, store.StateRunning)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	pe, err := optional[adapters.PortExposer](t, op)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	url, err := pe.ExposePort(ctx, t.sb.BackendRef, body.Port)
+	if err != nil {
+		s.writeError(w, r, adapterError(err, op, t.view))
+		return
+	}
+	writeJSON(w, http.StatusOK, PortResponse{Url: url})
+}

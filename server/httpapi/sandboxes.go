@@ -1,0 +1,360 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/placement"
+	"github.com/different-ai/differently/server/store"
+)
+
+// maxIdempotencyKey matches the document's maxLength, which the generated binder does
+// not check.
+const maxIdempotencyKey = 255
+
+// errUnchanged aborts an UpdateSandbox whose callback found nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// loadSandbox returns a sandbox the caller may see. Another project's sandbox answers
+// exactly like a missing one.
+func (s *Server) loadSandbox(ctx context.Context, id string) (store.Sandbox, error) {
+	sb, err := s.st.GetSandbox(ctx, id)
+	if api.IsCode(err, api.CodeNotFound) {
+		return store.Sandbox{}, notFound("sandbox", id)
+	}
+	if err != nil {
+		return store.Sandbox{}, errorf("get sandbox %s: %w", id, err)
+	}
+	if !principalFrom(ctx).owns(sb.Org, sb.Project) {
+		return store.Sandbox{}, notFound("sandbox", id)
+	}
+	return sb, nil
+}
+
+// tenant picks the org and project a create lands in: the token's own for a project
+// token, the body's (default "default") for an admin.
+func tenant(p principal, org, project *string) (string, string, error) {
+	if !p.admin {
+		if org != nil && *org != p.org || project != nil && *project != p.project {
+			return "", "", api.Errorf(api.CodeForbidden, "a project token creates sandboxes in its own project only")
+		}
+		return p.org, p.project, nil
+	}
+	o, pr := DefaultOrg, DefaultProject
+	if org != nil {
+		o = *org
+	}
+	if project != nil {
+		pr = *project
+	}
+	if err := validTenantName("org", o); err != nil {
+		return "", "", err
+	}
+	return o, pr, validTenantName("project", pr)
+}
+
+func validTenantName(what, v string) error {
+	if v == "" || len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return invalid("%s must be 1 to 128 printable characters", what)
+	}
+	return nil
+}
+
+func validateEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return invalid("env name %q is not valid", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return invalid("env value of %q contains a NUL byte", k)
+		}
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params CreateSandboxParams) {
+	var body SandboxCreate
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key := deref(params.IdempotencyKey)
+	if len(key) > maxIdempotencyKey {
+		s.writeError(w, r, invalid("Idempotency-Key is longer than %d bytes", maxIdempotencyKey))
+		return
+	}
+	ctx := r.Context()
+	org, project, err := tenant(principalFrom(ctx), body.Org, body.Project)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if deref(body.Profile) != "" {
+		// Honest about it: accepting a profile and ignoring it would place the sandbox
+		// without the capabilities the profile was meant to add.
+		s.writeError(w, r, invalid("profiles are not available yet"))
+		return
+	}
+	sb := store.Sandbox{
+		Org:            org,
+		Project:        project,
+		Template:       deref(body.Template),
+		Capabilities:   deref(body.Capabilities),
+		Resources:      deref(body.Resources),
+		Labels:         deref(body.Labels),
+		Env:            deref(body.Env),
+		TTLSeconds:     deref(body.TtlSeconds),
+		FromSnapshot:   deref(body.FromSnapshot),
+		IdempotencyKey: key,
+	}
+	if pl := body.Placement; pl != nil {
+		sb.Placement = store.Placement{AllowedPools: deref(pl.AllowedPools), Regions: deref(pl.Regions)}
+	}
+	snapshotPool := ""
+	if sb.FromSnapshot != "" {
+		sn, err := s.loadSnapshot(ctx, sb.FromSnapshot)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if sn.Org != org || sn.Project != project {
+			// A sandbox restores only its own project's snapshots, even for an admin:
+			// the snapshot holds that project's data.
+			s.writeError(w, r, invalid("snapshot %q belongs to another project", sn.ID))
+			return
+		}
+		snapshotPool = sn.Pool
+	}
+	out, created, err := s.queueSandbox(ctx, sb, snapshotPool)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, s.toSandbox(out))
+}
+
+// queueSandbox validates a new sandbox, checks that some pool could ever take it and
+// stores it queued for the scheduler. created is false when the idempotency key named
+// an existing sandbox, which is returned instead.
+func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string) (store.Sandbox, bool, error) {
+	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
+	if err != nil {
+		return sb, false, err
+	}
+	sb.Capabilities = caps
+	if err := adapters.ValidateLabels(sb.Labels); err != nil {
+		return sb, false, err
+	}
+	if err := sb.Resources.Validate(); err != nil {
+		return sb, false, err
+	}
+	if sb.TTLSeconds < 0 {
+		return sb, false, invalid("ttlSeconds must not be negative")
+	}
+	if err := validateEnv(sb.Env); err != nil {
+		return sb, false, err
+	}
+	policy, err := s.st.GetPolicy(ctx)
+	if err != nil {
+		return sb, false, errorf("get policy: %w", err)
+	}
+	active, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
+	if err != nil {
+		return sb, false, errorf("count sandboxes: %w", err)
+	}
+	d := placement.Place(placement.Request{
+		Capabilities: sb.Capabilities, Template: sb.Template, Resources: sb.Resources,
+		Placement: sb.Placement, SnapshotPool: snapshotPool,
+	}, s.pools.Views(), policy, active)
+	if d.Code != "" {
+		e := api.Errorf(d.Code, "%s", d.Reason)
+		if len(d.Rejected) > 0 {
+			e = e.WithDetail("rejected", d.Rejected)
+		}
+		return sb, false, e
+	}
+	if d.Wait {
+		sb.Reason = d.Reason
+	}
+	now := s.now()
+	sb.ID = ids.New("sbx")
+	sb.State = store.StateQueued
+	sb.NextAttemptAt = now
+	out, created, err := s.st.CreateSandbox(ctx, now, sb)
+	if err != nil {
+		return sb, false, errorf("create sandbox: %w", err)
+	}
+	if !created && (out.Org != sb.Org || out.Project != sb.Project) {
+		// Keys are unique per project name; the same name in another organisation is
+		// a different tenant whose sandbox must not be revealed.
+		return sb, false, conflict("Idempotency-Key %q is already in use", sb.IdempotencyKey)
+	}
+	if created {
+		s.waker.Notify()
+	}
+	return out, created, nil
+}
+
+func (s *Server) GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	sb, err := s.loadSandbox(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.toSandbox(sb))
+}
+
+func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams) {
+	p := principalFrom(r.Context())
+	f := store.SandboxFilter{Pool: deref(params.Pool), Cursor: deref(params.Cursor)}
+	if params.Limit != nil {
+		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
+			s.writeError(w, r, invalid("limit must be between 1 and %d", store.MaxLimit))
+			return
+		}
+		f.Limit = *params.Limit
+	}
+	for _, v := range deref(params.State) {
+		for _, st := range strings.Split(string(v), ",") {
+			st = strings.TrimSpace(st)
+			if !store.State(st).Valid() {
+				s.writeError(w, r, invalid("unknown state %q", st))
+				return
+			}
+			f.States = append(f.States, store.State(st))
+		}
+	}
+	for _, l := range deref(params.Label) {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			s.writeError(w, r, invalid("label filter %q is not key=value", l))
+			return
+		}
+		if f.Labels == nil {
+			f.Labels = map[string]string{}
+		}
+		f.Labels[k] = v
+	}
+	if p.admin {
+		f.Project = deref(params.Project)
+	} else {
+		if params.Project != nil && *params.Project != p.project {
+			// Another project looks like one without sandboxes.
+			writeJSON(w, http.StatusOK, SandboxList{Items: []Sandbox{}})
+			return
+		}
+		f.Org, f.Project = p.org, p.project
+	}
+	items, next, err := s.st.ListSandboxes(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := SandboxList{Items: make([]Sandbox, 0, len(items)), NextCursor: strPtr(next)}
+	for _, sb := range items {
+		out.Items = append(out.Items, s.toSandbox(sb))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	var body SandboxPatch
+	if err := decodeJSON(r, &body, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Labels != nil {
+		if err := adapters.ValidateLabels(*body.Labels); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if body.TtlSeconds != nil && *body.TtlSeconds < 0 {
+		s.writeError(w, r, invalid("ttlSeconds must not be negative"))
+		return
+	}
+	ctx := r.Context()
+	if _, err := s.loadSandbox(ctx, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.now()
+	out, err := s.st.UpdateSandbox(ctx, id, now, func(sb *store.Sandbox) error {
+		if sb.State.IsTerminal() || sb.State == store.StateTerminating {
+			return conflict("sandbox is %s", sb.State)
+		}
+		if body.Labels != nil {
+			sb.Labels = maps.Clone(*body.Labels)
+		}
+		if body.TtlSeconds != nil {
+			sb.TTLSeconds = *body.TtlSeconds
+			// A sandbox not yet running gets its expiry when it starts running; one
+			// that runs counts the new TTL from now.
+			switch sb.State {
+			case store.StateRunning, store.StateStopped, store.StatePaused:
+				sb.ExpiresAt = nil
+				if sb.TTLSeconds > 0 {
+					sb.ExpiresAt = ptr(now.Add(time.Duration(sb.TTLSeconds) * time.Second))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.toSandbox(out))
+}
+
+// DeleteSandbox marks the sandbox terminating and leaves the rest to the scheduler,
+// which deletes the backend instance (if any) and moves it to terminated. One path for
+// every state keeps a delete racing a provisioning attempt safe: the scheduler sees the
+// terminating state under its row lock.
+func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	ctx := r.Context()
+	if _, err := s.loadSandbox(ctx, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var seen store.Sandbox
+	out, err := s.st.UpdateSandbox(ctx, id, s.now(), func(cur *store.Sandbox) error {
+		seen = *cur
+		if cur.State.IsTerminal() || cur.State == store.StateTerminating {
+			return errUnchanged
+		}
+		cur.State = store.StateTerminating
+		cur.Reason = "deleted through the API"
+		cur.NextAttemptAt = s.now()
+		return nil
+	})
+	switch {
+	case errors.Is(err, errUnchanged):
+		out = seen
+	case err != nil:
+		s.writeError(w, r, err)
+		return
+	default:
+		s.waker.Notify()
+	}
+	writeJSON(w, http.StatusAccepted, s.toSandbox(out))
+}
