@@ -114,7 +114,7 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 	switch kind {
 	case "devhost":
 		if root == "" {
-			dir, err := dataDir(getenv)
+			dir, err := dataDirFor(getenv)
 			if err != nil {
 				return nil, err
 			}
@@ -136,9 +136,9 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 	}
 }
 
-// dataDir is the per-user data folder: $XDG_DATA_HOME/differently, else
+// dataDirFor is the per-user data folder: $XDG_DATA_HOME/differently, else
 // ~/.local/share/differently.
-func dataDir(getenv func(string) string) (string, error) {
+func dataDirFor(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "differently"), nil
 	}

@@ -1,9 +1,11 @@
 // Command differently-server is the Differently control-plane daemon and its tools.
 //
+//	differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE]
+//	differently-server --config FILE [--listen ADDR]
+//	differently-server preflight --config FILE [--dev]
+//	differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
 //	differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
 //	differently-server adapter conformance --endpoint URL [--simulated-exec] [--workdir DIR] [--template T]
-//
-// The daemon itself (--dev, --config, preflight) is not built yet.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -30,18 +33,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	switch args[0] {
 	case "adapter":
 		return runAdapter(ctx, args[1:], stdout, stderr, getenv)
+	case "preflight":
+		return runPreflight(ctx, args[1:], stdout, stderr, getenv)
+	case "token":
+		return runToken(ctx, args[1:], stdout, stderr, getenv)
 	case "-h", "--help", "help":
 		usage(stdout)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "differently-server: %q is not available yet: this build has the adapter tools only; the daemon (--dev, --config, preflight) is still to be written\n", args[0])
-		usage(stderr)
-		return 2
 	}
+	if strings.HasPrefix(args[0], "-") {
+		return runDaemon(ctx, args, stdout, stderr, getenv)
+	}
+	fmt.Fprintf(stderr, "differently-server: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
 }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
+  differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE]
+      run the daemon on its embedded SQLite store with the devhost and fake pools
+  differently-server --config FILE [--listen ADDR]
+      run the daemon for production (database, TLS, scheduler and pools from FILE)
+  differently-server preflight --config FILE [--dev]
+      check the config, the database, every credential reference and every pool
+  differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
+      create an API token and print its secret once
   differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
       serve an in-process adapter over the adapter HTTP protocol
       (token from DIFFERENTLY_ADAPTER_TOKEN; without one, only loopback addresses)

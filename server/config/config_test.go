@@ -188,3 +188,17 @@ func TestApplyEnv(t *testing.T) {
 		})
 	}
 }
+
+// The example in examples/server must stay a valid config.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := Load("../../examples/server/differently.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(ValidateOptions{KnownAdapters: []string{"remote"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Pools) != 1 || cfg.Pools[0].Credentials.Env != "LAB_ADAPTER_TOKEN" {
+		t.Errorf("pools: %+v", cfg.Pools)
+	}
+}

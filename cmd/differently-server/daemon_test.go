@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestDevDaemon runs the README's first command in a child process: it starts,
+// prints its address and the admin token once, serves, and exits 0 on SIGTERM; a
+// second start on the same data keeps the token and prints none.
+func TestDevDaemon(t *testing.T) {
+	dataDir := t.TempDir()
+	for i, wantToken := range []bool{true, false} {
+		cmd := exec.Command(binary, "--dev", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "DIFFERENTLY_DATABASE_URL=")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewReader(out)
+		first, _ := lines.ReadString('\n')
+		if strings.HasPrefix(first, "admin token") != wantToken {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("start %d: first line %q (stderr %s)", i, first, stderr.String())
+		}
+		line := first
+		if wantToken {
+			line, _ = lines.ReadString('\n')
+		}
+		m := servingLine.FindStringSubmatch(line)
+		if m == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("start %d: no address in %q (stderr %s)", i, line, stderr.String())
+		}
+		token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantToken && !strings.Contains(first, strings.TrimSpace(string(token))) {
+			t.Errorf("printed token differs from the admin-token file")
+		}
+		if info, err := os.Stat(filepath.Join(dataDir, "admin-token")); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("admin-token mode: %v %v", info.Mode(), err)
+		}
+		req, _ := http.NewRequest("GET", m[1]+"/v1/admin/pools", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("start %d: GET pools: %v %v", i, resp, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("start %d: exit after SIGTERM: %v; stderr %s", i, err, stderr.String())
+		}
+	}
+}
+
+func TestPreflightCommand(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\npools:\n  - name: sim\n    adapter: fake\n"), 0o600)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\npools:\n  - name: lab\n    adapter: remote\n    maxConcurency: 3\n    config: {endpoint: 'http://127.0.0.1:1'}\n    credentials: {env: LAB_TOKEN}\n"), 0o600)
+	missingCred := filepath.Join(dir, "cred.yaml")
+	os.WriteFile(missingCred, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\npools:\n  - name: lab\n    adapter: remote\n    config: {endpoint: 'http://127.0.0.1:1'}\n    credentials: {env: LAB_TOKEN_UNSET}\n"), 0o600)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"good in dev", []string{"preflight", "--dev", "--config", good}, 0, "ok"},
+		{"fake refused outside dev", []string{"preflight", "--config", good}, 1, "development mode"},
+		{"unknown key named", []string{"preflight", "--config", bad}, 1, "maxConcurency"},
+		{"missing credential named", []string{"preflight", "--config", missingCred}, 1, "LAB_TOKEN_UNSET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runTool(t, nil, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s", code, tt.code, tt.want, out)
+			}
+		})
+	}
+}
+
+func TestTokenCreateCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\n"), 0o600)
+	out, code := runTool(t, nil, "token", "create", "--admin", "--config", cfg)
+	if code != 0 || !strings.HasPrefix(out, "dly_") {
+		t.Fatalf("token create: exit %d: %s", code, out)
+	}
+	if out, code := runTool(t, nil, "token", "create", "--config", cfg); code == 0 {
+		t.Fatalf("token create without a scope succeeded: %s", out)
+	}
+}

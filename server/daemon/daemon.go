@@ -1,0 +1,362 @@
+// Package daemon wires the control plane together: store, pool manager, scheduler,
+// reconciler and HTTP API, with one Run that serves until its context ends and then
+// shuts down in order. cmd/differently-server is a thin shell around it, and the
+// end-to-end tests run the very same wiring.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/config"
+	"github.com/different-ai/differently/server/httpapi"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/open"
+)
+
+// DefaultListen is where the daemon listens unless told otherwise.
+const DefaultListen = "127.0.0.1:8700"
+
+// AdminTokenFile is the file in the data directory that holds the first admin token
+// of a development installation.
+const AdminTokenFile = "admin-token"
+
+// Options configure a daemon.
+type Options struct {
+	// Dev runs the embedded default: SQLite in DataDir, the devhost and fake pools, an
+	// admin token written to DataDir.
+	Dev bool
+	// DataDir holds the SQLite database, the devhost sandboxes and the admin token in
+	// development mode.
+	DataDir string
+	// Listen overrides the config's listen address.
+	Listen string
+	// Config is the parsed and validated config file; nil in plain development mode.
+	Config *config.Config
+	Getenv func(string) string
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Stdout receives the one line that shows a newly created admin token.
+	Stdout io.Writer
+	// ReplicaID names this replica for claims and the reconciler lease.
+	ReplicaID string
+	// ShutdownGrace bounds how long requests in flight may take after a stop: 30 s.
+	ShutdownGrace time.Duration
+	// OnSchedulerPass is called after every scheduler pass: a test hook, so tests wait
+	// for work to happen instead of sleeping.
+	OnSchedulerPass func(scheduler.Result)
+}
+
+// Daemon is one replica of the control plane.
+type Daemon struct {
+	opts       Options
+	cfg        *config.Config
+	st         store.Store
+	pools      *pools.Manager
+	sched      *scheduler.Scheduler
+	reconciler *reconcile.Reconciler
+	srv        *http.Server
+	ln         net.Listener
+	// AdminToken is the secret of the admin token created by this start, if any.
+	AdminToken string
+}
+
+// New opens the store, registers the pools and builds every part, listening but not
+// yet serving. Close releases what New took if Run is never called.
+func New(ctx context.Context, opts Options) (d *Daemon, err error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.ReplicaID == "" {
+		opts.ReplicaID = ids.New("replica")
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 30 * time.Second
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	cfg.ApplyEnv(opts.Getenv)
+	d = &Daemon{opts: opts, cfg: cfg}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+
+	dbURL := cfg.Database.URL
+	if opts.Dev {
+		if opts.DataDir == "" {
+			return nil, errors.New("development mode needs a data directory")
+		}
+		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		if dbURL == "" {
+			dbURL = "sqlite://" + filepath.Join(opts.DataDir, "differently.db")
+		}
+	}
+	if dbURL == "" {
+		return nil, errors.New("no database: set database.url in the config or DIFFERENTLY_DATABASE_URL")
+	}
+	if d.st, err = open.Open(ctx, dbURL); err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	installation, err := d.st.InstallationID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("installation id: %w", err)
+	}
+	if err := d.registerPools(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Dev {
+		if err := d.ensureDevAdminToken(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	log := opts.Logger
+	reg := pools.DefaultRegistry(opts.Dev)
+	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv, Logger: log})
+	if err := d.pools.Load(ctx); err != nil {
+		return nil, fmt.Errorf("pools: %w", err)
+	}
+	// Probe once before serving, so the first requests see real health.
+	if err := d.pools.Refresh(ctx); err != nil {
+		log.Warn("first pool probe", "err", err)
+	}
+	sc := cfg.Scheduler
+	d.sched, err = scheduler.New(d.st, d.pools, opts.Clock, scheduler.Options{
+		Installation:     installation,
+		ReplicaID:        opts.ReplicaID,
+		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
+		MaxAttempts:      sc.MaxAttempts,
+		TerminateTimeout: seconds(sc.TerminateTimeoutSeconds),
+		Logger:           log,
+		OnPass:           opts.OnSchedulerPass,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.reconciler = reconcile.New(d.st, d.pools, opts.Clock, reconcile.Options{
+		Installation:     installation,
+		ReplicaID:        opts.ReplicaID,
+		Interval:         seconds(sc.ReconcileIntervalSeconds),
+		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
+		Logger:           log,
+	})
+	handler, err := httpapi.New(httpapi.Options{
+		Store:        d.st,
+		Pools:        d.pools,
+		Scheduler:    d.sched,
+		Reconciler:   d.reconciler,
+		Clock:        opts.Clock,
+		Installation: installation,
+		AdapterKinds: reg.Kinds,
+		DevOnlyKinds: []string{"devhost", "fake"},
+		Dev:          opts.Dev,
+		Logger:       log,
+		Metrics:      prometheus.NewRegistry(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	listen := cfg.Listen
+	if opts.Listen != "" {
+		listen = opts.Listen
+	}
+	if listen == "" {
+		listen = DefaultListen
+	}
+	if d.ln, err = net.Listen("tcp", listen); err != nil {
+		return nil, err
+	}
+	d.srv = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return d, nil
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// Addr is the address the API listens on.
+func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
+
+// URL is the API's base URL.
+func (d *Daemon) URL() string {
+	scheme := "http"
+	if d.cfg.TLS.Enabled() {
+		scheme = "https"
+	}
+	return scheme + "://" + d.ln.Addr().String()
+}
+
+// Run serves the API and runs the pool manager, the scheduler and the reconciler
+// until ctx ends. Then it stops taking requests, lets those in flight finish within
+// the shutdown grace, stops the loops (a Create in flight finishes or its claim
+// lapses and another replica or restart takes the sandbox up again), and closes the
+// store.
+func (d *Daemon) Run(ctx context.Context) error {
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	loops.Go(func() { d.pools.Run(loopCtx) })
+	loops.Go(func() { d.sched.Run(loopCtx) })
+	loops.Go(func() { d.reconciler.Run(loopCtx) })
+
+	serveErr := make(chan error, 1)
+	go func() {
+		if d.cfg.TLS.Enabled() {
+			serveErr <- d.srv.ServeTLS(d.ln, d.cfg.TLS.CertFile, d.cfg.TLS.KeyFile)
+		} else {
+			serveErr <- d.srv.Serve(d.ln)
+		}
+	}()
+	var err error
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.ShutdownGrace)
+		err = d.srv.Shutdown(shutdownCtx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = d.srv.Close()
+		}
+		if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+	}
+	stopLoops()
+	loops.Wait()
+	if cerr := d.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close releases the listener and the store of a daemon that was never Run.
+func (d *Daemon) Close() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.st != nil {
+		d.st.Close()
+	}
+}
+
+// Store gives tests and tools the daemon's store.
+func (d *Daemon) Store() store.Store { return d.st }
+
+// registerPools stores the pools of the config file, and in development mode the
+// two development pools. Config pools are the file's to define: a changed entry
+// replaces the stored one. Development pools are created once and then left to the
+// operator.
+func (d *Daemon) registerPools(ctx context.Context) error {
+	now := d.opts.Clock.Now()
+	var want []store.Pool
+	if d.opts.Dev {
+		for _, p := range devPools(d.opts.DataDir) {
+			if _, err := d.st.GetPool(ctx, p.Name); api.IsCode(err, api.CodeNotFound) {
+				want = append(want, p)
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	for _, pc := range d.cfg.Pools {
+		want = append(want, pc.StorePool())
+	}
+	for _, p := range want {
+		existing, err := d.st.GetPool(ctx, p.Name)
+		switch {
+		case api.IsCode(err, api.CodeNotFound):
+			_, err = d.st.CreatePool(ctx, now, p)
+		case err == nil && !samePool(existing, p):
+			p.Version, p.CreatedAt = existing.Version, existing.CreatedAt
+			_, err = d.st.UpdatePool(ctx, now, p)
+		}
+		if err != nil {
+			return fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func devPools(dataDir string) []store.Pool {
+	return []store.Pool{
+		{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate, Region: "local",
+			Config: map[string]any{"root": filepath.Join(dataDir, "devhost")}},
+		{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate, Region: "local", Config: map[string]any{}},
+	}
+}
+
+func samePool(a, b store.Pool) bool {
+	a.CreatedAt, a.UpdatedAt, a.Version = b.CreatedAt, b.UpdatedAt, b.Version
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
+
+// ensureDevAdminToken creates the first admin token of a development database,
+// writes it to DataDir/admin-token (0600) and prints it once.
+func (d *Daemon) ensureDevAdminToken(ctx context.Context) error {
+	toks, err := d.st.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(toks, func(t store.Token) bool { return t.Scope == store.ScopeAdmin }) {
+		return nil
+	}
+	secret, err := CreateToken(ctx, d.st, d.opts.Clock.Now(), store.Token{Scope: store.ScopeAdmin, Name: "first admin token"})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(d.opts.DataDir, AdminTokenFile)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d.AdminToken = secret
+	fmt.Fprintf(d.opts.Stdout, "admin token (shown once, also in %s): %s\n", path, secret)
+	return nil
+}
+
+// CreateToken makes a token and returns its secret, which is stored only as a hash.
+func CreateToken(ctx context.Context, st store.Store, now time.Time, tok store.Token) (string, error) {
+	secret, err := httpapi.NewSecret()
+	if err != nil {
+		return "", err
+	}
+	tok.ID = ids.New("tok")
+	tok.Hash = httpapi.HashSecret(secret)
+	if _, err := st.CreateToken(ctx, now, tok); err != nil {
+		return "", err
+	}
+	return secret, nil
+}
