@@ -1,0 +1,268 @@
+// Package httpx is the HTTP plumbing shared by the adapters of hosted and
+// self-hosted providers (opensandbox, daytona, freestyle): JSON calls bounded by the
+// caller's context, and the one mapping from provider HTTP answers to the contract's
+// error codes.
+//
+// The mapping follows the adapter specification: 404 is not_found, 429
+// insufficient_capacity, 409 invalid_state, 400 and 422 invalid_request, 401 and 403
+// provider_unavailable ("credentials were rejected", never echoing the key), and every
+// other status or transport failure provider_unavailable. Adapters refine it where a
+// provider means something else by a status (a 409 on create that means "exists").
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+// Limits on what is read from a provider.
+const (
+	// MaxErrorBody bounds the part of an error answer read for its message.
+	MaxErrorBody = 64 << 10
+	// MaxJSONBody bounds a JSON answer (a page of a listing, say).
+	MaxJSONBody = 64 << 20
+)
+
+// Client calls one provider's HTTP API.
+type Client struct {
+	// Provider names the backend in error messages ("opensandbox").
+	Provider string
+	base     *url.URL
+	http     *http.Client
+	// authorize adds credentials to a request.
+	authorize func(*http.Request)
+	// secrets are scrubbed from every error message.
+	secrets []string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient replaces the default http.Client (no overall timeout: calls are
+// bounded by their context; redirects are not followed, so credentials never go
+// elsewhere).
+func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithHeader sends a header on every request; its value is treated as a secret.
+func WithHeader(name, value string) Option {
+	return func(c *Client) {
+		prev := c.authorize
+		c.authorize = func(r *http.Request) {
+			if prev != nil {
+				prev(r)
+			}
+			r.Header.Set(name, value)
+		}
+		c.secrets = append(c.secrets, value)
+	}
+}
+
+// WithBearer sends Authorization: Bearer token on every request.
+func WithBearer(token string) Option {
+	return func(c *Client) {
+		WithHeader("Authorization", "Bearer "+token)(c)
+		c.secrets = append(c.secrets, token)
+	}
+}
+
+// New builds a client for an API rooted at baseURL (http or https).
+func New(provider, baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, adapters.InvalidRequest("%s: apiURL %q is not an http(s) URL", provider, baseURL)
+	}
+	if u.User != nil {
+		return nil, adapters.InvalidRequest("%s: apiURL must not hold credentials", provider)
+	}
+	c := &Client{Provider: provider, base: u}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.http == nil {
+		c.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return c, nil
+}
+
+// URL resolves a path (with an optional query) against the base URL.
+func (c *Client) URL(path string, query url.Values) string {
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawPath = ""
+	if len(query) > 0 {
+		u.RawQuery = query.Encode()
+	}
+	return u.String()
+}
+
+// NewRequest builds a request for path with the client's credentials set.
+func (c *Client) NewRequest(ctx context.Context, method, path string, query url.Values, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL(path, query), body)
+	if err != nil {
+		return nil, adapters.InvalidRequest("%s: %v", c.Provider, c.Scrub(err.Error()))
+	}
+	if c.authorize != nil {
+		c.authorize(req)
+	}
+	return req, nil
+}
+
+// Send performs req and returns the response when its status is 2xx; any other
+// answer is read, closed and returned as the mapped error.
+func (c *Client) Send(req *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.TransportError(err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBody))
+	return nil, c.StatusError(resp.StatusCode, body)
+}
+
+// JSON sends in (when not nil) as a JSON body and decodes a 2xx answer into out (when
+// not nil). An empty answer leaves out untouched.
+func (c *Client) JSON(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s: encode request: %w", c.Provider, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.NewRequest(ctx, method, path, query, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxJSONBody+1))
+	if err != nil {
+		return c.TransportError(err)
+	}
+	if len(data) > MaxJSONBody {
+		return adapters.Unavailable("%s: answer to %s %s is over %d MiB", c.Provider, method, path, MaxJSONBody>>20)
+	}
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return adapters.Unavailable("%s: malformed answer to %s %s: %v", c.Provider, method, path, err)
+	}
+	return nil
+}
+
+// StatusError maps a provider's non-2xx answer to the contract's error codes.
+func (c *Client) StatusError(status int, body []byte) *api.Error {
+	msg := c.Scrub(Message(body))
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	var e *api.Error
+	switch {
+	case status == http.StatusNotFound:
+		e = api.Errorf(api.CodeNotFound, "%s: %s", c.Provider, msg)
+	case status == http.StatusTooManyRequests:
+		e = api.Errorf(api.CodeInsufficientCapacity, "%s: rate or capacity limit: %s", c.Provider, msg)
+	case status == http.StatusConflict:
+		e = api.Errorf(api.CodeInvalidState, "%s: %s", c.Provider, msg)
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		e = api.Errorf(api.CodeInvalidRequest, "%s: %s", c.Provider, msg)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The provider's message may quote the credential; say only what happened.
+		e = api.Errorf(api.CodeProviderUnavailable, "%s: credentials were rejected (HTTP %d)", c.Provider, status)
+	default:
+		e = api.Errorf(api.CodeProviderUnavailable, "%s: HTTP %d: %s", c.Provider, status, msg)
+	}
+	return e.WithDetail("status", status)
+}
+
+// TransportError maps a failed round trip (refused, reset, timed out, cancelled) to
+// provider_unavailable, keeping the context's error reachable with errors.Is.
+func (c *Client) TransportError(err error) error {
+	msg := c.Scrub(err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "timed out: " + msg
+	}
+	return &wrapped{apiErr: adapters.Unavailable("%s: %s", c.Provider, msg), cause: err}
+}
+
+// wrapped is an *api.Error that also unwraps to its cause (context.Canceled, say).
+type wrapped struct {
+	apiErr *api.Error
+	cause  error
+}
+
+func (w *wrapped) Error() string   { return w.apiErr.Error() }
+func (w *wrapped) Unwrap() []error { return []error{w.apiErr, w.cause} }
+
+// Scrub removes every secret the client holds from s.
+func (c *Client) Scrub(s string) string {
+	for _, secret := range c.secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// Message extracts a human message from a provider's error body: the "message" (or
+// "error", or "detail") field of a JSON object, else the text itself, cut short.
+func Message(body []byte) string {
+	var obj map[string]any
+	if json.Unmarshal(body, &obj) == nil {
+		for _, key := range []string{"message", "error", "detail"} {
+			if s, ok := obj[key].(string); ok && s != "" {
+				return oneLine(s)
+			}
+		}
+	}
+	return oneLine(string(body))
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s
+}
+
+// Poll calls check every interval until it reports done or fails, bounded by ctx.
+// Providers with asynchronous operations (pause, snapshots) settle this way.
+func Poll(ctx context.Context, interval time.Duration, check func(context.Context) (bool, error)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		done, err := check(ctx)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return adapters.Unavailable("gave up waiting: %v", ctx.Err())
+		case <-t.C:
+		}
+	}
+}

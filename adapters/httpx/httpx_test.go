@@ -1,0 +1,106 @@
+package httpx_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/different-ai/differently/adapters/httpx"
+	"github.com/different-ai/differently/api"
+)
+
+const secret = "sk-live-very-secret"
+
+func TestStatusMapping(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		code   api.Code
+		want   string
+	}{
+		{404, `{"message":"sandbox gone"}`, api.CodeNotFound, "sandbox gone"},
+		{429, `{"error":"slow down"}`, api.CodeInsufficientCapacity, "slow down"},
+		{409, `conflict`, api.CodeInvalidState, "conflict"},
+		{400, `{"detail":"bad image"}`, api.CodeInvalidRequest, "bad image"},
+		{422, `{"message":"nope"}`, api.CodeInvalidRequest, "nope"},
+		{401, `{"message":"key ` + secret + ` is invalid"}`, api.CodeProviderUnavailable, "credentials were rejected"},
+		{403, ``, api.CodeProviderUnavailable, "credentials were rejected"},
+		{500, `{"message":"boom with ` + secret + `"}`, api.CodeProviderUnavailable, "HTTP 500: boom with [redacted]"},
+		{502, ``, api.CodeProviderUnavailable, "Bad Gateway"},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Key") != secret {
+				t.Errorf("credential header not sent")
+			}
+			w.WriteHeader(tt.status)
+			w.Write([]byte(tt.body))
+		}))
+		c, err := httpx.New("prov", srv.URL, httpx.WithHeader("X-Key", secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.JSON(t.Context(), "GET", "/x", nil, nil, nil)
+		srv.Close()
+		if api.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("status %d: got %v, want %s containing %q", tt.status, err, tt.code, tt.want)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("status %d: error leaks the credential: %v", tt.status, err)
+		}
+	}
+}
+
+func TestJSONRoundTripAndTransportErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/base/items" || r.URL.Query().Get("q") != "a b" || r.Header.Get("Authorization") != "Bearer tok" {
+			t.Errorf("request %s %s %v", r.URL.Path, r.URL.RawQuery, r.Header)
+		}
+		w.Write([]byte(`{"n": 3}`))
+	}))
+	defer srv.Close()
+	c, err := httpx.New("prov", srv.URL+"/base/", httpx.WithBearer("tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ N int }
+	if err := c.JSON(t.Context(), "POST", "/items", map[string][]string{"q": {"a b"}}, map[string]int{"x": 1}, &out); err != nil || out.N != 3 {
+		t.Fatalf("%v %+v", err, out)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = c.JSON(ctx, "GET", "/items", nil, nil, nil)
+	if api.CodeOf(err) != api.CodeProviderUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: %v", err)
+	}
+	dead, _ := httpx.New("prov", "http://127.0.0.1:1")
+	if err := dead.JSON(t.Context(), "GET", "/", nil, nil, nil); api.CodeOf(err) != api.CodeProviderUnavailable {
+		t.Errorf("refused connection: %v", err)
+	}
+}
+
+func TestNewRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"", "ftp://x", "http://", "http://user:pw@host"} {
+		if _, err := httpx.New("prov", u); api.CodeOf(err) != api.CodeInvalidRequest {
+			t.Errorf("%q: %v", u, err)
+		}
+	}
+}
+
+func TestPollStopsOnContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	err := httpx.Poll(ctx, 1, func(context.Context) (bool, error) {
+		calls++
+		if calls == 3 {
+			cancel()
+		}
+		return false, nil
+	})
+	if api.CodeOf(err) != api.CodeProviderUnavailable || calls < 3 {
+		t.Errorf("poll: %v after %d calls", err, calls)
+	}
+}
