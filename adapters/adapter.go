@@ -121,3 +121,13 @@ type PortExposer interface {
 	// ExposePort returns a URL that reaches the guest port.
 	ExposePort(ctx context.Context, ref string, port int) (url string, err error)
 }
+
+// TTLRenewer is implemented by adapters whose backend keeps its own expiry for an
+// instance (a TTL backstop set at Create). When a sandbox's TTL changes, the control
+// plane calls RenewTTL so that the backend does not delete the instance early. It
+// backs no feature name: the control plane calls it whenever it is there.
+type TTLRenewer interface {
+	// RenewTTL moves the backend's expiry to ttlSeconds from now; 0 removes it where
+	// the backend allows, else sets the longest expiry it accepts.
+	RenewTTL(ctx context.Context, ref string, ttlSeconds int64) error
+}
