@@ -293,9 +293,16 @@ func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id Sandbox
 		return
 	}
 	ctx := r.Context()
-	if _, err := s.loadSandbox(ctx, id); err != nil {
+	current, err := s.loadSandbox(ctx, id)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if body.TtlSeconds != nil {
+		if err := s.renewBackendTTL(ctx, current, *body.TtlSeconds); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	now := s.now()
 	out, err := s.st.UpdateSandbox(ctx, id, now, func(sb *store.Sandbox) error {
@@ -324,6 +331,30 @@ func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id Sandbox
 		return
 	}
 	writeJSON(w, http.StatusOK, s.toSandbox(out))
+}
+
+// renewBackendTTL moves the backend's own expiry of a live sandbox, where the adapter
+// keeps one, before the database records the new TTL: if the backend refuses, nothing
+// changes; if the database write then fails, the backend merely holds the instance
+// longer than the control plane will, which the control plane's own expiry ends.
+func (s *Server) renewBackendTTL(ctx context.Context, sb store.Sandbox, ttl int64) error {
+	switch sb.State {
+	case store.StateRunning, store.StateStopped, store.StatePaused:
+	default:
+		return nil
+	}
+	if sb.BackendRef == "" {
+		return nil
+	}
+	view, ok := s.pools.View(sb.Pool)
+	if !ok || view.Adapter == nil {
+		return nil
+	}
+	renewer, ok := view.Adapter.(adapters.TTLRenewer)
+	if !ok {
+		return nil
+	}
+	return renewer.RenewTTL(ctx, sb.BackendRef, ttl)
 }
 
 // DeleteSandbox marks the sandbox terminating and leaves the rest to the scheduler,

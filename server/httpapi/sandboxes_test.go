@@ -5,8 +5,11 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
@@ -252,6 +255,48 @@ func TestCost(t *testing.T) {
 		// 3 h × (2 cpu × 1 + 2 GiB × 0.5)
 		if got.Cost == nil || *got.Cost != 9 {
 			t.Fatalf("cost %v, want 9", got.Cost)
+		}
+	})
+}
+
+// renewingFake is a fake whose backend keeps its own expiry, as OpenSandbox does.
+type renewingFake struct {
+	*fake.Adapter
+	mu    sync.Mutex
+	calls []int64
+	fail  bool
+}
+
+func (r *renewingFake) RenewTTL(_ context.Context, ref string, ttl int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return adapters.Unavailable("backend refused the new expiry")
+	}
+	r.calls = append(r.calls, ttl)
+	return nil
+}
+
+// TestPatchTTLReachesTheBackend: an extended TTL moves the backend's own expiry
+// first; when the backend refuses, the sandbox keeps its old TTL.
+func TestPatchTTLReachesTheBackend(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		rf := &renewingFake{Adapter: fake.New(fake.Config{})}
+		e.addPool("renewing", rf)
+		sb := e.running(e.admin, "renewing")
+		var got httpapi.Sandbox
+		e.do(e.admin, "PATCH", "/v1/sandboxes/"+sb.ID, map[string]any{"ttlSeconds": 3600}).want(t, http.StatusOK).decode(t, &got)
+		if rf.calls == nil || rf.calls[0] != 3600 || got.TtlSeconds == nil || *got.TtlSeconds != 3600 {
+			t.Fatalf("renew calls %v, sandbox ttl %v", rf.calls, got.TtlSeconds)
+		}
+		rf.mu.Lock()
+		rf.fail = true
+		rf.mu.Unlock()
+		e.do(e.admin, "PATCH", "/v1/sandboxes/"+sb.ID, map[string]any{"ttlSeconds": 60}).want(t, http.StatusServiceUnavailable, api.CodeProviderUnavailable)
+		e.do(e.admin, "GET", "/v1/sandboxes/"+sb.ID, nil).want(t, http.StatusOK).decode(t, &got)
+		if *got.TtlSeconds != 3600 {
+			t.Fatalf("a refused renewal still changed the TTL to %d", *got.TtlSeconds)
 		}
 	})
 }
