@@ -14,6 +14,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ndjson"
 )
 
 const (
@@ -23,7 +24,7 @@ const (
 	ProtocolHeader = "Differently-Adapter-Protocol"
 
 	contentTypeJSON   = "application/json"
-	contentTypeNDJSON = "application/x-ndjson"
+	contentTypeNDJSON = ndjson.ContentType
 	contentTypeBytes  = "application/octet-stream"
 )
 

@@ -11,10 +11,7 @@ import (
 	"github.com/different-ai/differently/api"
 )
 
-const (
-	contentTypeJSON   = "application/json"
-	contentTypeNDJSON = "application/x-ndjson"
-)
+const contentTypeJSON = "application/json"
 
 // publicError is the one place an error becomes what a client sees. An *api.Error keeps
 // its code, except the two codes that only steer the scheduler: insufficient_capacity

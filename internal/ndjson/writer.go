@@ -1,0 +1,114 @@
+// Package ndjson writes streamed exec answers: one api.ExecEvent per line, flushed as
+// produced, ending with exactly one final event. The public API and the adapter
+// protocol stream the same way, so both use this writer.
+package ndjson
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/different-ai/differently/api"
+)
+
+// ContentType is the media type of a streamed exec answer.
+const ContentType = "application/x-ndjson"
+
+// maxEventData bounds the data of one event. JSON escaping can grow a byte to six
+// (\u00XX), so 1 MiB of data always encodes to a line under api.MaxStreamLineBytes.
+const maxEventData = 1 << 20
+
+// ErrClosed is returned to an emit that comes after the stream ended.
+var ErrClosed = errors.New("ndjson: emit called after the stream ended")
+
+// ExecWriter streams one exec. It sends the 200 status only with the first line, so
+// that an error before any output still reaches the client as an error envelope with
+// its status. Its mutex serialises Emit against Finish and keeps an adapter that emits
+// after returning from writing to a finished answer.
+type ExecWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+}
+
+// NewExecWriter streams to w.
+func NewExecWriter(w http.ResponseWriter) *ExecWriter {
+	return &ExecWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if !n.started {
+		n.started = true
+		h := n.w.Header()
+		h.Set("Content-Type", ContentType)
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		n.w.WriteHeader(http.StatusOK)
+	}
+	if _, err := n.w.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	// Without a flush output would sit in the server's buffer and arrive in bursts.
+	if err := n.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// Emit forwards an output event in pieces of at most 1 MiB. Only Stream and Data are
+// copied, so an adapter cannot end the stream with a final event of its own.
+func (n *ExecWriter) Emit(ev api.ExecEvent) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
+	data := ev.Data
+	for len(data) > 0 {
+		k := min(len(data), maxEventData)
+		// Cut on a rune boundary: json.Marshal would replace half a character with
+		// U+FFFD on both sides of the cut.
+		for k < len(data) && k > maxEventData-utf8.UTFMax && !utf8.RuneStart(data[k]) {
+			k--
+		}
+		if err := n.writeLocked(api.ExecEvent{Stream: ev.Stream, Data: data[:k]}); err != nil {
+			return err
+		}
+		data = data[k:]
+	}
+	return nil
+}
+
+// Finish ends the stream: with the final event when err is nil; otherwise, before
+// any output, by calling writeError to answer an error envelope, and after output
+// started with a final {"error": message} line, message being what describe says of
+// err (the status line is gone, so only words remain).
+func (n *ExecWriter) Finish(final api.ExecEvent, err error, writeError func(http.ResponseWriter, error), describe func(error) string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	switch {
+	case err == nil:
+		_ = n.writeLocked(final)
+	case !n.started:
+		writeError(n.w, err)
+	default:
+		_ = n.writeLocked(api.ExecEvent{Error: describe(err)})
+	}
+}
+
+// Started reports whether any line was written.
+func (n *ExecWriter) Started() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started
+}
