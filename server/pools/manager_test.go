@@ -371,9 +371,9 @@ func TestRemotePool(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"typo":       `unknown key "endpiont"`,
-		"noendpoint": `"endpoint" is required`,
+		"noendpoint": `"endpoint": required`,
 		"badurl":     "must be an http or https URL",
-		"badtimeout": `"timeoutSeconds" must be a whole number`,
+		"badtimeout": `"timeoutSeconds": must be a whole number`,
 	} {
 		if v := e.view(t, name); v.Adapter != nil || !strings.Contains(v.LastError, want) {
 			t.Errorf("%s: error %q, want it to contain %q", name, v.LastError, want)

@@ -16,6 +16,7 @@ import (
 	"github.com/different-ai/differently/adapters/adapterhttp"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/store"
 )
@@ -176,66 +177,27 @@ const RemoteKind = "remote"
 // buildRemote reads config keys endpoint (required) and timeoutSeconds (optional, the
 // bound on one request, exec included) and uses the pool's secret as the bearer token.
 func buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
-	var endpoint string
-	var timeout time.Duration
-	keys := make([]string, 0, len(p.Config))
-	for k := range p.Config {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := p.Config[k]
-		switch k {
-		case "endpoint":
-			s, ok := v.(string)
-			if !ok || s == "" {
-				return nil, adapters.InvalidRequest("remote config key %q must be an http or https URL", k).WithDetail("key", k)
-			}
-			endpoint = s
-		case "timeoutSeconds":
-			n, ok := positiveInt(v)
-			if !ok {
-				return nil, adapters.InvalidRequest("remote config key %q must be a whole number of seconds above 0", k).WithDetail("key", k)
-			}
-			timeout = time.Duration(n) * time.Second
-		default:
-			return nil, adapters.InvalidRequest("remote config: unknown key %q (known: endpoint, timeoutSeconds)", k).WithDetail("key", k)
-		}
-	}
+	const maxSeconds = 100 * 365 * 24 * 3600
+	r := poolconfig.Read(RemoteKind, p.Config)
+	endpoint := r.String("endpoint", "")
 	if endpoint == "" {
-		return nil, adapters.InvalidRequest("remote config key %q is required", "endpoint").WithDetail("key", "endpoint")
+		r.Check("endpoint", errors.New("required: the plugin's http or https URL"))
+	}
+	seconds := r.Int("timeoutSeconds", 0)
+	if r.Has("timeoutSeconds") && (seconds < 1 || seconds > maxSeconds) {
+		r.Check("timeoutSeconds", errors.New("must be a whole number of seconds above 0"))
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	var opts []adapterhttp.Option
-	if timeout > 0 {
+	if seconds > 0 {
 		opts = append(opts, adapterhttp.WithHTTPClient(&http.Client{
-			Timeout: timeout,
+			Timeout: time.Duration(seconds) * time.Second,
 			// As in adapterhttp's default client: a redirect would resend the token
 			// somewhere the operator did not configure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}))
 	}
 	return adapterhttp.NewClient(endpoint, creds.secret, opts...)
-}
-
-// positiveInt accepts the integer forms YAML (int, uint64) and JSON (float64) decoders
-// produce, as long as the value is a whole number above 0 and below a century.
-func positiveInt(v any) (int64, bool) {
-	const maxSeconds = 100 * 365 * 24 * 3600
-	var f float64
-	switch n := v.(type) {
-	case int:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	case float64:
-		f = n
-	default:
-		return 0, false
-	}
-	if f < 1 || f > maxSeconds || f != float64(int64(f)) {
-		return 0, false
-	}
-	return int64(f), true
 }
