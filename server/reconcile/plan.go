@@ -132,12 +132,22 @@ func planHere(sb store.Sandbox, insts []adapters.Instance, t Timing) []Action {
 		// Terminating: the terminator deletes it.
 		return nil
 	case store.StateProvisioning:
-		if sb.BackendRef != "" || !stale(sb, t) {
+		if !stale(sb, t) {
 			return nil
 		}
-		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[0].Ref}}
-		for _, extra := range insts[1:] {
-			out = append(out, Action{Kind: DeleteDuplicate, SandboxID: sb.ID, Ref: extra.Ref, Reason: "second instance of one sandbox"})
+		// Keep the instance the sandbox already names, if the backend has it; else the
+		// first. Either way exactly one survives.
+		keep := 0
+		for i := range insts {
+			if insts[i].Ref == sb.BackendRef {
+				keep = i
+			}
+		}
+		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[keep].Ref}}
+		for i, extra := range insts {
+			if i != keep {
+				out = append(out, Action{Kind: DeleteDuplicate, SandboxID: sb.ID, Ref: extra.Ref, Reason: "second instance of one sandbox"})
+			}
 		}
 		return out
 	}
