@@ -383,7 +383,7 @@ func TestRemotePool(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	prod, dev := DefaultRegistry(false), DefaultRegistry(true)
-	if want := []string{"devhost", "fake", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
+	if want := []string{"daytona", "devhost", "fake", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
 		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
 	}
 	ctx := t.Context()
@@ -394,9 +394,13 @@ func TestRegistry(t *testing.T) {
 	if a, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, nil); err != nil || a.Info().Kind != "fake" {
 		t.Errorf("fake in dev: %v", err)
 	}
+	if _, err := dev.Build(ctx, store.Pool{Name: "k", Adapter: "kubevirt"}, nil); err == nil ||
+		!strings.Contains(err.Error(), `adapter kind "kubevirt" is not in this build`) {
+		t.Errorf("unknown kind: %v", err)
+	}
 	if _, err := dev.Build(ctx, store.Pool{Name: "d", Adapter: "daytona"}, nil); err == nil ||
-		!strings.Contains(err.Error(), `adapter kind "daytona" is not in this build`) {
-		t.Errorf("daytona: %v", err)
+		!strings.Contains(err.Error(), "needs an API key") {
+		t.Errorf("daytona without a key: %v", err)
 	}
 	_, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake", CredentialsEnv: "FAKE_KEY"},
 		func(string) string { return "" })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/adapters/daytona"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/adapters/poolconfig"
@@ -156,8 +157,8 @@ func redact(err error, secret string) error {
 	return errors.New(msg)
 }
 
-// DefaultRegistry registers the kinds of this build: devhost and fake (dev only) and
-// remote. opensandbox, daytona and freestyle are not built yet.
+// DefaultRegistry registers the kinds of this build: devhost and fake (dev only),
+// remote, and the provider adapters.
 func DefaultRegistry(dev bool) *Registry {
 	r := NewRegistry(dev)
 	r.Register(devhost.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
@@ -167,7 +168,26 @@ func DefaultRegistry(dev bool) *Registry {
 		return fake.FromConfig(p.Config)
 	}, true)
 	r.Register(RemoteKind, buildRemote, false)
+	r.Register(daytona.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+		if err := needSecret(daytona.Kind, creds); err != nil {
+			return nil, err
+		}
+		cfg, err := daytona.ParseConfig(p.Config)
+		if err != nil {
+			return nil, err
+		}
+		return daytona.New(cfg, creds.secret)
+	}, false)
 	return r
+}
+
+// needSecret refuses to build a provider adapter without its API key: every call
+// would be rejected, and the pool would look like an outage instead of a mistake.
+func needSecret(kind string, creds Credentials) error {
+	if creds.secret == "" {
+		return adapters.InvalidRequest("%s needs an API key: set credentials.env to the variable that holds it", kind)
+	}
+	return nil
 }
 
 // RemoteKind is the adapter kind of a pool served by an out-of-process plugin over the
