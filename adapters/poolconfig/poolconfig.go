@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/different-ai/differently/api"
 )
@@ -50,6 +51,17 @@ func get[T any](r *Reader, key string, def T, conv func(any) (T, error)) T {
 
 // String returns a string value, or def when unset.
 func (r *Reader) String(key, def string) string { return get(r, key, def, ToString) }
+
+// OneOf returns a string that must be one of allowed, or def when unset.
+func (r *Reader) OneOf(key, def string, allowed ...string) string {
+	return get(r, key, def, func(v any) (string, error) {
+		s, err := ToString(v)
+		if err == nil && !slices.Contains(allowed, s) {
+			err = fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
+		}
+		return s, err
+	})
+}
 
 // Bool returns a boolean value, or def when unset.
 func (r *Reader) Bool(key string, def bool) bool { return get(r, key, def, ToBool) }

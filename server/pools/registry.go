@@ -17,6 +17,7 @@ import (
 	"github.com/different-ai/differently/adapters/daytona"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/adapters/opensandbox"
 	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/store"
@@ -168,6 +169,10 @@ func DefaultRegistry(dev bool) *Registry {
 		return fake.FromConfig(p.Config)
 	}, true)
 	r.Register(RemoteKind, buildRemote, false)
+	// OpenSandbox servers may run without an API key; the key is sent when set.
+	r.Register(opensandbox.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+		return opensandbox.FromConfig(p.Config, creds.secret)
+	}, false)
 	r.Register(daytona.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
 		if err := needSecret(daytona.Kind, creds); err != nil {
 			return nil, err
