@@ -160,11 +160,11 @@ func TestLoadAndRefreshBuildViews(t *testing.T) {
 
 func TestUnknownKindIsListedUnhealthy(t *testing.T) {
 	e := newEnv(t, DefaultRegistry(false), nil)
-	e.create(t, store.Pool{Name: "os", Adapter: "opensandbox", Trust: api.TrustPrivate})
+	e.create(t, store.Pool{Name: "os", Adapter: "firecracker", Trust: api.TrustPrivate})
 	e.create(t, store.Pool{Name: "dev", Adapter: "fake"})
 	e.refresh(t)
 	for name, want := range map[string]string{
-		"os":  `adapter kind "opensandbox" is not in this build`,
+		"os":  `adapter kind "firecracker" is not in this build`,
 		"dev": "adapter fake is only allowed in development mode (--dev)",
 	} {
 		v := e.view(t, name)

@@ -90,10 +90,10 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "config problems name the pool",
-			yaml: "pools:\n  - {name: d, adapter: devhost, config: {root: /tmp/x}}\n  - {name: o, adapter: opensandbox}\n",
+			yaml: "pools:\n  - {name: d, adapter: devhost, config: {root: /tmp/x}}\n  - {name: o, adapter: firecracker}\n",
 			errors: map[string]string{
 				"pool d": "pools[0].adapter: adapter devhost is only allowed in development mode (--dev)",
-				"pool o": `adapter kind "opensandbox" is not in this build`,
+				"pool o": `adapter kind "firecracker" is not in this build`,
 			},
 		},
 		{
