@@ -559,8 +559,8 @@ type HttpRequestDoer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// Client which conforms to the OpenAPI3 specification for this service.
-type Client struct {
+// RawClient which conforms to the OpenAPI3 specification for this service.
+type RawClient struct {
 	// The endpoint of the server conforming to this interface, with scheme,
 	// https://api.deepmap.com for example. This can contain a path relative
 	// to the server, such as https://api.deepmap.com/dev-test, and all the
@@ -577,12 +577,12 @@ type Client struct {
 }
 
 // ClientOption allows setting custom parameters during construction
-type ClientOption func(*Client) error
+type ClientOption func(*RawClient) error
 
-// Creates a new Client, with reasonable defaults
-func NewClient(server string, opts ...ClientOption) (*Client, error) {
+// Creates a new RawClient, with reasonable defaults
+func NewClient(server string, opts ...ClientOption) (*RawClient, error) {
 	// create a client with sane default values
-	client := Client{
+	client := RawClient{
 		Server: server,
 	}
 	// mutate client and add all optional params
@@ -605,7 +605,7 @@ func NewClient(server string, opts ...ClientOption) (*Client, error) {
 // WithHTTPClient allows overriding the default Doer, which is
 // automatically created using http.Client. This is useful for tests.
 func WithHTTPClient(doer HttpRequestDoer) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.Client = doer
 		return nil
 	}
@@ -614,7 +614,7 @@ func WithHTTPClient(doer HttpRequestDoer) ClientOption {
 // WithRequestEditorFn allows setting up a callback function, which will be
 // called right before sending the request. This can be used to mutate the request.
 func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.RequestEditors = append(c.RequestEditors, fn)
 		return nil
 	}
@@ -750,7 +750,7 @@ type ClientInterface interface {
 	GetSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthzRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -762,7 +762,7 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -774,7 +774,7 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadyzRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -786,7 +786,7 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetPolicy(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetPolicy(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPolicyRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -798,7 +798,7 @@ func (c *Client) GetPolicy(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
-func (c *Client) PutPolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PutPolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutPolicyRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -810,7 +810,7 @@ func (c *Client) PutPolicyWithBody(ctx context.Context, contentType string, body
 	return c.Client.Do(req)
 }
 
-func (c *Client) PutPolicy(ctx context.Context, body PutPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PutPolicy(ctx context.Context, body PutPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutPolicyRequest(c.Server, body)
 	if err != nil {
 		return nil, err
@@ -822,7 +822,7 @@ func (c *Client) PutPolicy(ctx context.Context, body PutPolicyJSONRequestBody, r
 	return c.Client.Do(req)
 }
 
-func (c *Client) ListPools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListPools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPoolsRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -834,7 +834,7 @@ func (c *Client) ListPools(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePoolWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreatePoolWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePoolRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -846,7 +846,7 @@ func (c *Client) CreatePoolWithBody(ctx context.Context, contentType string, bod
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreatePool(ctx context.Context, body CreatePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreatePool(ctx context.Context, body CreatePoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePoolRequest(c.Server, body)
 	if err != nil {
 		return nil, err
@@ -858,7 +858,7 @@ func (c *Client) CreatePool(ctx context.Context, body CreatePoolJSONRequestBody,
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeletePool(ctx context.Context, name string, params *DeletePoolParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) DeletePool(ctx context.Context, name string, params *DeletePoolParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeletePoolRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
@@ -870,7 +870,7 @@ func (c *Client) DeletePool(ctx context.Context, name string, params *DeletePool
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetPool(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetPool(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPoolRequest(c.Server, name)
 	if err != nil {
 		return nil, err
@@ -882,7 +882,7 @@ func (c *Client) GetPool(ctx context.Context, name string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-func (c *Client) PatchPoolWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchPoolWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchPoolRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
 		return nil, err
@@ -894,7 +894,7 @@ func (c *Client) PatchPoolWithBody(ctx context.Context, name string, contentType
 	return c.Client.Do(req)
 }
 
-func (c *Client) PatchPool(ctx context.Context, name string, body PatchPoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchPool(ctx context.Context, name string, body PatchPoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchPoolRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
@@ -906,7 +906,7 @@ func (c *Client) PatchPool(ctx context.Context, name string, body PatchPoolJSONR
 	return c.Client.Do(req)
 }
 
-func (c *Client) PutPoolWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PutPoolWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutPoolRequestWithBody(c.Server, name, contentType, body)
 	if err != nil {
 		return nil, err
@@ -918,7 +918,7 @@ func (c *Client) PutPoolWithBody(ctx context.Context, name string, contentType s
 	return c.Client.Do(req)
 }
 
-func (c *Client) PutPool(ctx context.Context, name string, body PutPoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PutPool(ctx context.Context, name string, body PutPoolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutPoolRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
@@ -930,7 +930,7 @@ func (c *Client) PutPool(ctx context.Context, name string, body PutPoolJSONReque
 	return c.Client.Do(req)
 }
 
-func (c *Client) ReconcileNow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ReconcileNow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReconcileNowRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -942,7 +942,7 @@ func (c *Client) ReconcileNow(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
-func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListTokensRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -954,7 +954,7 @@ func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTokenRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
@@ -966,7 +966,7 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateToken(ctx context.Context, body CreateTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTokenRequest(c.Server, body)
 	if err != nil {
 		return nil, err
@@ -978,7 +978,7 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) DeleteToken(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteTokenRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -990,7 +990,7 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetTrustReport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetTrustReport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetTrustReportRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -1002,7 +1002,7 @@ func (c *Client) GetTrustReport(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
-func (c *Client) ListSandboxes(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListSandboxes(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSandboxesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -1014,7 +1014,7 @@ func (c *Client) ListSandboxes(ctx context.Context, params *ListSandboxesParams,
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateSandboxWithBody(ctx context.Context, params *CreateSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateSandboxWithBody(ctx context.Context, params *CreateSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateSandboxRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1026,7 +1026,7 @@ func (c *Client) CreateSandboxWithBody(ctx context.Context, params *CreateSandbo
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateSandbox(ctx context.Context, params *CreateSandboxParams, body CreateSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateSandbox(ctx context.Context, params *CreateSandboxParams, body CreateSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateSandboxRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
@@ -1038,7 +1038,7 @@ func (c *Client) CreateSandbox(ctx context.Context, params *CreateSandboxParams,
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeleteSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) DeleteSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1050,7 +1050,7 @@ func (c *Client) DeleteSandbox(ctx context.Context, id SandboxID, reqEditors ...
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1062,7 +1062,7 @@ func (c *Client) GetSandbox(ctx context.Context, id SandboxID, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-func (c *Client) PatchSandboxWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchSandboxWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSandboxRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1074,7 +1074,7 @@ func (c *Client) PatchSandboxWithBody(ctx context.Context, id SandboxID, content
 	return c.Client.Do(req)
 }
 
-func (c *Client) PatchSandbox(ctx context.Context, id SandboxID, body PatchSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PatchSandbox(ctx context.Context, id SandboxID, body PatchSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSandboxRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1086,7 +1086,7 @@ func (c *Client) PatchSandbox(ctx context.Context, id SandboxID, body PatchSandb
 	return c.Client.Do(req)
 }
 
-func (c *Client) ExecSandboxWithBody(ctx context.Context, id SandboxID, params *ExecSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ExecSandboxWithBody(ctx context.Context, id SandboxID, params *ExecSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExecSandboxRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1098,7 +1098,7 @@ func (c *Client) ExecSandboxWithBody(ctx context.Context, id SandboxID, params *
 	return c.Client.Do(req)
 }
 
-func (c *Client) ExecSandbox(ctx context.Context, id SandboxID, params *ExecSandboxParams, body ExecSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ExecSandbox(ctx context.Context, id SandboxID, params *ExecSandboxParams, body ExecSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExecSandboxRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
@@ -1110,7 +1110,7 @@ func (c *Client) ExecSandbox(ctx context.Context, id SandboxID, params *ExecSand
 	return c.Client.Do(req)
 }
 
-func (c *Client) ListSandboxFiles(ctx context.Context, id SandboxID, params *ListSandboxFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListSandboxFiles(ctx context.Context, id SandboxID, params *ListSandboxFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSandboxFilesRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1122,7 +1122,7 @@ func (c *Client) ListSandboxFiles(ctx context.Context, id SandboxID, params *Lis
 	return c.Client.Do(req)
 }
 
-func (c *Client) ReadSandboxFile(ctx context.Context, id SandboxID, params *ReadSandboxFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ReadSandboxFile(ctx context.Context, id SandboxID, params *ReadSandboxFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadSandboxFileRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -1134,7 +1134,7 @@ func (c *Client) ReadSandboxFile(ctx context.Context, id SandboxID, params *Read
 	return c.Client.Do(req)
 }
 
-func (c *Client) WriteSandboxFileWithBody(ctx context.Context, id SandboxID, params *WriteSandboxFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) WriteSandboxFileWithBody(ctx context.Context, id SandboxID, params *WriteSandboxFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWriteSandboxFileRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1146,7 +1146,7 @@ func (c *Client) WriteSandboxFileWithBody(ctx context.Context, id SandboxID, par
 	return c.Client.Do(req)
 }
 
-func (c *Client) ForkSandboxWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ForkSandboxWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewForkSandboxRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1158,7 +1158,7 @@ func (c *Client) ForkSandboxWithBody(ctx context.Context, id SandboxID, contentT
 	return c.Client.Do(req)
 }
 
-func (c *Client) ForkSandbox(ctx context.Context, id SandboxID, body ForkSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ForkSandbox(ctx context.Context, id SandboxID, body ForkSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewForkSandboxRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1170,7 +1170,7 @@ func (c *Client) ForkSandbox(ctx context.Context, id SandboxID, body ForkSandbox
 	return c.Client.Do(req)
 }
 
-func (c *Client) PauseSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) PauseSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPauseSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1182,7 +1182,7 @@ func (c *Client) PauseSandbox(ctx context.Context, id SandboxID, reqEditors ...R
 	return c.Client.Do(req)
 }
 
-func (c *Client) ExposeSandboxPortWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ExposeSandboxPortWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExposeSandboxPortRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1194,7 +1194,7 @@ func (c *Client) ExposeSandboxPortWithBody(ctx context.Context, id SandboxID, co
 	return c.Client.Do(req)
 }
 
-func (c *Client) ExposeSandboxPort(ctx context.Context, id SandboxID, body ExposeSandboxPortJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ExposeSandboxPort(ctx context.Context, id SandboxID, body ExposeSandboxPortJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExposeSandboxPortRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1206,7 +1206,7 @@ func (c *Client) ExposeSandboxPort(ctx context.Context, id SandboxID, body Expos
 	return c.Client.Do(req)
 }
 
-func (c *Client) ResumeSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ResumeSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1218,7 +1218,7 @@ func (c *Client) ResumeSandbox(ctx context.Context, id SandboxID, reqEditors ...
 	return c.Client.Do(req)
 }
 
-func (c *Client) ListSnapshots(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListSnapshots(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSnapshotsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1230,7 +1230,7 @@ func (c *Client) ListSnapshots(ctx context.Context, id SandboxID, reqEditors ...
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateSnapshotWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateSnapshotWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateSnapshotRequestWithBody(c.Server, id, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1242,7 +1242,7 @@ func (c *Client) CreateSnapshotWithBody(ctx context.Context, id SandboxID, conte
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateSnapshot(ctx context.Context, id SandboxID, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CreateSnapshot(ctx context.Context, id SandboxID, body CreateSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateSnapshotRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
@@ -1254,7 +1254,7 @@ func (c *Client) CreateSnapshot(ctx context.Context, id SandboxID, body CreateSn
 	return c.Client.Do(req)
 }
 
-func (c *Client) StartSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) StartSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1266,7 +1266,7 @@ func (c *Client) StartSandbox(ctx context.Context, id SandboxID, reqEditors ...R
 	return c.Client.Do(req)
 }
 
-func (c *Client) StopSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) StopSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopSandboxRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1278,7 +1278,7 @@ func (c *Client) StopSandbox(ctx context.Context, id SandboxID, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeleteSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) DeleteSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSnapshotRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -1290,7 +1290,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSnapshotRequest(c.Server, id)
 	if err != nil {
 		return nil, err
@@ -2761,7 +2761,7 @@ func NewGetSnapshotRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
-func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+func (c *RawClient) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
 			return err
@@ -2792,7 +2792,7 @@ func NewClientWithResponses(server string, opts ...ClientOption) (*ClientWithRes
 
 // WithBaseURL overrides the baseURL.
 func WithBaseURL(baseURL string) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		newBaseURL, err := url.Parse(baseURL)
 		if err != nil {
 			return err

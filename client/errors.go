@@ -1,0 +1,87 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/different-ai/differently/api"
+)
+
+// APIError is a non-2xx answer from the daemon. Every wrapper returns it, so
+// errors.As(err, &apiErr) tells an API refusal (look at Code) from a transport
+// failure (which is not an APIError and wraps the underlying error).
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Code is the error envelope's code; empty when the body was not an envelope (a
+	// proxy's error page, say).
+	Code api.Code
+	// Message is the envelope's message, or the start of a non-envelope body.
+	Message string
+	// Details carries structured context, such as operation, pool and adapter on a
+	// 501 unsupported_operation.
+	Details map[string]any
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "differently: %d", e.Status)
+	if e.Code != "" {
+		b.WriteString(" " + string(e.Code))
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
+}
+
+// IsNotFound reports whether err is an API answer of 404 Not Found.
+func IsNotFound(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// IsCode reports whether err is an API answer carrying code.
+func IsCode(err error, code api.Code) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Code == code
+}
+
+// maxErrorBody bounds how much of an error answer is read: envelopes are small, and
+// a misbehaving proxy must not make the client buffer a large page.
+const maxErrorBody = 64 << 10
+
+// newAPIError reads an error answer's body (without closing it) into an APIError.
+func newAPIError(resp *http.Response) *APIError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return apiErrorFromBody(resp.StatusCode, body)
+}
+
+func apiErrorFromBody(status int, body []byte) *APIError {
+	e := &APIError{Status: status}
+	var env api.ErrorEnvelope
+	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Code != "" {
+		e.Code = env.Error.Code
+		e.Message = env.Error.Message
+		e.Details = env.Error.Details
+		return e
+	}
+	e.Message = strings.TrimSpace(string(body))
+	if len(e.Message) > 512 {
+		e.Message = e.Message[:512] + "…"
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	return e
+}
+
+// transportError wraps a failure to get an answer at all. It is deliberately not an
+// APIError; context errors stay visible to errors.Is.
+func transportError(err error) error {
+	return fmt.Errorf("differently: %w", err)
+}

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// retryTransport re-sends idempotent requests that met 429, 503 or a connection
+// failure. It lives at the RoundTripper level so that every call goes through it,
+// wrapped or reached through Client.API, and so that a retry re-sends the exact
+// request: the body comes back from Request.GetBody, which http.NewRequest sets for
+// the in-memory bodies the generated client builds.
+type retryTransport struct {
+	base http.RoundTripper // nil means http.DefaultTransport
+	opts *options
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if t.opts.maxAttempts <= 1 || !retryable(req) {
+		return base.RoundTrip(req)
+	}
+	ctx := req.Context()
+	for attempt := 1; ; attempt++ {
+		r := req
+		if attempt > 1 {
+			var err error
+			if r, err = rewind(req); err != nil {
+				return nil, err
+			}
+		}
+		resp, err := base.RoundTrip(r)
+		if attempt >= t.opts.maxAttempts {
+			return resp, err
+		}
+
+		var retryAfter time.Duration
+		switch {
+		case err != nil:
+			if !isConnError(ctx, err) {
+				return nil, err
+			}
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+			retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), t.opts.now())
+		default:
+			return resp, nil
+		}
+
+		// The server's Retry-After is a floor (coming back sooner is pointless), our own
+		// backoff another; maxDelay caps only the latter. The caller's context is the
+		// real bound: a wait that would outlive its deadline is not started, and the
+		// caller gets the last answer, which says more than "deadline exceeded".
+		wait := max(retryAfter, t.backoff(attempt))
+		if deadline, ok := ctx.Deadline(); ok && t.opts.now().Add(wait).After(deadline) {
+			return resp, err
+		}
+		if resp != nil {
+			// Drain a little so the connection can be reused, then let it go.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+			resp.Body.Close()
+		}
+		if serr := t.opts.sleep(ctx, wait); serr != nil {
+			return nil, serr
+		}
+	}
+}
+
+// backoff is the wait after the given failed attempt (1-based): baseDelay·2^(n-1)
+// capped at maxDelay, with "equal jitter" (half fixed, half random) so that clients
+// failing together do not come back together, yet never retry at once.
+func (t *retryTransport) backoff(attempt int) time.Duration {
+	d := t.opts.baseDelay
+	for i := 1; i < attempt && d < t.opts.maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, t.opts.maxDelay)
+	half := d / 2
+	return half + time.Duration(t.opts.jitter()*float64(d-half))
+}
+
+// retryable reports whether sending req twice is harmless: the idempotent methods,
+// and a POST carrying an Idempotency-Key (a create the server deduplicates). Exec
+// and the lifecycle POSTs are never retried: running a command twice is not safe.
+// A body that cannot be rewound also rules a retry out.
+func retryable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+		return true
+	case http.MethodPost:
+		return req.Header.Get("Idempotency-Key") != ""
+	}
+	return false
+}
+
+// rewind clones req with a fresh copy of its body for another attempt.
+func rewind(req *http.Request) (*http.Request, error) {
+	r := req.Clone(req.Context())
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	return r, nil
+}
+
+// isConnError reports whether err means the request never got an answer because of
+// the connection (refused, reset, closed early), as opposed to the caller giving up.
+func isConnError(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// parseRetryAfter reads Retry-After as delay-seconds or an HTTP date; anything else,
+// or a date in the past, is no constraint.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs < 0 {
+			return 0
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if when, err := http.ParseTime(v); err == nil && when.After(now) {
+		return when.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,131 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/different-ai/differently/api"
+)
+
+// CreateSandbox asks for a sandbox; it is usually still queued when this returns (use
+// WaitForState). With a non-empty idempotencyKey the daemon answers a repeated create
+// with the same sandbox, which is also what makes the call safe to retry.
+func (c *Client) CreateSandbox(ctx context.Context, body SandboxCreate, idempotencyKey string) (*Sandbox, error) {
+	var params CreateSandboxParams
+	if idempotencyKey != "" {
+		params.IdempotencyKey = &idempotencyKey
+	}
+	return decode[Sandbox](c.API.ClientInterface.CreateSandbox(ctx, &params, body))
+}
+
+// GetSandbox returns one sandbox.
+func (c *Client) GetSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.GetSandbox(ctx, id))
+}
+
+// ListSandboxes returns one page; pass NextCursor back as params.Cursor for the next.
+func (c *Client) ListSandboxes(ctx context.Context, params *ListSandboxesParams) (*SandboxList, error) {
+	return decode[SandboxList](c.API.ClientInterface.ListSandboxes(ctx, params))
+}
+
+// PatchSandbox changes labels or the TTL.
+func (c *Client) PatchSandbox(ctx context.Context, id string, body SandboxPatch) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.PatchSandbox(ctx, id, body))
+}
+
+// DeleteSandbox starts terminating a sandbox and returns it as it is now; wait for
+// Terminated to know it is gone.
+func (c *Client) DeleteSandbox(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id))
+}
+
+// Exec runs a command and returns its result; a non-zero exit is a result, not an
+// error. It is never retried, since a command may not be safe to run twice.
+func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
+	return decode[api.ExecResult](c.API.ClientInterface.ExecSandbox(ctx, id, nil, req))
+}
+
+// ReadFile returns a file's bytes (at most api.MaxFileBytes).
+func (c *Client) ReadFile(ctx context.Context, id, path string) ([]byte, error) {
+	resp, err := c.API.ClientInterface.ReadSandboxFile(ctx, id, &ReadSandboxFileParams{Path: path})
+	if err != nil {
+		return nil, transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, newAPIError(resp)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxFileBytes+1))
+	if err != nil {
+		return nil, transportError(err)
+	}
+	if len(data) > api.MaxFileBytes {
+		return nil, fmt.Errorf("differently: file %s is over %d bytes", path, api.MaxFileBytes)
+	}
+	return data, nil
+}
+
+// WriteFile creates or replaces a file. A PUT of the same bytes is idempotent, so it
+// is retried like the other idempotent calls.
+func (c *Client) WriteFile(ctx context.Context, id, path string, data []byte) error {
+	return expectOK(c.API.ClientInterface.WriteSandboxFileWithBody(ctx, id,
+		&WriteSandboxFileParams{Path: path}, "application/octet-stream", bytes.NewReader(data)))
+}
+
+// ListFiles returns a directory's entries.
+func (c *Client) ListFiles(ctx context.Context, id, path string) ([]FileInfo, error) {
+	l, err := decode[FileList](c.API.ClientInterface.ListSandboxFiles(ctx, id, &ListSandboxFilesParams{Path: path}))
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// Stop stops a running sandbox, keeping its disk.
+func (c *Client) Stop(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.StopSandbox(ctx, id))
+}
+
+// Start starts a stopped sandbox.
+func (c *Client) Start(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.StartSandbox(ctx, id))
+}
+
+// Pause freezes a sandbox; pools whose adapter cannot pause answer 501
+// unsupported_operation.
+func (c *Client) Pause(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.PauseSandbox(ctx, id))
+}
+
+// Resume unfreezes a paused sandbox.
+func (c *Client) Resume(ctx context.Context, id string) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.ResumeSandbox(ctx, id))
+}
+
+// CreateSnapshot snapshots a sandbox; kind is "disk" or "memory", or "" for the
+// daemon's default.
+func (c *Client) CreateSnapshot(ctx context.Context, id string, kind string) (*Snapshot, error) {
+	var body SnapshotCreate
+	if kind != "" {
+		body.Kind = ptr(SnapshotCreateKind(kind))
+	}
+	return decode[Snapshot](c.API.ClientInterface.CreateSnapshot(ctx, id, body))
+}
+
+// GetSnapshot returns one snapshot.
+func (c *Client) GetSnapshot(ctx context.Context, snapID string) (*Snapshot, error) {
+	return decode[Snapshot](c.API.ClientInterface.GetSnapshot(ctx, snapID))
+}
+
+// DeleteSnapshot deletes a snapshot. A snapshot already gone is a 404 APIError;
+// callers that want "delete if present" check IsNotFound.
+func (c *Client) DeleteSnapshot(ctx context.Context, snapID string) error {
+	return expectOK(c.API.ClientInterface.DeleteSnapshot(ctx, snapID))
+}
+
+// Fork creates a new sandbox from a snapshot of id.
+func (c *Client) Fork(ctx context.Context, id string, body ForkRequest) (*Sandbox, error) {
+	return decode[Sandbox](c.API.ClientInterface.ForkSandbox(ctx, id, body))
+}
