@@ -383,7 +383,7 @@ func TestRemotePool(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	prod, dev := DefaultRegistry(false), DefaultRegistry(true)
-	if want := []string{"daytona", "devhost", "fake", "opensandbox", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
+	if want := []string{"daytona", "devhost", "fake", "freestyle", "opensandbox", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
 		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
 	}
 	ctx := t.Context()

@@ -17,6 +17,7 @@ import (
 	"github.com/different-ai/differently/adapters/daytona"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/adapters/freestyle"
 	"github.com/different-ai/differently/adapters/opensandbox"
 	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
@@ -182,6 +183,16 @@ func DefaultRegistry(dev bool) *Registry {
 			return nil, err
 		}
 		return daytona.New(cfg, creds.secret)
+	}, false)
+	r.Register(freestyle.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+		if err := needSecret(freestyle.Kind, creds); err != nil {
+			return nil, err
+		}
+		cfg, err := freestyle.ParseConfig(p.Config)
+		if err != nil {
+			return nil, err
+		}
+		return freestyle.New(cfg, creds.secret)
 	}, false)
 	return r
 }
