@@ -70,7 +70,6 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	return c, nil
 }
 
-
 // Option configures an Adapter.
 type Option func(*options)
 
