@@ -1,21 +1,32 @@
 // Package provider is the Terraform provider for Differently
-// (registry.terraform.io/different-ai/differently).
-//
-// Resources and data sources arrive with the provider work; until then the provider
-// serves an empty schema so the binary builds and Terraform can load it.
+// (registry.terraform.io/different-ai/differently): pools, the placement policy,
+// project tokens, snapshots and long-lived sandboxes with drift detection.
 package provider
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/different-ai/differently/client"
 )
 
 // Address is the provider's registry address.
 const Address = "registry.terraform.io/different-ai/differently"
+
+// Environment variables the provider falls back to when its configuration leaves
+// endpoint or token out.
+const (
+	EnvEndpoint = "DIFFERENTLY_ENDPOINT"
+	EnvToken    = "DIFFERENTLY_TOKEN"
+)
 
 // New returns a constructor for the provider at the given version.
 func New(version string) func() provider.Provider {
@@ -26,6 +37,11 @@ type differentlyProvider struct {
 	version string
 }
 
+type providerModel struct {
+	Endpoint types.String `tfsdk:"endpoint"`
+	Token    types.String `tfsdk:"token"`
+}
+
 func (p *differentlyProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = "differently"
 	resp.Version = p.version
@@ -33,13 +49,103 @@ func (p *differentlyProvider) Metadata(_ context.Context, _ provider.MetadataReq
 
 func (p *differentlyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Description: "Manages pools, placement policy and sandboxes of a Differently control plane.",
+		MarkdownDescription: "Manages the pools, placement policy, project tokens, snapshots and " +
+			"long-lived sandboxes of a [Differently](https://github.com/different-ai/differently) control plane.",
+		Attributes: map[string]schema.Attribute{
+			"endpoint": schema.StringAttribute{
+				MarkdownDescription: "Base URL of the Differently API, for example `http://127.0.0.1:8700`. " +
+					"Falls back to the `DIFFERENTLY_ENDPOINT` environment variable.",
+				Optional: true,
+			},
+			"token": schema.StringAttribute{
+				MarkdownDescription: "Bearer token for the API. Pools, policy, tokens and the trust report need an " +
+					"admin token; sandboxes and snapshots work with a project token too. " +
+					"Falls back to the `DIFFERENTLY_TOKEN` environment variable.",
+				Optional:  true,
+				Sensitive: true,
+			},
+		},
 	}
 }
 
-func (p *differentlyProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
+// Configure builds the API client and makes one cheap call, so that a wrong endpoint
+// is reported once, at the provider, rather than as a confusing error on every resource.
+func (p *differentlyProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if cfg.Endpoint.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("endpoint"), "Unknown Differently endpoint",
+			"The endpoint depends on a value not known until apply. Set it to a known value or use the "+EnvEndpoint+" environment variable.")
+	}
+	if cfg.Token.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("token"), "Unknown Differently token",
+			"The token depends on a value not known until apply. Set it to a known value or use the "+EnvToken+" environment variable.")
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	endpoint := firstNonEmpty(cfg.Endpoint.ValueString(), os.Getenv(EnvEndpoint))
+	token := firstNonEmpty(cfg.Token.ValueString(), os.Getenv(EnvToken))
+	if endpoint == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("endpoint"), "Missing Differently endpoint",
+			"Set endpoint in the provider configuration or the "+EnvEndpoint+" environment variable "+
+				"to the daemon's URL, for example http://127.0.0.1:8700.")
+	}
+	if token == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("token"), "Missing Differently token",
+			"Set token in the provider configuration or the "+EnvToken+" environment variable. "+
+				"`differently-server --dev` writes an admin token to admin-token in its data directory.")
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, err := client.New(endpoint, token, client.WithUserAgent("terraform-provider-differently/"+p.version))
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Differently endpoint", fmt.Sprintf("endpoint %q: %s", endpoint, err))
+		return
+	}
+	r, err := c.API.GetReadyzWithResponse(ctx)
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddError("Differently daemon unreachable",
+			fmt.Sprintf("Could not reach the daemon at %s: %s. Is it running, and is the endpoint right?", endpoint, err))
+		return
+	case r.StatusCode() != 200:
+		resp.Diagnostics.AddError("Differently daemon not ready",
+			fmt.Sprintf("GET %s/readyz answered %d: %s", endpoint, r.StatusCode(), string(r.Body)))
+		return
+	}
+	resp.ResourceData = c
+	resp.DataSourceData = c
 }
 
-func (p *differentlyProvider) Resources(context.Context) []func() resource.Resource { return nil }
+func (p *differentlyProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{
+		newPoolResource,
+		newPolicyResource,
+		newSandboxResource,
+		newSnapshotResource,
+		newProjectTokenResource,
+	}
+}
 
-func (p *differentlyProvider) DataSources(context.Context) []func() datasource.DataSource { return nil }
+func (p *differentlyProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		newPoolDataSource,
+		newPoolsDataSource,
+		newSandboxDataSource,
+		newTrustReportDataSource,
+	}
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,4 +1,0 @@
-package provider
-
-// Pinned until the acceptance tests import it.
-import _ "github.com/hashicorp/terraform-plugin-testing/helper/resource"

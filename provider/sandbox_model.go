@@ -1,0 +1,138 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/different-ai/differently/client"
+)
+
+// toCreate builds the create request from a plan.
+func (m *sandboxModel) toCreate(ctx context.Context, diags *diag.Diagnostics) client.SandboxCreate {
+	body := client.SandboxCreate{
+		Org:          strPtr(m.Org),
+		Project:      strPtr(m.Project),
+		Template:     strPtr(m.Template),
+		Profile:      strPtr(m.Profile),
+		FromSnapshot: strPtr(m.FromSnapshot),
+	}
+	if caps := stringsOf(ctx, m.Capabilities, diags); caps != nil {
+		body.Capabilities = &caps
+	}
+	if env := mapOf(ctx, m.Env, diags); env != nil {
+		body.Env = &env
+	}
+	if labels := mapOf(ctx, m.Labels, diags); labels != nil {
+		body.Labels = &labels
+	}
+	if !m.TTLSeconds.IsNull() && !m.TTLSeconds.IsUnknown() {
+		body.TtlSeconds = ptr(m.TTLSeconds.ValueInt64())
+	}
+	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
+		var res struct {
+			CPU       types.Float64 `tfsdk:"cpu"`
+			MemoryMiB types.Int64   `tfsdk:"memory_mib"`
+			DiskGiB   types.Int64   `tfsdk:"disk_gib"`
+		}
+		diags.Append(m.Resources.As(ctx, &res, objectAsOptions)...)
+		body.Resources = &client.Resources{CPU: res.CPU.ValueFloat64(), MemoryMiB: res.MemoryMiB.ValueInt64(), DiskGiB: res.DiskGiB.ValueInt64()}
+	}
+	if !m.Placement.IsNull() && !m.Placement.IsUnknown() {
+		pl := m.placement(ctx, diags)
+		body.Placement = &client.Placement{}
+		if v := stringsOf(ctx, pl.AllowedPools, diags); v != nil {
+			body.Placement.AllowedPools = &v
+		}
+		if v := stringsOf(ctx, pl.Regions, diags); v != nil {
+			body.Placement.Regions = &v
+		}
+	}
+	return body
+}
+
+type placementModel struct {
+	AllowedPools types.List `tfsdk:"allowed_pools"`
+	Regions      types.List `tfsdk:"regions"`
+}
+
+func (m *sandboxModel) placement(ctx context.Context, diags *diag.Diagnostics) placementModel {
+	pl := placementModel{AllowedPools: types.ListNull(types.StringType), Regions: types.ListNull(types.StringType)}
+	if !m.Placement.IsNull() && !m.Placement.IsUnknown() {
+		diags.Append(m.Placement.As(ctx, &pl, objectAsOptions)...)
+	}
+	return pl
+}
+
+func (m *sandboxModel) initCommands(ctx context.Context, diags *diag.Diagnostics) []string {
+	return stringsOf(ctx, m.InitCommands, diags)
+}
+
+// fromAPI copies what the daemon reports into the model. Attributes the daemon never
+// returns (env, init_commands, timeouts) keep their planned or prior values, and the
+// desired state is only updated from settled states: a sandbox still queued or
+// provisioning is on its way to running.
+func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *diag.Diagnostics) {
+	m.ID = types.StringValue(sb.Id)
+	m.Org = types.StringValue(sb.Org)
+	m.Project = types.StringValue(sb.Project)
+	m.Template = optString(m.Template, sb.Template)
+	m.Profile = optString(m.Profile, sb.Profile)
+	m.Capabilities = stringSet(m.Capabilities, sb.Capabilities)
+	m.Resources = types.ObjectValueMust(resourcesTypes, map[string]attr.Value{
+		"cpu":        types.Float64Value(sb.Resources.CPU),
+		"memory_mib": types.Int64Value(sb.Resources.MemoryMiB),
+		"disk_gib":   types.Int64Value(sb.Resources.DiskGiB),
+	})
+	m.Labels = stringMap(m.Labels, sb.Labels)
+	switch ttl := deref(sb.TtlSeconds); {
+	case ttl > 0:
+		m.TTLSeconds = types.Int64Value(ttl)
+	case !m.TTLSeconds.IsNull() && !m.TTLSeconds.IsUnknown() && m.TTLSeconds.ValueInt64() == 0:
+		// 0 written in the configuration, absent from the API: the same thing.
+	default:
+		m.TTLSeconds = types.Int64Null()
+	}
+	m.Placement = placementFromAPI(ctx, m, sb.Placement, diags)
+	m.FromSnapshot = optString(m.FromSnapshot, sb.FromSnapshot)
+	switch sb.State {
+	case client.Running, client.Stopped, client.Paused:
+		m.State = types.StringValue(string(sb.State))
+	default:
+		if m.State.IsNull() || m.State.IsUnknown() {
+			m.State = types.StringValue(wantRunning)
+		}
+	}
+	m.Pool = types.StringValue(deref(sb.Pool))
+	m.Region = types.StringValue(deref(sb.Region))
+	m.BackendRef = types.StringValue(deref(sb.BackendRef))
+	m.Status = types.StringValue(string(sb.State))
+	if m.Timeouts.IsUnknown() {
+		m.Timeouts = types.ObjectNull(timeoutsTypes)
+	}
+	if m.InitCommands.IsUnknown() {
+		m.InitCommands = types.ListNull(types.StringType)
+	}
+	if m.Env.IsUnknown() {
+		m.Env = types.MapNull(types.StringType)
+	}
+}
+
+// placementFromAPI keeps a null placement null when the API has none, and otherwise
+// maps each list with the prior value's null-or-empty choice.
+func placementFromAPI(ctx context.Context, m *sandboxModel, p *client.Placement, diags *diag.Diagnostics) types.Object {
+	var pools, regions []string
+	if p != nil {
+		pools, regions = deref(p.AllowedPools), deref(p.Regions)
+	}
+	if len(pools) == 0 && len(regions) == 0 && (m.Placement.IsNull() || m.Placement.IsUnknown()) {
+		return types.ObjectNull(placementTypes)
+	}
+	prior := m.placement(ctx, diags)
+	return types.ObjectValueMust(placementTypes, map[string]attr.Value{
+		"allowed_pools": stringList(prior.AllowedPools, pools),
+		"regions":       stringList(prior.Regions, regions),
+	})
+}

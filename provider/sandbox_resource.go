@@ -1,0 +1,214 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/different-ai/differently/client"
+)
+
+var (
+	_ resource.ResourceWithConfigure   = (*sandboxResource)(nil)
+	_ resource.ResourceWithImportState = (*sandboxResource)(nil)
+)
+
+func newSandboxResource() resource.Resource { return &sandboxResource{} }
+
+type sandboxResource struct{ c *client.Client }
+
+func (r *sandboxResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_sandbox"
+}
+
+func (r *sandboxResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.c = resourceClient(req, resp)
+}
+
+func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m sandboxModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	body := m.toCreate(ctx, &resp.Diagnostics)
+	commands := m.initCommands(ctx, &resp.Diagnostics)
+	timeout := timeoutOf(ctx, m.Timeouts, "create", defaultCreateTimeout, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	want := m.State.ValueString()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// A fresh key per apply makes the client's retries of this POST safe without
+	// tying two applies of the same configuration to one sandbox.
+	sb, err := r.c.CreateSandbox(ctx, body, newIdempotencyKey())
+	if err != nil {
+		resp.Diagnostics.AddError("Creating sandbox", apiError(err))
+		return
+	}
+	// From here on the sandbox exists: every failure saves its ID to the state
+	// first, so Terraform marks it tainted and replaces it rather than orphaning it.
+	save := func(sb *client.Sandbox) {
+		m.fromAPI(ctx, sb, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+	save(sb)
+	id := sb.Id
+
+	if sb, err = r.c.WaitForState(ctx, id, client.Running); err != nil {
+		if sb != nil {
+			save(sb)
+		}
+		resp.Diagnostics.AddError("Sandbox "+id+" did not start", waitError(err, timeout, "create"))
+		return
+	}
+	save(sb)
+	for i, cmd := range commands {
+		res, err := r.c.Exec(ctx, id, client.ExecRequest{Command: cmd})
+		if err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("init_commands[%d] could not run in sandbox %s", i, id), waitError(err, timeout, "create"))
+			return
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			resp.Diagnostics.AddAttributeError(path.Root("init_commands").AtListIndex(i),
+				fmt.Sprintf("init_commands[%d] failed in sandbox %s", i, id), execFailure(cmd, res))
+			return
+		}
+	}
+	if sb, err = transition(ctx, r.c, sb, want); err != nil {
+		if sb != nil {
+			save(sb)
+		}
+		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), waitError(err, timeout, "create"))
+		return
+	}
+	save(sb)
+}
+
+func (r *sandboxResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m sandboxModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := m.ID.ValueString()
+	sb, err := r.c.GetSandbox(ctx, id)
+	if client.IsNotFound(err) {
+		resp.Diagnostics.AddWarning("Sandbox "+id+" is gone",
+			"The sandbox no longer exists on the daemon; it is removed from the state and the next plan creates it again.")
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Reading sandbox "+id, apiError(err))
+		return
+	}
+	switch sb.State {
+	case client.Terminating, client.Terminated, client.Failed:
+		reason := ""
+		if r := deref(sb.Reason); r != "" {
+			reason = " (" + r + ")"
+		}
+		resp.Diagnostics.AddWarning(fmt.Sprintf("Sandbox %s is %s", id, sb.State),
+			fmt.Sprintf("The sandbox was deleted, expired, failed or lost outside Terraform%s; it is removed from the "+
+				"state and the next plan creates it again.", reason))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.fromAPI(ctx, sb, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, prior sandboxModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := prior.ID.ValueString()
+	var patch client.SandboxPatch
+	var patching bool
+	if !plan.Labels.Equal(prior.Labels) {
+		labels := mapOf(ctx, plan.Labels, &resp.Diagnostics)
+		if labels == nil {
+			labels = map[string]string{} // the patch replaces every label
+		}
+		patch.Labels, patching = &labels, true
+	}
+	if !plan.TTLSeconds.Equal(prior.TTLSeconds) {
+		patch.TtlSeconds, patching = ptr(plan.TTLSeconds.ValueInt64()), true // null is 0: no expiry
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if patching {
+		if _, err := r.c.PatchSandbox(ctx, id, patch); err != nil {
+			resp.Diagnostics.AddError("Updating sandbox "+id, apiError(err))
+			return
+		}
+	}
+	timeout := timeoutOf(ctx, plan.Timeouts, "create", defaultCreateTimeout, &resp.Diagnostics)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// The actual state, not the one in the prior state, decides the transition:
+	// the plan may come from a refresh taken a while ago.
+	sb, err := r.c.GetSandbox(ctx, id)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading sandbox "+id, apiError(err))
+		return
+	}
+	want := plan.State.ValueString()
+	if sb, err = transition(ctx, r.c, sb, want); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), waitError(err, timeout, "create"))
+		return
+	}
+	plan.fromAPI(ctx, sb, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete terminates the sandbox and waits until it is terminated, so that a pool
+// destroyed in the same apply is empty by then.
+func (r *sandboxResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m sandboxModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := m.ID.ValueString()
+	timeout := timeoutOf(ctx, m.Timeouts, "delete", defaultDeleteTimeout, &resp.Diagnostics)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := r.c.DeleteSandbox(ctx, id); err != nil {
+		if !client.IsNotFound(err) {
+			resp.Diagnostics.AddError("Deleting sandbox "+id, apiError(err))
+		}
+		return
+	}
+	sb, err := r.c.WaitForState(ctx, id, client.Terminated)
+	switch {
+	case err == nil, client.IsNotFound(err):
+	case errors.Is(err, client.ErrTerminalState) && sb != nil && sb.State == client.Failed:
+		// A failed sandbox has no instance left to delete: it is as gone as it gets.
+	default:
+		resp.Diagnostics.AddError("Sandbox "+id+" was not terminated", waitError(err, timeout, "delete"))
+	}
+}
+
+// ImportState takes the sandbox ID. Arguments the daemon never returns (env,
+// init_commands, timeouts) stay unset after an import.
+func (r *sandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), types.ObjectNull(timeoutsTypes))...)
+}
+
+func newIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return "terraform-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,228 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/different-ai/differently/client"
+)
+
+// sandboxesGone checks that every sandbox in the state is terminated (or unknown to
+// the daemon) after destroy.
+func (d *testDaemon) sandboxesGone(s *terraform.State) error {
+	for _, rs := range s.RootModule().Resources {
+		if rs.Type != "differently_sandbox" {
+			continue
+		}
+		sb, err := d.c.GetSandbox(context.Background(), rs.Primary.ID)
+		if client.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if sb.State != client.Terminated && sb.State != client.Failed {
+			return fmt.Errorf("sandbox %s is %s after destroy", sb.Id, sb.State)
+		}
+	}
+	return nil
+}
+
+// sandboxID reads a sandbox's ID from the state into *id, for out-of-band changes
+// in a later step.
+func sandboxID(addr string, id *string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return fmt.Errorf("%s not in state", addr)
+		}
+		*id = rs.Primary.ID
+		return nil
+	}
+}
+
+func devhostSandbox(state, labels string, ttl int) string {
+	return fmt.Sprintf(`
+resource "differently_sandbox" "ci" {
+  placement     = { allowed_pools = ["devhost"] }
+  capabilities  = ["exec", "lifecycle.stop-start"]
+  env           = { GREETING = "hello" }
+  labels        = %s
+  ttl_seconds   = %d
+  state         = %q
+  init_commands = [
+    "echo \"$GREETING\" > init.txt",
+    "test -s init.txt",
+  ]
+  timeouts = { create = "2m", delete = "2m" }
+}`, labels, ttl, state)
+}
+
+func TestAccSandbox(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.ci"
+	var id string
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+	}}
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{
+				Config: d.config(devhostSandbox("running", `{ team = "ci" }`, 3600)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					sandboxID(addr, &id),
+					resource.TestMatchResourceAttr(addr, "id", regexp.MustCompile(`^sbx_`)),
+					resource.TestCheckResourceAttr(addr, "pool", "devhost"),
+					resource.TestCheckResourceAttr(addr, "status", "running"),
+					resource.TestCheckResourceAttr(addr, "state", "running"),
+					resource.TestCheckResourceAttrSet(addr, "backend_ref"),
+					resource.TestCheckResourceAttr(addr, "project", "default"),
+					// The init commands ran, in order, with the sandbox's env.
+					func(*terraform.State) error {
+						res, err := d.c.Exec(context.Background(), id, client.ExecRequest{Command: "cat init.txt"})
+						if err != nil {
+							return err
+						}
+						if strings.TrimSpace(res.Stdout) != "hello" {
+							return fmt.Errorf("init.txt holds %q", res.Stdout)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				ResourceName:            addr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"env", "init_commands", "timeouts"},
+			},
+			{
+				// Labels and the TTL change in place.
+				Config:           d.config(devhostSandbox("running", `{ team = "ci", branch = "main" }`, 7200)),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "labels.branch", "main"),
+					resource.TestCheckResourceAttr(addr, "ttl_seconds", "7200"),
+					func(s *terraform.State) error {
+						if got := s.RootModule().Resources[addr].Primary.ID; got != id {
+							return fmt.Errorf("sandbox replaced: %s, was %s", got, id)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				Config:           d.config(devhostSandbox("stopped", `{ team = "ci", branch = "main" }`, 7200)),
+				ConfigPlanChecks: update,
+				Check:            resource.TestCheckResourceAttr(addr, "status", "stopped"),
+			},
+			{
+				Config:           d.config(devhostSandbox("running", `{ team = "ci", branch = "main" }`, 7200)),
+				ConfigPlanChecks: update,
+				Check:            resource.TestCheckResourceAttr(addr, "status", "running"),
+			},
+			{
+				// Stopped out of band while the configuration says running: an in-place
+				// update starts it again.
+				PreConfig: func() {
+					if _, err := d.c.Stop(context.Background(), id); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:           d.config(devhostSandbox("running", `{ team = "ci", branch = "main" }`, 7200)),
+				ConfigPlanChecks: update,
+				Check: func(*terraform.State) error {
+					sb, err := d.c.GetSandbox(context.Background(), id)
+					if err != nil {
+						return err
+					}
+					if sb.State != client.Running {
+						return fmt.Errorf("sandbox is %s", sb.State)
+					}
+					return nil
+				},
+			},
+			{
+				// The same, seen by plan alone.
+				PreConfig: func() {
+					if _, err := d.c.Stop(context.Background(), id); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             d.config(devhostSandbox("running", `{ team = "ci", branch = "main" }`, 7200)),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Deleted out of band: removed from the state with a warning, created again.
+				PreConfig: func() {
+					if _, err := d.c.DeleteSandbox(context.Background(), id); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: d.config(devhostSandbox("running", `{ team = "ci", branch = "main" }`, 7200)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
+				}},
+				Check: func(s *terraform.State) error {
+					if got := s.RootModule().Resources[addr].Primary.ID; got == id {
+						return fmt.Errorf("sandbox %s was not recreated", id)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+func TestAccSandboxInitCommandFails(t *testing.T) {
+	d := startDaemon(t)
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{{
+			Config: d.config(`
+resource "differently_sandbox" "bad" {
+  placement     = { allowed_pools = ["devhost"] }
+  init_commands = ["echo fine", "echo broken-setup >&2; exit 3"]
+}`),
+			ExpectError: regexp.MustCompile(`(?s)init_commands\[1\] failed.*Exit code: 3.*broken-setup`),
+		}},
+	})
+}
+
+// The fake pool offers pause and resume, which devhost does not.
+func TestAccSandboxPaused(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.p"
+	cfg := func(state string) string {
+		return d.config(fmt.Sprintf(`
+resource "differently_sandbox" "p" {
+  placement = { allowed_pools = ["fake"] }
+  resources = { cpu = 1, memory_mib = 512 }
+  state     = %q
+}`, state))
+	}
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg("paused"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "status", "paused"),
+					resource.TestCheckResourceAttr(addr, "resources.cpu", "1"),
+					resource.TestCheckResourceAttr(addr, "resources.disk_gib", "0"),
+				),
+			},
+			{Config: cfg("stopped"), Check: resource.TestCheckResourceAttr(addr, "status", "stopped")},
+			{Config: cfg("running"), Check: resource.TestCheckResourceAttr(addr, "status", "running")},
+		},
+	})
+}
