@@ -40,6 +40,10 @@ const (
 	// CodeProviderUnavailable: the backend is unreachable, timed out, rejected the
 	// credentials or answered 5xx. The pool is marked unhealthy until its next probe.
 	CodeProviderUnavailable Code = "provider_unavailable"
+	// CodeQuotaExceeded: the request would take a project over one of its quotas. It is
+	// a public API code only (adapters never return it): retry after sandboxes of the
+	// project have ended, or ask an operator for a larger quota.
+	CodeQuotaExceeded Code = "quota_exceeded"
 	// CodeInternal: anything unclassified. Create treats it like provider_unavailable.
 	CodeInternal Code = "internal"
 )
@@ -82,6 +86,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusUnprocessableEntity
 	case CodeUnsupportedOperation:
 		return http.StatusNotImplemented
+	case CodeQuotaExceeded:
+		return http.StatusTooManyRequests
 	case CodeInsufficientCapacity, CodeSandboxFailed, CodeProviderUnavailable:
 		return http.StatusServiceUnavailable
 	default:

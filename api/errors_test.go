@@ -26,6 +26,7 @@ func TestHTTPStatus(t *testing.T) {
 		{api.CodeInsufficientCapacity, http.StatusServiceUnavailable},
 		{api.CodeSandboxFailed, http.StatusServiceUnavailable},
 		{api.CodeProviderUnavailable, http.StatusServiceUnavailable},
+		{api.CodeQuotaExceeded, http.StatusTooManyRequests},
 		{api.CodeInternal, http.StatusInternalServerError},
 		{"made_up", http.StatusInternalServerError},
 		{"", http.StatusInternalServerError},

@@ -183,6 +183,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		AdapterKinds: reg.Kinds,
 		DevOnlyKinds: []string{"devhost", "fake"},
 		Dev:          opts.Dev,
+		MaxQueued:    sc.MaxQueued,
 		Logger:       log,
 		Metrics:      prometheus.NewRegistry(),
 	})

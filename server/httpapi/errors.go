@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/different-ai/differently/api"
 )
@@ -30,7 +31,7 @@ func publicError(err error) (e *api.Error, internal bool) {
 		return &out, false
 	case api.CodeInvalidRequest, api.CodeUnauthenticated, api.CodeForbidden, api.CodeNotFound,
 		api.CodeInvalidState, api.CodePayloadTooLarge, api.CodeUnsupportedCapability,
-		api.CodeUnsupportedOperation, api.CodeProviderUnavailable:
+		api.CodeUnsupportedOperation, api.CodeProviderUnavailable, api.CodeQuotaExceeded:
 		return e, false
 	}
 	// internal, or a code this version does not know: adapter internals (host paths,
@@ -52,8 +53,25 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == api.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="differently"`)
 	}
+	if ra, ok := errors.AsType[*retryAfterError](err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(ra.seconds))
+	}
 	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
 }
+
+// retryAfterError is an error whose answer tells the client, with Retry-After, how
+// many seconds to wait before trying again.
+type retryAfterError struct {
+	err     *api.Error
+	seconds int
+}
+
+func retryAfter(err *api.Error, seconds int) error {
+	return &retryAfterError{err: err, seconds: seconds}
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
 
 // writeJSON marshals before writing so that a value that cannot be encoded still gets
 // a well-formed error answer instead of half a body.

@@ -259,6 +259,81 @@ type PortResponse struct {
 	Url string `json:"url"`
 }
 
+// Profile defines model for Profile.
+type Profile struct {
+	Capabilities []string   `json:"capabilities"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	Name         string     `json:"name"`
+	Placement    *Placement `json:"placement,omitempty"`
+	Resources    Resources  `json:"resources"`
+	Template     *string    `json:"template,omitempty"`
+	TtlSeconds   int64      `json:"ttlSeconds"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+}
+
+// ProfileList defines model for ProfileList.
+type ProfileList struct {
+	Items []Profile `json:"items"`
+}
+
+// ProfileSpec defines model for ProfileSpec.
+type ProfileSpec struct {
+	// Capabilities Added to a create's own capabilities. Stored sorted and without duplicates.
+	Capabilities *[]string  `json:"capabilities,omitempty"`
+	Placement    *Placement `json:"placement,omitempty"`
+	Resources    *Resources `json:"resources,omitempty"`
+	Template     *string    `json:"template,omitempty"`
+
+	// TtlSeconds Used when a create does not set ttlSeconds; 0 = no expiry.
+	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
+}
+
+// Project defines model for Project.
+type Project struct {
+	// Cost Accrued cost of all the project's sandboxes, terminated ones included, estimated as for each sandbox's cost.
+	Cost      float64    `json:"cost"`
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
+
+	// Declared Whether the project was put; an undeclared project has no quota.
+	Declared bool   `json:"declared"`
+	Name     string `json:"name"`
+	Org      string `json:"org"`
+
+	// Quota Every field is always present (0 = unlimited).
+	Quota     ProjectQuota `json:"quota"`
+	UpdatedAt *time.Time   `json:"updatedAt,omitempty"`
+
+	// Usage What the project's sandboxes that are not terminated or failed request together.
+	Usage ProjectUsage `json:"usage"`
+}
+
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	Items []Project `json:"items"`
+}
+
+// ProjectQuota Limits on what the project's sandboxes that are not terminated or failed request together; 0 = unlimited.
+type ProjectQuota struct {
+	Cpu       *float64 `json:"cpu,omitempty"`
+	DiskGiB   *int64   `json:"diskGiB,omitempty"`
+	MemoryMiB *int64   `json:"memoryMiB,omitempty"`
+	Sandboxes *int     `json:"sandboxes,omitempty"`
+}
+
+// ProjectSpec defines model for ProjectSpec.
+type ProjectSpec struct {
+	// Quota Limits on what the project's sandboxes that are not terminated or failed request together; 0 = unlimited.
+	Quota *ProjectQuota `json:"quota,omitempty"`
+}
+
+// ProjectUsage What the project's sandboxes that are not terminated or failed request together.
+type ProjectUsage struct {
+	Cpu       float64 `json:"cpu"`
+	DiskGiB   int64   `json:"diskGiB"`
+	MemoryMiB int64   `json:"memoryMiB"`
+	Sandboxes int     `json:"sandboxes"`
+}
+
 // ReconcileReport defines model for ReconcileReport.
 type ReconcileReport struct {
 	Pools []struct {
@@ -321,7 +396,9 @@ type SandboxCreate struct {
 	// Org Admin tokens only: the organisation (default "default").
 	Org       *string    `json:"org,omitempty"`
 	Placement *Placement `json:"placement,omitempty"`
-	Profile   *string    `json:"profile,omitempty"`
+
+	// Profile A profile's name: its capabilities are added to these, and its resources (field by field), template, placement (field by field) and ttlSeconds fill what this request leaves unset. An unknown profile is invalid_request.
+	Profile *string `json:"profile,omitempty"`
 
 	// Project Admin tokens only: the project to create in (default "default").
 	Project   *string    `json:"project,omitempty"`
@@ -458,6 +535,12 @@ type PolicyResponse = Policy
 // PoolResponse defines model for PoolResponse.
 type PoolResponse = Pool
 
+// ProfileResponse defines model for ProfileResponse.
+type ProfileResponse = Profile
+
+// ProjectResponse defines model for ProjectResponse.
+type ProjectResponse = Project
+
 // SandboxResponse defines model for SandboxResponse.
 type SandboxResponse = Sandbox
 
@@ -531,6 +614,12 @@ type PatchPoolJSONRequestBody = PoolPatch
 // PutPoolJSONRequestBody defines body for PutPool for application/json ContentType.
 type PutPoolJSONRequestBody = PoolSpec
 
+// PutProfileJSONRequestBody defines body for PutProfile for application/json ContentType.
+type PutProfileJSONRequestBody = ProfileSpec
+
+// PutProjectJSONRequestBody defines body for PutProject for application/json ContentType.
+type PutProjectJSONRequestBody = ProjectSpec
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
 
@@ -587,6 +676,30 @@ type ServerInterface interface {
 	// Replace the pool's definition (its name and adapter cannot change).
 	// (PUT /v1/admin/pools/{name})
 	PutPool(w http.ResponseWriter, r *http.Request, name string)
+
+	// (GET /v1/admin/profiles)
+	ListProfiles(w http.ResponseWriter, r *http.Request)
+
+	// (DELETE /v1/admin/profiles/{name})
+	DeleteProfile(w http.ResponseWriter, r *http.Request, name string)
+
+	// (GET /v1/admin/profiles/{name})
+	GetProfile(w http.ResponseWriter, r *http.Request, name string)
+	// Create or replace the profile (idempotent). Sandboxes made from it earlier keep what it gave them.
+	// (PUT /v1/admin/profiles/{name})
+	PutProfile(w http.ResponseWriter, r *http.Request, name string)
+	// Every declared project, and every project that has sandboxes, with its quota, usage and cost.
+	// (GET /v1/admin/projects)
+	ListProjects(w http.ResponseWriter, r *http.Request)
+	// Remove the declared project and its quota. Refused while the project has sandboxes that are not terminated.
+	// (DELETE /v1/admin/projects/{org}/{project})
+	DeleteProject(w http.ResponseWriter, r *http.Request, org string, project string)
+	// The project's quota, usage and accrued cost. A project that was never put exists implicitly, without quota (declared false).
+	// (GET /v1/admin/projects/{org}/{project})
+	GetProject(w http.ResponseWriter, r *http.Request, org string, project string)
+	// Declare the project or replace its quota (idempotent). Absent quota fields are 0, unlimited.
+	// (PUT /v1/admin/projects/{org}/{project})
+	PutProject(w http.ResponseWriter, r *http.Request, org string, project string)
 	// Compare every pool's instances with the database now, act, and report.
 	// (POST /v1/admin/reconcile)
 	ReconcileNow(w http.ResponseWriter, r *http.Request)
@@ -723,6 +836,51 @@ func (_ Unimplemented) PatchPool(w http.ResponseWriter, r *http.Request, name st
 // Replace the pool's definition (its name and adapter cannot change).
 // (PUT /v1/admin/pools/{name})
 func (_ Unimplemented) PutPool(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// (GET /v1/admin/profiles)
+func (_ Unimplemented) ListProfiles(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// (DELETE /v1/admin/profiles/{name})
+func (_ Unimplemented) DeleteProfile(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// (GET /v1/admin/profiles/{name})
+func (_ Unimplemented) GetProfile(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// Create or replace the profile (idempotent). Sandboxes made from it earlier keep what it gave them.
+// (PUT /v1/admin/profiles/{name})
+func (_ Unimplemented) PutProfile(w http.ResponseWriter, r *http.Request, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// Every declared project, and every project that has sandboxes, with its quota, usage and cost.
+// (GET /v1/admin/projects)
+func (_ Unimplemented) ListProjects(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// Remove the declared project and its quota. Refused while the project has sandboxes that are not terminated.
+// (DELETE /v1/admin/projects/{org}/{project})
+func (_ Unimplemented) DeleteProject(w http.ResponseWriter, r *http.Request, org string, project string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// The project's quota, usage and accrued cost. A project that was never put exists implicitly, without quota (declared false).
+// (GET /v1/admin/projects/{org}/{project})
+func (_ Unimplemented) GetProject(w http.ResponseWriter, r *http.Request, org string, project string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// Declare the project or replace its quota (idempotent). Absent quota fields are 0, unlimited.
+// (PUT /v1/admin/projects/{org}/{project})
+func (_ Unimplemented) PutProject(w http.ResponseWriter, r *http.Request, org string, project string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1115,6 +1273,259 @@ func (siw *ServerInterfaceWrapper) PutPool(w http.ResponseWriter, r *http.Reques
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.PutPool(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListProfiles operation middleware
+func (siw *ServerInterfaceWrapper) ListProfiles(w http.ResponseWriter, r *http.Request) {
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProfiles(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteProfile operation middleware
+func (siw *ServerInterfaceWrapper) DeleteProfile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteProfile(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetProfile operation middleware
+func (siw *ServerInterfaceWrapper) GetProfile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetProfile(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PutProfile operation middleware
+func (siw *ServerInterfaceWrapper) PutProfile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PutProfile(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListProjects operation middleware
+func (siw *ServerInterfaceWrapper) ListProjects(w http.ResponseWriter, r *http.Request) {
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProjects(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteProject operation middleware
+func (siw *ServerInterfaceWrapper) DeleteProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "org" -------------
+	var org string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org", chi.URLParam(r, "org"), &org, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "org", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "project" -------------
+	var project string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", chi.URLParam(r, "project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteProject(w, r, org, project)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetProject operation middleware
+func (siw *ServerInterfaceWrapper) GetProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "org" -------------
+	var org string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org", chi.URLParam(r, "org"), &org, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "org", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "project" -------------
+	var project string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", chi.URLParam(r, "project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetProject(w, r, org, project)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PutProject operation middleware
+func (siw *ServerInterfaceWrapper) PutProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "org" -------------
+	var org string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org", chi.URLParam(r, "org"), &org, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "org", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "project" -------------
+	var project string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", chi.URLParam(r, "project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PutProject(w, r, org, project)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2093,6 +2504,30 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Put(options.BaseURL+"/v1/admin/pools/{name}", wrapper.PutPool)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/profiles", wrapper.ListProfiles)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/admin/profiles/{name}", wrapper.DeleteProfile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/profiles/{name}", wrapper.GetProfile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/admin/profiles/{name}", wrapper.PutProfile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/projects", wrapper.ListProjects)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/admin/projects/{org}/{project}", wrapper.DeleteProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/projects/{org}/{project}", wrapper.GetProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/admin/projects/{org}/{project}", wrapper.PutProject)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/admin/reconcile", wrapper.ReconcileNow)
 	})
 	r.Group(func(r chi.Router) {
@@ -2171,90 +2606,107 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+xd63PbNrb/VzC8d6bJDC3Jjr2960w/5NnmbtJ6HHf6IfZkIfJIwpoEuAAoW834f79z",
-	"APAhEqQeptzunX6KRYJ4nOfvHBwg34JIpJngwLUKzr8FGZU0BQ3S/LqgeoH/xqAiyTLNBA/Og1cko3pB",
-	"GFcsBqIXQBTl8VTcj4IwYNji3znIVRAGnKYQnAfYPAgDCf/OmYQ4ONcyhzBQ0QJSiv3rVYbtlJaMz4OH",
-	"hzD4bHv88BZfmz5dJ65LFu/U4QM2VpngCszC3kkp5KV7gg8iwTVwjX/SLEtYRHGx438pXPG3Ws//LWEW",
-	"nAf/Na7oNrZv1dj0+o4vIREZ2FEblOMEsM0oeAiDC5GwaDX4JGy3vtGvFkCyhEaQAtckM+3cTERygHmI",
-	"xEsDkgmRmHEdkwcf2vXrH72UVZwAp5laCD38DFzHHVNwb+0cNNW5Gn4Gplvf+L/8Y2RUzLXEjl7FNNMg",
-	"P/CZMEZAigykZlZX1r5uqVYYMCUS2vn2lvHY+yKTQotIJN6XWuZKe98sQSr/WPiZfSKm/4JIY+s3NKMR",
-	"06v2qqYi5zHUpzYVIgHK8bOZBHhz8Su+nAmZUh2cB7HIpwkE5SA8T6cgi9afIBVy9Ym9XvuGcf230+oT",
-	"xjXM7TcJlXNQ+v1OA9U+2m08L2mE0p9EDEmbNlGW/yRy6Z9VyjhL8zQ4n3hmmJpp/che7/W9d5oSYuCa",
-	"0US1Jwp82XZPP9MUiJgZxwR8yaTgxuAtqWR0mgBZiCRmfG49F0QSNBGcwBLkikgwCjeqiNgnXsbge+gn",
-	"YmjPi/ElTVj8Fb0WKB2SnNNcL3BxEdUQh2Qm5JTFMfCQcKG/zlBEQ1J8pzTVEJKMrhJB469aiK9GILAj",
-	"lWeZkBrirxHN6JQlTK/Wn+P8jJaGJJNiyWKQX3NOl5QlSBQcRoPkNGmvHA2IpswygMYxw25oclFbs/W/",
-	"LfqkoBSdg19ZK+/9xVKsan/T7CsM7o/m4sg9pBkbWdLXnh+xFJdqQQzClmDO9CKfjiKRjmM2m4EEro8o",
-	"q34kqzHNmJnMuutuC1rB6I3uv7U0++mNT3ruIXq3dJa+YaM5kIRxI8eUKC2BphATuIdoRNCPJ1Rp2yKi",
-	"UjJQBO6ZfiNiIEIWICNsWnKqqdeolstrv3G91l7WrJidmNVEVOkvgdKxyJFfSscg6+uuGXeWQvxLrn22",
-	"92ELzpdkG4779xBdWrVs857KedsPBpc5JzGTEOlkFZI7phci18irBSSJAcIaUuV3bm4tUtIV/o5EmlLr",
-	"JdtjYM9kPGV8rBbkKBr51DO687tYZx79Kts9sUpClY6Z360jD0WuP0MkeGx6S+m9tevfn0wmXjPf7Y78",
-	"TC44MjCbVZ54uBzn1jx+Ult68E2aYcTfRzqnIl1U7dIMA4q48RQee5HrLNdELEGSY/KJvSYZSGc3yB1V",
-	"JMp1TXTq6rZmq4o1hS1FDusUqs/lZltmGroPxsv3LAE/XmXqLZN+CqYivmIprAMTquEICe/TrNQxuGyd",
-	"M65fnHgFwkamPqTroui2JLDfYT/81qCxhe9qVBLl8WR2XZa0/sh8trE0cuUffQ6ynF7LCDbk0Pbm85nv",
-	"hbytWWq/aZvRREHT+RWByLriFIEawdcvSczULblbADfgEANVsqCKMKM8hY/DRkGBdb0eLqFT6INL29he",
-	"rZOadW2JyE72FWP8IvD3OLgkEXcQY8C+zsuNnkvCnAnu8Y6voggybdC2a4OwE2YgJcRkxqTSu/hI74Js",
-	"nmM3ITBLfXfvkG5r2h9Bkzshb8lcEC0IuIZGEBShmtAkGY18hhQx8ozmid4dJBejlPRfn9NoNKI8Rnnk",
-	"RPBkhRPTC1DweAIKT+znFN/bZ1SLpvv0vIy6DbjhMzbfmShRPTrtHatsiF9JQJ/0Sm9v4aP1+LJ3qFpT",
-	"5NtsBpFmS3gPVOcSNuiOBBr/wpNVY8mlLs226qX51QJooheGIx0D1ESUOX/Zt8h6KshYMqXLKLdjhLrd",
-	"U/pCiin0cGBjJym9fyN4lEsJ3Cp429em9P6zplLjJ94Gnc7YmiO/O7aZQU/Wq8hUgiKi5hr0Ak2CBIzW",
-	"iQaZMo7ihxHYjLIE4lH3emtzLZNdhYPJJFtSjcQqbIPXy+RZvJu0N7ysoVFYanwxkRYH1sld181SvWvi",
-	"W8mkT0VuOgzREPDCZpz3hhb4+QXV0WJHn/LUFm5Pc7WffWkrYx/waClmf+MeXdxPJ7rc3OcMol2RQp8f",
-	"/Ivje3J8H7O8tyj02Dq//ku9X2hRxFdlCuRvZ2cvzmoY/diL0evzM110z6raHFofOZfJ5uQqNvJ1fYnh",
-	"RcQSuIQyQmysqxkRNHVEZC4dsb18xbnd0tpVLhNh+bL9F0JmC8rVW0hg51lmomNnymTv8127U7csy3yJ",
-	"m98WqwpP3FFloIQsGBOTZ+gYHZoICRfESfBzbyLQbBG8WVA+322CLWEUfonZ+JXqEDQlchmB8m41tYmy",
-	"fHPxq3pJJuSHkjbfKeICLMQau21KYbz+Y8dO2Qbb1rvL9pgUZ5GxqUgzbMqm2AJv66zWkGZa+WHzlEa3",
-	"wONL9DEdAaDZXGK7am/ktLeVJpA5xATfkpkUaZ3f5mGKbpC4AJi4rTOIiSzoNvLKQ0sG9ogM4T5jEtQu",
-	"n+ASyq1/7165P1E/RL5IyLk/+1hP/PTC57Jhn/3LpJixBLremdl0hL+ufsFvAF3wRe4o06qKoELCOLkT",
-	"MlZeg9cDG2Td6PStu1LBwoJuWV/y2bRFXkCaJe67NqP683htHXxsWGdKo1AaKoYU66pTpZS6hlqHlYmo",
-	"q019Xj4b72jyxnywawS1t1nZdYerIXuSaTgSPFnVhKtaUlObu8p4yIe3RAs0SVpIMHbMK6wDanljKnHK",
-	"ONHiFrgyOcJzo1JCzilnymzakGfOfZLrIlN5HfhBxJ4GYzu7sNXEXXskqhVANALbL2A/zd9BidcXgTCF",
-	"C2LcxWrNHe2bq3e6NEROpCyFa+sOh3v9JpfKu/O/ddbEDbBP4mQPfWjsj4ORVeVqd0x/Xk3uY997hB1c",
-	"3CHelJCKJShbOjQ4Pz8XvqUIZF0kYeiyZIoJbhNsMufuL6WFiRvCIKO5Mn8UeUbboMo64kSNy/TmCut2",
-	"rGF8d0dGHSim2GHbfp+sE2U4NPAh7tw3fb1yEeQWHlU1CS+BxqvNSQPjSaupuBXWx68ca0VGr5Y48u/l",
-	"HqudSxsAnReU3ZbQDz0zGsTIlNWueydfXblqayKqfN7PKtfO1/UVupdDyn1Clf5V7dZVZyKsE8b3YGsV",
-	"uaK1QiAo+tUa/ttS0k03m0TZkHMvOf6Trdn2sGGJsUckTcmoZ49oIe44ETyCl3ajFgOZBVULwhQx0DD2",
-	"whVdyGefilkhbi7BfhoWU+pcyxBK7mawt4ZfyVzprkxja1++vXnZ2ibfLZnXn8fszvW7d28SylJf9Eq1",
-	"QQuuGVF0pYiYIe8hmXn53V8v36kkXOiu1HkEbAnqNyFvfTMEvQBZO/iR0hXJFVRpx5zHIM1Pm/WvzoaE",
-	"/io0XyrnCgMOU2Ms5HeKKNCIUEJyt2CR0QCa64WQTFPNljDaf3Nybbk7JynXBS3sTFo+GKXKJdOrz6gA",
-	"7tAAUGnlxGiFoYx9VHaw0Dqzpy6K3XbPIZx8mrCIvLr4UNSpv63yeCQSXEuRIMc4nJNyV5rMhCQaOOVa",
-	"hbYkJbzmllU2Q2bjKGxWcEKNyP9+/uVnWxj409XVha0ntZN2H4yI2eBXhEq45v/8dm3Lga+Dc/Lt2lRm",
-	"XwchuS6Ks+0PVxF+HTw8/POllR0RA4khYrED0NYlk2enk8k1bxW/n06O2wXwp5MX9SL408lpvRD+dPL3",
-	"qiNXDX96/MJXEX96ctJZFX82Ob7mHaXxZ5MX3vL4546OUxEzMJQiCUuZBqQ6OSWf2OvwmmMAXDTRghxP",
-	"JvhidI0mWjON0XFQ5/Sriw9B7URLcGycYQacZiw4D16MJqMXga0fNOI3tjvrv+Pfc+uCyrkjVA5+BP2T",
-	"a9I48HYymXQZ+LLduHEUqa4EwfmXmzBQeZpSuQrOg49sCRyUekkoV3cgFSp6AkX4HoFCGyAxmHIstwk8",
-	"OleohuW0VXCDw4xT0JJFqm9ln1wT/8pqh6Y03OtxllDWOC7lORS4rptuhFHvyi+kSNGk5oq4SRNma0Jw",
-	"XAwbhTKIiFgk2LtsE4j08vPSthiCnWFwNnmx+bP1s5F9pMC5MSsFuP6YajqlCtDaS6DRwtT/oWVK2Vyi",
-	"hvfSYnk8NhhunJWVfV1EcbV/+xClcerSxEZuRhZB3iBgyD3jXuT1cY1Mvxbx6iAHN9dPtj4MsdAwON3m",
-	"szb3m+Rp8MpBKy+rEHdavLZRaR930NQAXI9GvzOJIbu5io7PQHJjIUNSzzobKS3KG0eWWC+GIBYiDOWh",
-	"jI0uTMXSoaTJlb1sJU/H28hT7ZDwntK0H1nxq78fRnLH3xBnPliYloBF2OucsuUDjlP14/FfvnkPu8+E",
-	"jMwBipJNZd7GRcWtQxg3LX6ceg4Dmdxk7ITz9OmoWLf3OIUycBiR31CnKoCqNEsSIjhh2hxmjOAHFLeq",
-	"NNIAw7Sq/25rS7fFd5qyuxlsiu3pQHrtEYX1OwpcCLP9LQU3BuvZPHrD9+DjA1sLm8Ifzv0MYy7+EEG3",
-	"JTREiRTIjEESI86dKgyN7U9yC5ChMDNJljTJQfnFuRtI/EkM//93TrotokYdEeMWoT9DPIBqavx/kcOJ",
-	"KOdCk8gIwXMfY9ccSVmtZUvmfN6+rLT7WdwdEgo1K/o8iKjMWGVUKWIia7P4mMWPwT013RFphvExlNDr",
-	"O4yQlKY8AmVh2Fq0wMVdSGikQzMPaWa+keg2ddELPK9skwOSu8qt+m5bsdmYZxwJ4UyFzdOq56M9sOKV",
-	"y/UewmbUc/rb48Whh467Lq0xzDbSgfpqiTh6RERTE1ZbXkA5MUwgQtaKD26B28P27pII5iJ9plzSg5Sl",
-	"I5tFdfyNxVvgzIrLm/HgUtw+Ag/uCWp2vHjpZp0URe64C+bVNwkOqbi1YXxRI40WheUyU7ayV+TtraG6",
-	"KxLrNgGbgFaEaaLpLZgzhKO+EGTtqFGnBStPHbUjj+Z1EcnKHgo0WVdQ5JmEDKhGgTbXCxwpwB609Wdw",
-	"nyXmZLNlny+MKfa1K4LuUm9SlcY1C6H1KnFRUho8hM2F3MLqB4OnXhK3AFNYZaSNKLSkNNlyAaYaxL+A",
-	"zeXazVl6bzWzGK7nFrMtyp0EL8udOm9Pq4r4+oby0oClTPtj0WNzSUNxYOF4snZng/e8gn+IyFYQbQhr",
-	"DqbJ9VIp/2VjdG5uUSk1bvQYDHv8OHdjivnLmYSEwx0obS5zCQm1c6WaUKJZCnXHUtmLTTChKPjaYDFe",
-	"EQlaMoiLCrsSlymEw7ewIs/wkUttOxl8jl/lkquqZfPqvwXQ2OyHOfn4EEOaCQ08Wh39A1ZrgpLS+4/A",
-	"53oRnJ+cnYV+wRke7ayXqg4VJjUvs3sIg5PJyV7fPZ10hsHp8V4JuZOTPb46e2xs8Urdmu1NWood+WBw",
-	"ma2kQ90RPLLRXFlTB3GxQTOl0e1cYsjTpVtN97wlaquUriE3+/L/9HF0uioSbmu3c5JSF/XLcocWSFHy",
-	"KEU+X5BaeaG5aaCsL+w2R11grpMqk6ekSocJXTeOvk6rJuPqNtJNObr6mg9muYbN1A1ogP7IZJ2tJkbA",
-	"i6J9dfVxRF5xc4UHjyHGByQSOdfKHjTi4m4nIzCGe3uG+FGS43Xc7+4h6nTbfmxurl2ru9KiCm4ShMGx",
-	"rZYBUxGcKPCVwh3Itdav7dpePgcc2lwyhQPXO7o/4vHundk75jpSEtKMFKK4GeRkWfLDcXlbH2JOwB4e",
-	"BzifSqMGcM6XOSeUuMvsir2hgiymRs4mTZgiP7811TSWPgS4uY7T0BHjoRnjNLEvd1PRGUu2i6jfm4a7",
-	"egFzG/ZBo5nyoi2P1L01lw0KuSLAEbk/vVyd7Rf+DO2Ae3g/rnHBKwOXQOOaDOyWYxKRBn1U3XlZ8bSs",
-	"+Z4yTo2l3lhrhEYE5/ydItOVLrl5+mQQ/s/BzXB7rfPupZkjfE2ObuPXHsnMTX7Nk7DFqWrgT+8O/mjx",
-	"6FBYV648PJ56L+TtYXF4/RbCh/b/LvCUcd/+7v6Ruazy5sT66W0MvE0sTijhcFc+L8/2F2dmw+IiLZNE",
-	"sv8jwC7SY47DHUZ8LrDrP0Hs+pScHQD+vZcAv7s8oj2JRm4h0+RZwmYQraIERoZpRwid0/V99S34LWT7",
-	"PygZKvzKRMnwi2Ln6RCFGdX9Qk8cG61dIuRNk/96+dHW7BYX49td+P9chOkXIyt7h5GjS9P3X4Zj9xId",
-	"pJvZ/sgVxPUdhe0ZW/iVDeFf2eqQW1L1k7UdyN/N/jtVOkQ1xEZ+RYVH5zj7tpiK474HSnKun5Ueqn65",
-	"9X/9/IdkZY6HEogOxdG0uGlqaGkx1wL+ZQ93BtZINpNHNHc/7GkPtcgOxVWR/cXU3ZkqstBUDRcAy1w1",
-	"XwPHyLEjo40boXGh1NvuTtbt9aYshbstkTwTktDEnE8jc8ERrw/tnzr3DTvnO9nXzB/Oqw5RIrd+xK46",
-	"ZvzlBtXQHKN0o5n7Ps0Z4/Px+Pjk+9FkNBkdn//P95OJUVk35W/lTlEpPQ9h9bBcT+2hLVCrPaidz3u4",
-	"efi/AAAA///G5y9NKHIAAA==",
+	"H4sIAAAAAAAC/+x9W3PbOLLwX0Hx+6riVNGS7Di7Z5yaB+e2m7OTGR/HqX2IXRmIbElYkwAHACVrUv7v",
+	"p3AjQQrUzZQnc2qeEou49r0b3cC3KGF5wShQKaLzb1GBOc5BAtd/XWI5U/+mIBJOCkkYjc6jC1RgOUOE",
+	"CpICkjNAAtN0zO4HURwR1eK3EvgyiiOKc4jOI9U8iiMOv5WEQxqdS15CHIlkBjlW48tlodoJyQmdRg8P",
+	"cfTJjPjhrfqsx7SD2CFJutOAD6qxKBgVoDf2jnPGr+wv6oeEUQlUqv/ioshIgtVmh/8RasffvJH/P4dJ",
+	"dB79v2ENt6H5KoZ61Hd0DhkrwMzaghxFoNoMooc4umQZSZa9L8IMG5r9egaoyHACOVCJCt3OroRlB1gH",
+	"y4IwQAVjmZmXswnJoP+pzbgds5uPbgH/gUQeYgFq3M4FqI96AZbMe1+AHTe8gIpb1QIoLsSM9Q8CN3DH",
+	"EuxXswaJZSn6X4EeNjT/L/8aaCFjW6qBLlJcSOAf6IRpMchZAVwSIy0avVeESxwRwTLc+fWO0DT4oeBM",
+	"soRlwY+Sl0IGv8yBi/Bcqpv5hY0N/cXRG1zghMjl6q7GrKQp+EsbM5YBpqrbhAO8ufysPk4Yz7GMzqOU",
+	"leMMomoSWuZj4K71R8gZX34krxt9CJV/O6u7ECphavpkmE9ByPc7TeR12m2+IGiYkB9ZCtkqbJKi/Ccr",
+	"eXhVOaEkL/PofBRYYa6X9Q/yeq/+wWVySIFKgjOxulCg81UF/TPOAbGJVs1A54QzqkX+HHOCxxmgGctS",
+	"QqdGd0PCQSJGEcyBLxEHzXCDGojryEurvAD8WAqr6yJ0jjOSflV6G4SMUUlxKWdqcwmWkMZowviYpCnQ",
+	"GFEmv04UicbI9RMSS4hRgZcZw+lXydhXTRBqIFEWBeMS0q8JLvCYZEQuY/RbyST+CvcJQKrG99up9Wqu",
+	"jZVInpMU+NeS4jkmmQKSmlYCpzhbhYQSKBITgxCcpkQNg7NLDwbGIlmBVw5C4CmEmbe2Z74YCNbtb9tj",
+	"xdH98ZQd2x9xQQYGFd7vxyRXWzVmnTLkoimRs3I8SFg+TMlkAhyoPMak/iNbDnFB9GKaxswq4TnEbzSI",
+	"VrZmut6GqOkekndzK/lbMpsCygjVdI2RkBxwDimCe0gGSFk2GRbStEgw5wQEgnsi37AUEOPO7Irbkh1L",
+	"HBSy1fZWv9hRvY+eVDMLM5ypWPxLJGTKSoUvIVPg/r49YU9ySH8pZUgWP2yB+Qps/WH/HpIrw6aruMd8",
+	"uqoXo6uSopRwSGS2jNGCyBkrpcLVDLJMuwYSchFWdnYvnOOl+jtheY6N1lydQ42MhmNCh2KGjpNBiD2T",
+	"RVjlWnEZZtnuhdUUKmRKwmpe4ZCV8hMkjKZ6tBzfGzn/99PRKCj2u9VTGMkOIz2jWZRZAMtpacTjR7Gl",
+	"Rt/EGZr8Q6CzLNIF1S7O0EYS1ZojIC9KWZQSsTlwdII+kteoAG7lBlpggZJSeqTjs1tDVrk9xSuMHPsQ",
+	"8tdyuy0yNdx7w+V7kkHYfiXiLeFhCOYsvSY5NA0VLOFYAT7EWblFcNW6JFS+OA0ShPHVQ5avjSusUgL5",
+	"Hfaz51owNua8GFRAeTyY7ZAVrH8iIdlYCbnqP+sUZLW8FSHYokMzWkhnvmf8zpPUYdE2wZmAtvJzjkmT",
+	"cZzjhtTnVygl4g4tZkC1sahcdzTDAhHNPE7HqUaRs32DGi7DY1hnLm0je6XMPOm6QiI7yVfl/LtQSEDB",
+	"ZRlbQHrJWNbE5UbNxWFKGA1ox4skgUJq69u2UWYnTIBzSNGEcCF30ZHBDZnIz25EoLf67t5auivL/gkk",
+	"WjB+h6YMSYbANtSEIBCWCGfZYBASpMpGnuAyk7sbyW6WCv7NNQ0GA0xTRY8UMZot1cLkDAQ8HoAs4Ata",
+	"xg+OmXje9To+r7xwbdzQCZnuDJTE91bXzlU1VL04KJ10IbeX8EnT31w7lddU4W0ygUSSObwHLEsOG3iH",
+	"A05/odmyteWKlyZbjdLuNQOcyZnGSMcEHokSqy/XbdIPDWlJJmTl9XbM4Ms9IS85G8MaDGwcJMf3bxhN",
+	"Ss6BGgZf1bU5vv8kMZeqS7BBpzI24iisjk2kMBAFc5FLEIh5qkHOlEjgoLx3JIHnhCryUx7YBJMM0kH3",
+	"fr21VsEvp2AKTuZYKmA52RDUMmWR7kbtLS2rYRRXHO8WsoKBJrh93qzY2yPfmiZDLHLbIYj6MC9MDH5v",
+	"00J1v8Qyme2oU55awu0prvaTL6vMuM7wWGHM9Y3X8OJ+PNGl5j4VkOxqKazTg39hfE+M7yOW9yaFNbIu",
+	"zP9c7udaOP+qCoH87eXLFy89G/0kaKP769NDdK+qPixqzlzybHNwVTUKDm0PDlfj2S6mTHYlnj0MsG63",
+	"2fdY1sr9qqE5+GYlT2Ajs1xVDdU+IC8yRVPBTa73xFapvCfF3ECDv7PGknyg+1OvwXgvytadOu+vb80I",
+	"e8jmNn22fM80hVR5SRgZyDwTiC0o8nsN0CfJlCsq9OkIUh6Wi+GmpTmDBbFbGPc7pdcmcD4LSE2Aw0EH",
+	"pQyEtmAFSFT3fYVG6EdElRdcEL5UsHh8EMJmCgRO0IQMRhF4CSlSX/VJSJYZ49sM80ygymSPG/Y3BYEI",
+	"TbJSH4OBkCTXH7BAE8YR4GTmuj4TevjG9rpPZPeQbykkGeahoO2/ZyBnwP0t6VhtUcpXCFNUUte3+jzD",
+	"ClXmoC8chugUp4xPg7/rsWxs5JdJdP5lq2SP/9G9Hm7byQbv9KnqhECWIiIQzhZ4KVDBQQCV6EiRVEkz",
+	"khMJ6fPBXsIyjkp3qLjFQj/rtm2ppIAROzlbYcgBw81gTLYu4aX+25MkrWJ+e0vSGiebRGkr4qVQob3a",
+	"hXJmO7hrs6eL7Ck3kmyqqdqIjwrXq4eRSVEaltBhMy1Cdkw+SIm4+4fJiAiOso2UcmHcj48epxU9qMfZ",
+	"U0juoRcrVt6egdcs4LPjsrbU6pVOOgljC2nsEcAWVlm+Y8pOA6EbzPe6bazX789WrzPEu1dK2yY6L7A6",
+	"pmk5F+2wfNtRZYU9E9zeVqltnN36ZVZPb9+D8WKGqXgLGey8yoJ1pItpIip3HU7ckaIIK+JlHdRbYGMN",
+	"cYeYFB0pMW8JOFb617qRz4On8Tpv580M0+luC1zxCFnYbdvYS3QQmmdodohiHyjzN5efrRHoYPNMICfY",
+	"HiOsHyOgH2eCdhybXnmeVZ/npi4vdZVnpTLgpQjHrsc4uQOaXikZ3nEKs6d3vtnKnnCW+/jWP+YshQzZ",
+	"UygnwbUst3A7nPWsnQ8Qu3RRW6jycYMJrOFsmT4ObbuM7P18w075V9SRm9A352OFzqBsUnFYAFo1hhZY",
+	"G4W8knmEogXjqQgKvDWxu/28Wy1Bt0z6/qTbfnchHF2xYbwMhxC3r2Ykx1LdSrSnEhG7xHcsTN7oDo8M",
+	"qmwvVnZNM2vRHicSjhnNlh5x1Vtqc3NXbj368BZJpkSSZBy0HAsSa49c3g475YQiye6ACn1Qf65ZivEp",
+	"pkTozCl0ZNUnunEewk0UNiL2FBi1XOgoBHkmkPJ6z5FicB/l2mrHLnSmEwxiLfJVw4pg0ZFx7cfWx38e",
+	"I8d3sVdt025ldEfFg2hCssw5nERUPkEGeA4ClVSAHKALikp6R9mCusUjIlArqzoMvFoEboUjF12RzMXE",
+	"yC64euIQXv9hOSs2+ghmVKU4q2KCwr18U3IRzDTeOtZhJ9jnoHYP1m/l44ImcWFrB/R4QaG1Dn3vlYVF",
+	"2UKZ1hxyNtduMxwAn5+cGnUHZ9Zp0nCZE0EYNQf6vKT2f0Iy7SLFUYFLof/jvHjToPbp1UK1dRDMTfBF",
+	"dkvP7G4EdhhsLqNv+7y8ToPKGj4f0s48zddL6yxvEzloA54DTpebDym10VAvxe7Qn7+2IWowBrnEgn8v",
+	"S6DOlLRBLAfZbQH9sGZFvQiZqtpu75CpLZdbWYiofl+PKtsuNPS1Ui+HpPsMC/lZ9HTK2umxrHEjRGKL",
+	"ZBxBYKVXPVN3S0rXw2wiZQ3Ovej4O9uzGWHDFtMASeqStUBO2kyZRowm8MokhipLbYbFTJlJ2gpOg+aK",
+	"dPS5jsUMEbe3YLrGbkmde+mDye0K9ubwa14K2RVUXckDXj1IW0nL3S1uuT5k251bZL+9yTDJ1wTfbTMk",
+	"8FIgNlG4h2wSxPf6et1OJqFMdqXqJEDmIP7N+F33oWbtDOR4iUoBdYS1pKk99TRZRnV1fhyueglFra6V",
+	"b6VrGhl/JpAAqSyUGC1mJNEcgEs5Y5xILMkcBvsnQza2u3M8tklocWd89kEzVcmJXH5SDGCLlgFzQyea",
+	"KzRkzE/VADMpC1P17bJ7A9cglOOMJOji8oOrk31bhyxRwqjkLFMYo3DuHeZMGEcSKKZSxCYFPr6hBlXG",
+	"oTN+lGrmMCEG6L8//fKzKUT65/X1palfM4u2HQZIJxRrj/OG/vrtxpQf3kTn6NuNrgS9iWJ044pBzR+2",
+	"AvUmenj49ZWhHZYCSiEhqTWgjUpGR2ej0Q1dKb49G52sFuCejV74RbhnozO/EPds9EM9kK3GPTt5EarI",
+	"PTs97azKPTv94Ya2S3Nf6uUEy3Nfjl4ES3SfD9CF/qgYKsGcL2/or1cg+fL4YiKB/4qOhHE6nscmzeEe",
+	"50UGdT2Ltv8VCSwwUdzi4ZoINCmzbHBDNf7GLHUxAXuAq5zjM/SRvI6RdsVtC8nQyWikfh/cKM0gicwU",
+	"WfoEdnH5IfIK+aMTrYMLoLgg0Xn0YjAavIhMmZSm+qFJIP5d/X9qNF8FHmWhR/8A+U/bpHXTyelo1KVX",
+	"qnbD1g0MPu9F519u40iUeY75Uh+Pz4GCEK8QpmIBXCj5koGLGiQglOjhyoezlGZCpHgqdJqBW7aIbtU0",
+	"wxwkJ4lYt7OPtkl4Z95dERLu5bDIMGndEhG4DaYpEuwMg7U7v+QsV5K8FMguGhFDRWpe5a0yoQ0xZAzQ",
+	"tdvW/s9afF6ZFn2gM45ejl5s7ta8FGcdKNTaiKECtf8USzzGQkejOOBkpsuclEDMyZRjm+zQCYv5yVCb",
+	"jsOiKmDqAootcdoHKK3rdrRLZldkDNdbZaeUgXkvS39eTdOvWbo8yI09zSuNHvrYaBydbdNtFftt8LRw",
+	"ZS26IKqUuWvMxI1M+7gbhrRdHeBok3Vljq+VvtWegJaQcSvIS1PkqrgGBlgv+gCWMmxEADLGqdGFGYei",
+	"JpvdvxU9nWxDT97tUHtS035gVb1+OAzlDr8p8/bBWIcZGMO+iSmToGEx5d+L9uVb8JazCeOJrhOv0FSF",
+	"i6wzvlJrfruCj7PAnQc6JJpa4jx7Oij68l4tofJXBujfiqdqW0lIkmWIUUSkNrQS+FGRW53vpO3RvC5z",
+	"XeWWbolvOWV3Mdgm27Oe+DpACs3L6azntP31dLfa1jPh+5buUT8fWFqYk4P+1E8/4uIPIXSTpIQEy8Ec",
+	"1Ck7d6wzdc2f6A6gUMRMOJrjrAQRJuduQ+I7Efz/1zFpT6ZamVqEGgv9SNkDik21/nehowRTyiRKNBE8",
+	"DyG2qUjMGewGK8g1OqQh5BWxdNtCplHsCjzGSw2APm2eIHS217T2qP4pdOLDTiqoa2Hb8FDriss/gSLq",
+	"klweFA4gvLzSp97kVwj2T2W7NtWKyaFgXN+uV4klm8NxRFLIC6aA+HyA6sL6HKcmbQcRiQDzjAA3+kcn",
+	"ihCJpthYZfk2suo/kMiNsso0OqysqspEArLKLcEXU4xPzWUfj5VXNUKMSGwXE5n0HnDi0mTAKFDPcKOw",
+	"qvIodQwzRro2xniSLGzfBnEx/Mb49GH4zf69nYi0iXN/NrdhpW7LJVKZwi10BZPSFOJ5wcSqwGtjOcWO",
+	"PkUXGLcTKo0rg/84oXLdqDhZIUXsJTEP0EWToHVKvyJ0VJQSwT0RUiCSK6Ymjev79LDoqEKf9mSfd9i8",
+	"G/WRSf/c4R7w4CiFh75+FJs33AEUW1W71KNi+05o8K2hiwbDelquYvCWjrswLpX5ZB0rNcwobtbHrRWj",
+	"VTmKqQkKBduqUqKf2eKQSq1dshRQbHWRGBYC6fM0zaYpSftRaW9YXigYQhX5fCYQoUJimoAwOqsRrKds",
+	"ESPstB7XK98IdHNgudaKuDZNDgjuOqMidMu9OYM9MuLNeOomO0M8H+wRqr22GR6HEA5+Js/24dq+p067",
+	"HgvQyK40tQHi4BEHCisGMaZII0HJjDrl+A6oudLXXk1N7EEbEfbMEVW58ZtJdfiNpFtYVjWWN9tVc3bX",
+	"t+u5WXXu+ODFbRMULmOkyyLyU4MOybjeNKFABU5mTnLpJRvac9k6RlAtXDqNSbvIQFkuEkl8B/qmwsG6",
+	"0ESjgrVTgn3yaldbmGlfSp0tTWWAzrUAgY44FIC1EtSXGB8LUCNIYzPBfZHp+1MN+kKnCC6btQboLlnm",
+	"de1Pu9JTLjN7SJFHyq5qbuQOlj/qcOYrZDegK0c0tSGhJCnOttyAzgEPb2BzPWp7lcHXZEwIda3VuLHI",
+	"gVGoH+LoeLWmrlLaaKC2YaBMmPBR0Im+Ctpdi3QyatwMHbwVKTxFYuoGNti8B+Nkv0Ai/MqJ8kPYpHbd",
+	"Bo8xU08ep250tbLnwFNY6OoaLJT1Y9aq/EokSQ6+YqnlxSYzwZV5bJAYF4iD5ET5ZUYFVnaZwDmgO1ii",
+	"I/WTzSyxNPhc9So5FXXL9pNLM8CpzoKz9PHB2dvJ8vhfsGwQSo7vfwI6lbPo/PTlyzhMOP1bO81avL6c",
+	"ofYTOg9xdDo63avf01FnHJ2d7HUefnq6V68fnu6Nq3ZeX+MuH1ZmKZoykw3JzGsOlZNos4lslqOO9mnV",
+	"XrGIqZs2ksRmND3NnkLJh6/Murx0w53SCs2toKl9aM0bJZDWbmsEJdPjoTFMmPK5+VINjaeY0EFIEdQ6",
+	"5KEpDi/EnU6HxJUUQR+0mW3KoZQoZDQxYaSqMApSl+42xsndlCsPtktUtq2tLY3wWoa2xMC+7Hz2yAib",
+	"iy82HrlDlWiVr6o0W0Cubo2zcjpDXo2Yrh4NRiqb2qXLNu+EyugpodKhEZu6LjRo3WRYP+q3KePB3/PB",
+	"FFG/eQ896pM/MvXBlIQq/0WR9vX1T7rsGO4l0BRS9QNKWEmlMCdTlC12EgJDuDeXOD2KcoJ22Lt7SDqt",
+	"sLCrpd/q8SWnK2UaRXF0YkoeQJd1ZgJC9UwHspT8t162p88ep9Yvk6iJ/YHuj2m6+2DmYaKOCBPXM8WK",
+	"3LQ2NSj58aR64kkpUVAjPM5/eCqO2j/Tuj40K/VNlOYFJJdp58CiC51MDIwI9PNbXZpg4IOA6jfdNByV",
+	"aTUhFGfm424sujmpxbLZe5vYshsv60dlD+qcvl+TDPNWv1DF+BIBVY7Y09PVy/282b4V8BrcDz0sBGng",
+	"CnDq0cBuIUOWSJDH9UNpNU6rwt0xoVhL6o2VG0qI2Fs8xktZYfPsyTyy7wOb8fZcFzwG1VfOtDG6jV57",
+	"JDI36bVA/F0tVQJ9enXwR5NHB8PamtP+7an3jN8d1g73n656WH2k+yn9vv3V/SNDk9VzW/5tY8rxNjEE",
+	"jCgsqt+ru+jcHU+xe31FxwTNw9q7UI++0+Qw5HOphv4OfNenxGwP5t97DvC7DQub60TQHRQSHWVkAsky",
+	"yWCgkXasTOe8mYqzBb4ZX33nvy/3q2AVwi/dQeIh0tzrRyme2DdqvDwRPPX4fPWTqYB0ryubpIo/r4UZ",
+	"JiNDe4ehoys99l+CY/dkSwU3fZqlMym9A6LtEev0ygb3r2p1yBNG/3qkDsu/frGgWngfeRk1FB4d41x3",
+	"YujubDpQkLN54VVf1aBu2D9TnPPxEtEjiA7GkdjdjNw3tei3pP6Shzsb1gpsOo6oL/DbUx5KVhwKq6z4",
+	"C6m7I5UVsa6BcQaWfp/YM44Vxo41N240jR1Tb3s66cvrTVEKe7s/OmIc4Uzf9oGmjMLz/vVT57lh53pH",
+	"+4r5w2nVPjIemxeW1HdFfblVbKgvpbGz6Ufi9EVR58PhyenfB6PBaHBy/l9/H400y9olf6tOiirqeYjr",
+	"H6v9eD+afEPvB++2k4fbh/8NAAD//+WffYtvjQAA",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

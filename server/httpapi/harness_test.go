@@ -151,6 +151,12 @@ func noStreamFeatures() []any {
 
 func newEnv(t *testing.T, st store.Store) *env {
 	t.Helper()
+	return newEnvWith(t, st, nil)
+}
+
+// newEnvWith is newEnv with a chance to change the API's options before it starts.
+func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *env {
+	t.Helper()
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	e := &env{t: t, st: st, clk: clk, waker: &countingWaker{}}
@@ -174,11 +180,15 @@ func newEnv(t *testing.T, st store.Store) *env {
 	}
 	e.inst = inst
 	e.admin = e.token(store.Token{Scope: store.ScopeAdmin, Name: "admin"})
-	h, err := httpapi.New(httpapi.Options{
+	opts := httpapi.Options{
 		Store: st, Pools: e.pools, Scheduler: e.waker, Reconciler: stubReconciler{}, Clock: clk,
 		Installation: inst, AdapterKinds: func() []string { return []string{"devhost", "fake"} },
 		DevOnlyKinds: []string{"devhost"}, Dev: false,
-	})
+	}
+	if change != nil {
+		change(&opts)
+	}
+	h, err := httpapi.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,12 +104,6 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		s.writeError(w, r, err)
 		return
 	}
-	if deref(body.Profile) != "" {
-		// Honest about it: accepting a profile and ignoring it would place the sandbox
-		// without the capabilities the profile was meant to add.
-		s.writeError(w, r, invalid("profiles are not available yet"))
-		return
-	}
 	sb := store.Sandbox{
 		Org:            org,
 		Project:        project,
@@ -124,6 +118,12 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 	}
 	if pl := body.Placement; pl != nil {
 		sb.Placement = store.Placement{AllowedPools: deref(pl.AllowedPools), Regions: deref(pl.Regions)}
+	}
+	if name := deref(body.Profile); name != "" {
+		if err := s.applyProfile(ctx, &sb, name, body.TtlSeconds != nil); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	snapshotPool := ""
 	if sb.FromSnapshot != "" {
@@ -152,8 +152,11 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 	writeJSON(w, status, s.toSandbox(out))
 }
 
-// queueSandbox validates a new sandbox, checks that some pool could ever take it and
-// stores it queued for the scheduler. created is false when the idempotency key named
+// queueFullRetryAfter is the Retry-After of a create refused because the queue is full.
+const queueFullRetryAfter = 5
+
+// queueSandbox validates a new sandbox, checks that some pool could ever take it,
+// admits it (project quota, queue bound) and stores it queued for the scheduler. created is false when the idempotency key named
 // an existing sandbox, which is returned instead.
 func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string) (store.Sandbox, bool, error) {
 	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
@@ -199,7 +202,19 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	sb.ID = ids.New("sbx")
 	sb.State = store.StateQueued
 	sb.NextAttemptAt = now
-	out, created, err := s.st.CreateSandbox(ctx, now, sb)
+	// Admission, in the transaction that inserts: the project's quota, then the bound
+	// on the queue. A retried create (same Idempotency-Key) skips both.
+	out, created, err := s.st.CreateSandboxAdmitted(ctx, now, sb, func(a store.Admission) error {
+		if err := store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources); err != nil {
+			return err
+		}
+		if a.Queued >= s.maxQueued {
+			return retryAfter(api.Errorf(api.CodeProviderUnavailable,
+				"the queue is full: %d sandboxes are waiting for a pool (the limit is %d); try again later",
+				a.Queued, s.maxQueued), queueFullRetryAfter)
+		}
+		return nil
+	})
 	if err != nil {
 		return sb, false, errorf("create sandbox: %w", err)
 	}

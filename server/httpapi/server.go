@@ -67,6 +67,10 @@ type Options struct {
 	// DevOnlyKinds are refused for new pools unless Dev is set.
 	DevOnlyKinds []string
 	Dev          bool
+	// MaxQueued bounds the queued sandboxes (all projects): a create finding that many
+	// waiting answers 503 provider_unavailable with Retry-After. 0 means
+	// DefaultMaxQueued.
+	MaxQueued int
 	// Logger defaults to one that discards.
 	Logger *slog.Logger
 	// Metrics receives the HTTP metrics; nil means a fresh registry. /metrics serves
@@ -90,11 +94,17 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	metrics  *httpMetrics
 	touches  touchCache
-	router   *chi.Mux
+	// maxQueued is Options.MaxQueued with its default.
+	maxQueued int
+	router    *chi.Mux
 }
 
 // Every operation is implemented: the compiler proves the routes are covered.
 var _ ServerInterface = (*Server)(nil)
+
+// DefaultMaxQueued is the queue bound when Options.MaxQueued is 0 (the config's
+// scheduler.maxQueued default).
+const DefaultMaxQueued = 10000
 
 type nopWaker struct{}
 
@@ -114,6 +124,10 @@ func New(opts Options) (http.Handler, error) {
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}
+	}
+	s.maxQueued = opts.MaxQueued
+	if s.maxQueued <= 0 {
+		s.maxQueued = DefaultMaxQueued
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}

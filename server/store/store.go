@@ -44,6 +44,16 @@ type Store interface {
 	// concurrent creates with one key make exactly one sandbox. An existing ID is
 	// invalid_state.
 	CreateSandbox(ctx context.Context, now time.Time, sb Sandbox) (out Sandbox, created bool, err error)
+	// CreateSandboxAdmitted is CreateSandbox with admission control in the same
+	// transaction. A repeated idempotency key returns the existing sandbox (created=false)
+	// without any check. Otherwise, holding a lock on (sb.Org, sb.Project) that every
+	// CreateSandboxAdmitted and PutProject of that project takes (a row or advisory lock
+	// on PostgreSQL, the single writer on SQLite), it reads the project's quota, its
+	// usage and the global number of queued sandboxes, calls admit with them, and inserts
+	// only when admit returns nil; admit's error is returned as is. So concurrent creates
+	// can never take a project over its quota. admit must be quick and must not call the
+	// Store.
+	CreateSandboxAdmitted(ctx context.Context, now time.Time, sb Sandbox, admit func(Admission) error) (out Sandbox, created bool, err error)
 	// GetSandbox returns the sandbox, or not_found.
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
 	// ListSandboxes returns one page of the sandboxes matching f, ordered by ID (ULIDs,
@@ -67,6 +77,32 @@ type Store interface {
 	// CountSandboxesByPool counts the sandboxes in any of states, by pool name ("" for
 	// sandboxes not yet placed). Pools with no such sandbox are absent from the map.
 	CountSandboxesByPool(ctx context.Context, states []State) (map[string]int, error)
+
+	// PutProject creates or replaces the project (org, name): CreatedAt is kept on a
+	// replace, UpdatedAt=now, Version bumped (1 on create).
+	PutProject(ctx context.Context, now time.Time, p Project) (Project, error)
+	// GetProject returns the stored project, or not_found when it was never put (the
+	// project may still exist implicitly, with no quota).
+	GetProject(ctx context.Context, org, name string) (Project, error)
+	// ListProjects returns every stored project, sorted by org then name.
+	ListProjects(ctx context.Context) ([]Project, error)
+	// DeleteProject removes the stored project (its quota); not_found when missing,
+	// invalid_state while a sandbox of the project is in a non-terminal state.
+	DeleteProject(ctx context.Context, org, name string) error
+	// ProjectUsage counts the project's non-terminal sandboxes and sums their requested
+	// resources; a project with none (or never seen) has the zero Usage.
+	ProjectUsage(ctx context.Context, org, name string) (Usage, error)
+
+	// PutProfile creates or replaces the named profile (CreatedAt kept on a replace,
+	// UpdatedAt=now, Version bumped).
+	PutProfile(ctx context.Context, now time.Time, p Profile) (Profile, error)
+	// GetProfile returns the named profile, or not_found.
+	GetProfile(ctx context.Context, name string) (Profile, error)
+	// ListProfiles returns every profile, sorted by name.
+	ListProfiles(ctx context.Context) ([]Profile, error)
+	// DeleteProfile removes the named profile; not_found when missing. Sandboxes made
+	// from it keep what it gave them (and its name).
+	DeleteProfile(ctx context.Context, name string) error
 
 	// CreateSnapshot stores a snapshot with CreatedAt=now; an existing ID is invalid_state.
 	CreateSnapshot(ctx context.Context, now time.Time, sn Snapshot) (Snapshot, error)

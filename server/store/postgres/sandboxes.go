@@ -83,32 +83,81 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	args, err := sandboxArgs(sb)
-	if err != nil {
-		return store.Sandbox{}, false, err
-	}
 	var out store.Sandbox
-	created := true
+	var created bool
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		row := tx.QueryRow(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`) VALUES (`+sandboxParams+`)
-			ON CONFLICT (project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-			RETURNING `+sandboxColumns, args...)
-		out, err = scanSandbox(row)
-		if err == nil || sb.IdempotencyKey == "" {
-			return translate(err, "sandbox", sb.ID)
-		}
-		if !isNoRows(err) {
-			return wrap(err)
-		}
-		created = false
-		out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
-		return translate(err, "sandbox", sb.ID)
+		out, created, err = insertSandbox(ctx, tx, sb)
+		return err
 	})
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
 	return out, created, nil
+}
+
+// CreateSandboxAdmitted implements store.Store. The project's advisory lock (see
+// lockProject) serialises the admissions of one project across connections and
+// replicas; READ COMMITTED gives each statement after it a fresh snapshot, so the usage
+// read includes every sandbox admitted before the lock was granted.
+func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission) error) (store.Sandbox, bool, error) {
+	sb, err := store.NormalizeSandbox(now, sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	var out store.Sandbox
+	var created bool
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockProject(ctx, tx, sb.Org, sb.Project); err != nil {
+			return err
+		}
+		if sb.IdempotencyKey != "" {
+			out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+				WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
+			if err == nil {
+				return nil // created stays false: a retry is never refused
+			}
+			if !isNoRows(err) {
+				return wrap(err)
+			}
+		}
+		a, err := admission(ctx, tx, sb.Org, sb.Project)
+		if err != nil {
+			return err
+		}
+		if admit != nil {
+			if err := admit(a); err != nil {
+				return err
+			}
+		}
+		out, created, err = insertSandbox(ctx, tx, sb)
+		return err
+	})
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	return out, created, nil
+}
+
+// insertSandbox inserts a normalised sandbox, or returns the one holding its
+// idempotency key (created=false).
+func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sandbox, bool, error) {
+	args, err := sandboxArgs(sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	row := tx.QueryRow(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`) VALUES (`+sandboxParams+`)
+		ON CONFLICT (project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+		RETURNING `+sandboxColumns, args...)
+	out, err := scanSandbox(row)
+	if err == nil || sb.IdempotencyKey == "" {
+		return out, true, translate(err, "sandbox", sb.ID)
+	}
+	if !isNoRows(err) {
+		return out, false, wrap(err)
+	}
+	out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
+	return out, false, translate(err, "sandbox", sb.ID)
 }
 
 // GetSandbox implements store.Store.

@@ -79,6 +79,16 @@ func placeholders(n int) string {
 // CreateSandbox implements store.Store. The lookup and the insert share one write
 // transaction, which no other writer can interleave with, so a key makes one sandbox.
 func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandbox) (store.Sandbox, bool, error) {
+	return s.createSandbox(ctx, now, sb, false, nil)
+}
+
+// CreateSandboxAdmitted implements store.Store. The write transaction is the project's
+// lock: no other writer runs between the usage read and the insert.
+func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission) error) (store.Sandbox, bool, error) {
+	return s.createSandbox(ctx, now, sb, true, admit)
+}
+
+func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandbox, admitted bool, admit func(store.Admission) error) (store.Sandbox, bool, error) {
 	sb, err := store.NormalizeSandbox(now, sb)
 	if err != nil {
 		return store.Sandbox{}, false, err
@@ -95,6 +105,17 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 				WHERE project = ? AND idempotency_key = ?`, sb.Project, sb.IdempotencyKey))
 			if err == nil || !isNoRows(err) {
 				return wrap(err)
+			}
+		}
+		if admitted {
+			a, err := admission(ctx, tx, sb.Org, sb.Project)
+			if err != nil {
+				return err
+			}
+			if admit != nil {
+				if err := admit(a); err != nil {
+					return err
+				}
 			}
 		}
 		created = true

@@ -1,0 +1,249 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/store"
+)
+
+func testProjectRoundTrip(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	_, err := s.GetProject(ctx, "acme", "ci")
+	wantCode(t, err, api.CodeNotFound)
+	equal(t, "empty list", len(must[[]store.Project](t)(s.ListProjects(ctx))), 0)
+
+	q := store.Quota{Sandboxes: 5, CPU: 2.5, MemoryMiB: 4096, DiskGiB: 20}
+	got := must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "ci", Quota: q}))
+	want := store.Project{Org: "acme", Name: "ci", Quota: q, CreatedAt: ts(t0), UpdatedAt: ts(t0), Version: 1}
+	equal(t, "put", got, want)
+	equal(t, "get", must[store.Project](t)(s.GetProject(ctx, "acme", "ci")), want)
+
+	// A replace keeps CreatedAt, bumps the version; zero quotas are stored as zero.
+	t1 := t0.Add(time.Minute)
+	got = must[store.Project](t)(s.PutProject(ctx, t1, store.Project{Org: "acme", Name: "ci", Quota: store.Quota{Sandboxes: 1}}))
+	want = store.Project{Org: "acme", Name: "ci", Quota: store.Quota{Sandboxes: 1}, CreatedAt: ts(t0), UpdatedAt: ts(t1), Version: 2}
+	equal(t, "replace", got, want)
+
+	// The same name in another org is another project.
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "beta", Name: "ci"}))
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "a"}))
+	var keys []string
+	for _, p := range must[[]store.Project](t)(s.ListProjects(ctx)) {
+		keys = append(keys, p.Org+"/"+p.Name)
+	}
+	equal(t, "list order", keys, []string{"acme/a", "acme/ci", "beta/ci"})
+
+	_, err = s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "x", Quota: store.Quota{CPU: -1}})
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = s.PutProject(ctx, t0, store.Project{Org: "acme"})
+	wantCode(t, err, api.CodeInvalidRequest)
+}
+
+func testProjectUsageAndDelete(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	equal(t, "usage of an unknown project", must[store.Usage](t)(s.ProjectUsage(ctx, "acme", "ci")), store.Usage{})
+	mk := func(org, project string, state store.State, r adapters.Resources) store.Sandbox {
+		sb := store.Sandbox{ID: ids.At("sbx", t0), Org: org, Project: project, State: state, Resources: r}
+		return mustCreate(t, s, sb)
+	}
+	r := adapters.Resources{CPU: 1.5, MemoryMiB: 1024, DiskGiB: 10}
+	mk("acme", "ci", store.StateQueued, r)
+	mk("acme", "ci", store.StateRunning, r)
+	mk("acme", "ci", store.StateTerminating, adapters.Resources{CPU: 0.5})
+	mk("acme", "ci", store.StateTerminated, r) // terminal: not counted
+	mk("acme", "ci", store.StateFailed, r)
+	mk("acme", "other", store.StateRunning, r)
+	mk("beta", "ci", store.StateRunning, r)
+	equal(t, "usage", must[store.Usage](t)(s.ProjectUsage(ctx, "acme", "ci")),
+		store.Usage{Sandboxes: 3, CPU: 3.5, MemoryMiB: 2048, DiskGiB: 20})
+
+	wantCode(t, s.DeleteProject(ctx, "acme", "ci"), api.CodeNotFound)
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "ci", Quota: store.Quota{Sandboxes: 9}}))
+	wantCode(t, s.DeleteProject(ctx, "acme", "ci"), api.CodeInvalidState)
+	for _, sb := range must[[]store.Sandbox](t)(func() ([]store.Sandbox, error) {
+		items, _, err := s.ListSandboxes(ctx, store.SandboxFilter{Org: "acme", Project: "ci"})
+		return items, err
+	}()) {
+		if sb.State.IsTerminal() {
+			continue
+		}
+		must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t0, func(cur *store.Sandbox) error {
+			cur.State = store.StateTerminated
+			return nil
+		}))
+	}
+	noErr(t, s.DeleteProject(ctx, "acme", "ci"))
+	_, err := s.GetProject(ctx, "acme", "ci")
+	wantCode(t, err, api.CodeNotFound)
+	wantCode(t, s.DeleteProject(ctx, "acme", "ci"), api.CodeNotFound)
+}
+
+// admitQuota is the admission the API runs: the project's quota and nothing else.
+func admitQuota(sb store.Sandbox) func(store.Admission) error {
+	return func(a store.Admission) error {
+		return store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources)
+	}
+}
+
+func testSandboxAdmission(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "org1", Name: "p",
+		Quota: store.Quota{Sandboxes: 2, MemoryMiB: 3072}}))
+	mk := func(key string, mem int64) store.Sandbox {
+		sb := newSandbox("p")
+		sb.IdempotencyKey, sb.Resources.MemoryMiB = key, mem
+		return sb
+	}
+	// What admit sees: the quota, the usage without the new sandbox, the queue.
+	var seen store.Admission
+	first := mk("k1", 1024)
+	out, created, err := s.CreateSandboxAdmitted(ctx, t0, first, func(a store.Admission) error {
+		seen = a
+		return admitQuota(first)(a)
+	})
+	if err != nil || !created || out.ID != first.ID {
+		t.Fatalf("first admitted create = %v, %v, %v", out.ID, created, err)
+	}
+	equal(t, "admission", seen, store.Admission{Quota: store.Quota{Sandboxes: 2, MemoryMiB: 3072}})
+
+	// Memory: 1024 + 4096 > 3072.
+	big := mk("k2", 4096)
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, big, admitQuota(big))
+	wantCode(t, err, api.CodeQuotaExceeded)
+	if msg := api.AsError(err).Message; msg != "project org1/p would use 5120 of 3072 MiB of memory" {
+		t.Fatalf("message %q", msg)
+	}
+	second := mk("k3", 1024)
+	_, created, err = s.CreateSandboxAdmitted(ctx, t0, second, func(a store.Admission) error {
+		seen = a
+		return admitQuota(second)(a)
+	})
+	if err != nil || !created {
+		t.Fatalf("second = %v, %v", created, err)
+	}
+	equal(t, "usage seen", seen.Usage, store.Usage{Sandboxes: 1, MemoryMiB: 1024})
+	equal(t, "queued seen", seen.Queued, 1)
+
+	third := mk("k4", 0)
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, third, admitQuota(third))
+	wantCode(t, err, api.CodeQuotaExceeded)
+	if msg := api.AsError(err).Message; msg != "project org1/p would use 3 of 2 sandboxes" {
+		t.Fatalf("message %q", msg)
+	}
+	// A retry of an admitted create is answered with its sandbox, never refused.
+	again := mk("k1", 1024)
+	again.ID = ids.At("sbx", t0)
+	out, created, err = s.CreateSandboxAdmitted(ctx, t0, again, func(store.Admission) error {
+		return errors.New("admit must not run for a repeated key")
+	})
+	if err != nil || created || out.ID != first.ID {
+		t.Fatalf("repeated key = %v, %v, %v; want %s", out.ID, created, err, first.ID)
+	}
+	// admit's own error comes back as is, and nothing is written.
+	boom := errors.New("boom")
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, newSandbox("q"), func(store.Admission) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	equal(t, "usage of q", must[store.Usage](t)(s.ProjectUsage(ctx, "org1", "q")), store.Usage{})
+	// Ending a sandbox frees its share; lowering the quota applies to the next create.
+	must[store.Sandbox](t)(s.UpdateSandbox(ctx, first.ID, t0, func(cur *store.Sandbox) error {
+		cur.State = store.StateFailed
+		return nil
+	}))
+	fourth := mk("k5", 1024)
+	_, created, err = s.CreateSandboxAdmitted(ctx, t0, fourth, admitQuota(fourth))
+	if err != nil || !created {
+		t.Fatalf("after a sandbox ended = %v, %v", created, err)
+	}
+}
+
+// Eight creates race for a quota of five sandboxes, through two stores on one
+// database (two replicas): exactly five are admitted.
+func testSandboxAdmissionConcurrent(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "org1", Name: "p", Quota: store.Quota{Sandboxes: 5}}))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := s
+			if i%2 == 1 {
+				st = other
+			}
+			sb := newSandbox("p")
+			_, created, err := st.CreateSandboxAdmitted(ctx, t0, sb, admitQuota(sb))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && created:
+				admitted++
+			case api.IsCode(err, api.CodeQuotaExceeded):
+				refused++
+			default:
+				t.Errorf("create: created=%v err=%v", created, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != 5 || refused != 3 {
+		t.Fatalf("admitted %d, refused %d; want 5 and 3", admitted, refused)
+	}
+	equal(t, "usage", must[store.Usage](t)(s.ProjectUsage(ctx, "org1", "p")).Sandboxes, 5)
+}
+
+func testProfiles(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	_, err := s.GetProfile(ctx, "ci")
+	wantCode(t, err, api.CodeNotFound)
+	wantCode(t, s.DeleteProfile(ctx, "ci"), api.CodeNotFound)
+	in := store.Profile{
+		Name:         "ci",
+		Capabilities: []string{"exec.stream", "files"},
+		Resources:    adapters.Resources{CPU: 2, MemoryMiB: 4096, DiskGiB: 20},
+		Template:     "python:3.12",
+		Placement:    store.Placement{AllowedPools: []string{"alpha"}, Regions: []string{"eu-west"}},
+		TTLSeconds:   3600,
+	}
+	want := in
+	want.CreatedAt, want.UpdatedAt, want.Version = ts(t0), ts(t0), 1
+	equal(t, "put", must[store.Profile](t)(s.PutProfile(ctx, t0, in)), want)
+	equal(t, "get", must[store.Profile](t)(s.GetProfile(ctx, "ci")), want)
+
+	t1 := t0.Add(time.Hour)
+	small := store.Profile{Name: "ci"}
+	want = store.Profile{Name: "ci", CreatedAt: ts(t0), UpdatedAt: ts(t1), Version: 2}
+	equal(t, "replace", must[store.Profile](t)(s.PutProfile(ctx, t1, small)), want)
+	must[store.Profile](t)(s.PutProfile(ctx, t0, store.Profile{Name: "a"}))
+	var names []string
+	for _, p := range must[[]store.Profile](t)(s.ListProfiles(ctx)) {
+		names = append(names, p.Name)
+	}
+	equal(t, "list", names, []string{"a", "ci"})
+
+	_, err = s.PutProfile(ctx, t0, store.Profile{Name: "bad", TTLSeconds: -1})
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = s.PutProfile(ctx, t0, store.Profile{Name: "bad", Resources: adapters.Resources{CPU: -1}})
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, err = s.PutProfile(ctx, t0, store.Profile{})
+	wantCode(t, err, api.CodeInvalidRequest)
+
+	noErr(t, s.DeleteProfile(ctx, "ci"))
+	_, err = s.GetProfile(ctx, "ci")
+	wantCode(t, err, api.CodeNotFound)
+}
