@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/different-ai/differently/api"
 )
 
 // retryTransport re-sends idempotent requests that met 429, 503 or a connection
@@ -49,6 +53,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if !isConnError(ctx, err) {
 				return nil, err
 			}
+		case resp.StatusCode == http.StatusTooManyRequests && quotaExceeded(resp):
+			// A full quota stays full until the tenant frees something: asking again
+			// soon only delays the answer.
+			return resp, nil
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 			retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), t.opts.now())
 		default:
@@ -147,4 +155,23 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return when.Sub(now)
 	}
 	return 0
+}
+
+// quotaExceeded reports whether a 429 is the API's quota_exceeded error rather than
+// a rate limit. It reads the start of the body and puts it back for the caller.
+func quotaExceeded(resp *http.Response) bool {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	var env struct {
+		Error struct {
+			Code api.Code `json:"code"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(head, &env) == nil && env.Error.Code == api.CodeQuotaExceeded
 }

@@ -295,3 +295,27 @@ func isStatus(err error, status int) bool {
 }
 
 func fmtAll(c *client.Client) string { return fmt.Sprintf("%v %+v %#v %s", c, c, c, c) }
+
+// TestQuotaExceededIsNotRetried: a 429 that says quota_exceeded is final, and the
+// caller still gets its full error.
+func TestQuotaExceededIsNotRetried(t *testing.T) {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"code":"quota_exceeded","message":"project acme/ci would use 3 of 2 sandboxes","details":{"quota":"sandboxes"}}}`)
+	}))
+	t.Cleanup(srv.Close)
+	var w waits
+	c := newTestClient(t, srv.URL, &w)
+	_, err := c.CreateSandbox(t.Context(), client.SandboxCreate{}, "key-1")
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusTooManyRequests || apiErr.Code != api.CodeQuotaExceeded ||
+		!strings.Contains(apiErr.Message, "3 of 2") {
+		t.Fatalf("error %v", err)
+	}
+	if n := attempts.Load(); n != 1 || len(w.get()) != 0 {
+		t.Fatalf("%d attempts and waits %v, want one attempt and no wait", n, w.get())
+	}
+}
