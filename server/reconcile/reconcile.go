@@ -68,6 +68,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.Logger = opts.Logger.With("replica", opts.ReplicaID)
 	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts}
 }
 
@@ -87,9 +88,13 @@ func (r *Reconciler) Run(ctx context.Context) {
 			r.opts.Logger.Warn("reconciler lease", "err", err)
 		}
 		if leader {
-			if _, err := r.Reconcile(ctx); err != nil && ctx.Err() == nil {
-				r.opts.Logger.Warn("reconcile pass", "err", err)
+			rep, err := r.Reconcile(ctx)
+			if err != nil && ctx.Err() == nil {
+				r.opts.Logger.Warn("reconcile pass failed", "err", err)
 			}
+			// One line per pass of the leader: tests that run the daemon as a child
+			// process wait on it (and learn who leads) instead of sleeping.
+			r.opts.Logger.Debug("reconcile pass", rep.logAttrs()...)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,6 +206,9 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 		case Requeue:
 			sb.State, sb.Reason, sb.NextAttemptAt = store.StateQueued, a.Reason, now
 			sb.ClaimedBy, sb.ClaimExpiresAt = "", nil
+			// Placed afresh, as the scheduler requeues: a queued sandbox that kept its
+			// pool would count against that pool's maxConcurrency while it waits.
+			sb.Pool, sb.Region = "", ""
 		case Lost:
 			sb.State, sb.Reason = store.StateFailed, a.Reason
 		case Follow:

@@ -103,6 +103,9 @@ func TestReconcilePass(t *testing.T) {
 	check("sbx_lost", store.StateFailed, "fake_missing")
 	check("sbx_adopt", store.StateRunning, adopted.Ref)
 	check("sbx_requeue", store.StateQueued, "")
+	if sb, _ := st.GetSandbox(ctx, "sbx_requeue"); sb.Pool != "" || sb.Region != "" {
+		t.Errorf("requeued sandbox kept its placement: pool %q region %q", sb.Pool, sb.Region)
+	}
 
 	// A third pass finds the system in agreement.
 	report, err = r.Reconcile(ctx)

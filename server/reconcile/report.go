@@ -21,3 +21,22 @@ type PoolReport struct {
 type Report struct {
 	Pools []PoolReport `json:"pools"`
 }
+
+// logAttrs sums the report over its pools for one log line.
+func (r Report) logAttrs() []any {
+	var skipped, orphans, adopted, requeued, lost, changed, duplicates int
+	for _, p := range r.Pools {
+		if p.Skipped != "" {
+			skipped++
+		}
+		orphans += len(p.OrphansDeleted)
+		adopted += len(p.Adopted)
+		requeued += len(p.Requeued)
+		lost += len(p.Lost)
+		changed += len(p.StateChanged)
+		duplicates += len(p.Duplicates)
+	}
+	return []any{"pools", len(r.Pools), "skipped", skipped, "orphansDeleted", orphans,
+		"adopted", adopted, "requeued", requeued, "lost", lost, "stateChanged", changed,
+		"duplicates", duplicates}
+}

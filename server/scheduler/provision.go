@@ -175,6 +175,9 @@ func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.V
 		cur.State = store.StateProvisioning
 		cur.Pool, cur.Region = pool, view.Pool.Region
 		cur.Reason = ""
+		// The short placement claim becomes one that outlasts the Create.
+		exp := s.clk.Now().Add(s.opts.ProvisionTimeout + provisionLeaseMargin)
+		cur.ClaimExpiresAt = &exp
 		return nil
 	})
 	if !ok {
@@ -213,6 +216,7 @@ func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters
 func (s *Scheduler) create(ctx context.Context, j job) outcome {
 	pool := j.view.Pool.Name
 	log := s.log.With("sandbox", j.sb.ID, "pool", pool)
+	log.Debug("creating instance", "attempts", j.sb.Attempts)
 	cctx, cancel := context.WithTimeout(ctx, s.opts.ProvisionTimeout)
 	inst, err := j.view.Adapter.Create(cctx, j.req)
 	cancel()

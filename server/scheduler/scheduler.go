@@ -40,6 +40,7 @@ const (
 	DefaultMaxAttempts      = 3
 	DefaultTerminateTimeout = 60 * time.Second
 	DefaultBatchSize        = 32
+	DefaultClaimLease       = 10 * time.Second
 	DefaultTick             = time.Second
 	// DefaultMaxStarting bounds concurrent Creates per pool on one replica when the
 	// pool sets no maxStarting.
@@ -47,6 +48,9 @@ const (
 	// RequeueDelay is how long a sandbox waits after a capacity shortage, whether
 	// placement found no room or the adapter answered insufficient_capacity.
 	RequeueDelay = 2 * time.Second
+	// provisionLeaseMargin is how much longer than ProvisionTimeout the claim of a
+	// provisioning sandbox lasts: the Create, then recording its outcome.
+	provisionLeaseMargin = 30 * time.Second
 	// avoidFor is how long a pool that answered insufficient_capacity is ranked last
 	// for that sandbox on this replica.
 	avoidFor = time.Minute
@@ -64,8 +68,13 @@ type Options struct {
 	MaxAttempts int
 	// TerminateTimeout bounds each Delete.
 	TerminateTimeout time.Duration
-	// ClaimLease is how long a claim protects a sandbox from other replicas. It must
-	// outlast a Create: the default is ProvisionTimeout + 30 s.
+	// ClaimLease is how long a claim holds a queued sandbox for this replica until
+	// placement moves it to provisioning, which normally takes milliseconds. It bounds
+	// how long the claims of a replica that crashed between claiming and placing keep
+	// those sandboxes from the others. A claim lost to a slow placement does no harm:
+	// placement's guard sees the new claimer and leaves the sandbox alone. Default
+	// DefaultClaimLease. Once provisioning, the claim is extended to cover the Create
+	// (ProvisionTimeout + 30 s), so that the terminator waits for its outcome.
 	ClaimLease time.Duration
 	// BatchSize is how many sandboxes one provisioning pass claims.
 	BatchSize int
@@ -151,7 +160,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 		opts.TerminateTimeout = DefaultTerminateTimeout
 	}
 	if opts.ClaimLease <= 0 {
-		opts.ClaimLease = opts.ProvisionTimeout + 30*time.Second
+		opts.ClaimLease = DefaultClaimLease
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
@@ -222,6 +231,11 @@ func (s *Scheduler) report(r Result, err error) {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Error("scheduler pass failed", "pass", r.Pass, "error", err)
 	}
+	// One line per pass: operators see the loop alive, and tests that run the daemon
+	// as a child process wait on these lines instead of sleeping.
+	s.log.Debug("scheduler pass", "pass", r.Pass, "claimed", r.Claimed, "started", r.Started,
+		"failed", r.Failed, "requeued", r.Requeued, "terminated", r.Terminated,
+		"expired", r.Expired, "errors", r.Errors)
 	if s.opts.OnPass != nil {
 		s.opts.OnPass(r)
 	}

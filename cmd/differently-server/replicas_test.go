@@ -1,0 +1,561 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
+)
+
+// TestReplicasProvisionExactlyOnce runs three daemon processes on one PostgreSQL
+// schema in front of one fault-injecting fake backend (slow Creates, lost responses,
+// failed attempts), kills one replica with SIGKILL while its Creates are in flight,
+// starts a replacement, and checks that every sandbox ends running with exactly one
+// backend instance, that deleting them leaves the backend empty, and that killing the
+// reconciling leader hands the lease to another replica.
+//
+// Nothing here sleeps: the daemons run at debug level and log one line per scheduler
+// and reconcile pass; every line from a live replica makes the test look again.
+func TestReplicasProvisionExactlyOnce(t *testing.T) {
+	const (
+		sandboxes   = 30
+		killAfter   = 15 // sandboxes created before the first replica dies
+		interval    = time.Second
+		leasePeriod = 3 * interval // reconcile.Run's lease: three intervals
+		// budget bounds the whole test; a typical run takes about 20 s under -race.
+		budget = 90 * time.Second
+	)
+	deadline := time.Now().Add(budget)
+	dbURL := pgtest.SchemaURL(t)
+	const adapterToken = "replicas-test-adapter-token"
+	fakeURL := serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
+		"--adapter", "fake", "--config-json",
+		`{"createLatencyMs": 200, "dropCreateResponses": 3, "createErrors": ["insufficient_capacity", "sandbox_failed"]}`)
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf(`database:
+  url: %q
+listen: 127.0.0.1:0
+scheduler:
+  provisionTimeoutSeconds: 3
+  reconcileIntervalSeconds: %d
+  maxAttempts: 10
+pools:
+  - name: shared
+    adapter: remote
+    config:
+      endpoint: %q
+    credentials:
+      env: SHARED_ADAPTER_TOKEN
+`, dbURL, int(interval/time.Second), fakeURL)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An empty DIFFERENTLY_DATABASE_URL keeps a developer's own from overriding the file.
+	env := []string{"DIFFERENTLY_DATABASE_URL=", "SHARED_ADAPTER_TOKEN=" + adapterToken}
+	out, code := runTool(t, env, "token", "create", "--admin", "--config", cfgPath)
+	if code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, out)
+	}
+	f := &fleet{t: t, cfgPath: cfgPath, dbURL: dbURL, env: env, token: strings.TrimSpace(out), wake: make(chan struct{}, 1)}
+
+	reps := []*daemonProc{f.start("r0"), f.start("r1"), f.start("r2")}
+
+	// Create through the replicas in turn; kill r0 once it has a Create in flight.
+	var ids []string
+	create := func(via *daemonProc) {
+		var sb apiSandbox
+		f.call(via, "POST", "/v1/sandboxes", `{"placement": {"allowedPools": ["shared"]}}`, http.StatusAccepted, &sb)
+		ids = append(ids, sb.ID)
+	}
+	for i := range killAfter {
+		create(reps[i%3])
+	}
+	victim := reps[0]
+	// The fake's first Creates answer the injected errors at once, so wait for a
+	// Create of r0 made after them: that one takes createLatencyMs and is in flight.
+	f.waitFor("r0 to start a Create after the injected errors", deadline, func() (bool, string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		total := 0
+		for _, p := range f.procs {
+			total += p.creates
+		}
+		return victim.lateCreates > 0, fmt.Sprintf("%d Creates started, %d by r0", total, victim.creates)
+	})
+	f.kill(victim)
+	held := f.heldBy(victim)
+	t.Logf("killed %s holding %d sandboxes: %v", victim.name, len(held), held)
+	if len(held) == 0 {
+		t.Errorf("the killed replica held no sandbox: the test did not exercise a crash mid-work")
+	}
+	alive := []*daemonProc{reps[1], reps[2]}
+	for i := killAfter; i < sandboxes; i++ {
+		create(alive[i%len(alive)])
+		if i == killAfter+5 {
+			alive = append(alive, f.start("r3")) // a replacement joins mid-work
+		}
+	}
+
+	f.waitFor("every sandbox running", deadline, func() (bool, string) {
+		byState := f.states(alive[0], ids)
+		return len(byState["running"]) == len(ids), summary(byState)
+	})
+
+	// Ask for a pass now: nothing may be left to repair.
+	var rep struct {
+		Pools []struct {
+			Pool           string   `json:"pool"`
+			Skipped        string   `json:"skipped"`
+			OrphansDeleted []string `json:"orphansDeleted"`
+			Adopted        []string `json:"adopted"`
+			Requeued       []string `json:"requeued"`
+			Lost           []string `json:"lost"`
+			StateChanged   []string `json:"stateChanged"`
+			Duplicates     []string `json:"duplicates"`
+		} `json:"pools"`
+	}
+	f.call(alive[1], "POST", "/v1/admin/reconcile", "", http.StatusOK, &rep)
+	if len(rep.Pools) != 1 || rep.Pools[0].Pool != "shared" {
+		t.Fatalf("reconcile report covers %+v, want pool shared only", rep.Pools)
+	}
+	if p := rep.Pools[0]; p.Skipped != "" || len(p.OrphansDeleted)+len(p.Adopted)+len(p.Requeued)+len(p.Lost)+len(p.StateChanged)+len(p.Duplicates) > 0 {
+		t.Errorf("reconcile after the run found work: %+v", p)
+	}
+
+	// The backend itself: one instance per sandbox, and it is the sandbox's own.
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	installation, err := st.InstallationID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := adapterhttp.NewClient(fakeURL, adapterToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := backend.List(ctx, installation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refsOf := map[string][]string{}
+	for _, in := range insts {
+		refsOf[in.SandboxID] = append(refsOf[in.SandboxID], in.Ref)
+	}
+	sbs := f.list(alive[0])
+	for _, id := range ids {
+		refs := refsOf[id]
+		if len(refs) != 1 {
+			t.Errorf("sandbox %s has %d backend instances %v, want exactly 1", id, len(refs), refs)
+			continue
+		}
+		if got := sbs[id].BackendRef; got != refs[0] {
+			t.Errorf("sandbox %s: backendRef %q, but its instance is %q", id, got, refs[0])
+		}
+	}
+	for sid, refs := range refsOf {
+		if !slices.Contains(ids, sid) {
+			t.Errorf("instances %v belong to no sandbox of this test (sandbox ID %q)", refs, sid)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Delete everything through the surviving replicas; the backend must end empty.
+	for i, id := range ids {
+		f.call(alive[i%len(alive)], "DELETE", "/v1/sandboxes/"+id, "", http.StatusAccepted, nil)
+	}
+	f.waitFor("every sandbox terminated", deadline, func() (bool, string) {
+		byState := f.states(alive[0], ids)
+		return len(byState["terminated"]) == len(ids), summary(byState)
+	})
+	if insts, err := backend.List(ctx, installation); err != nil || len(insts) != 0 {
+		t.Errorf("after deleting every sandbox the backend lists %d instances (%v): %+v", len(insts), err, insts)
+	}
+
+	// Leader failover: kill the replica that reconciles; another must take over within
+	// two lease periods (plus one interval for its next try).
+	var leader *daemonProc
+	f.waitFor("a leader's reconcile pass", deadline, func() (bool, string) {
+		leader = f.latestLeader()
+		return leader != nil, "no reconcile pass logged yet"
+	})
+	f.kill(leader)
+	killedAt := time.Now()
+	before := f.passCounts()
+	var successor *daemonProc
+	takeover := killedAt.Add(2*leasePeriod + interval)
+	f.waitFor("another replica to take the reconciler lease", takeover, func() (bool, string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, p := range f.procs {
+			if !p.killed && p.reconcilePasses > before[p] {
+				successor = p
+				return true, ""
+			}
+		}
+		return false, "no reconcile pass since " + leader.name + " died"
+	})
+	t.Logf("leader %s killed; %s reconciled %s later", leader.name, successor.name, time.Since(killedAt).Round(10*time.Millisecond))
+}
+
+type apiSandbox struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	Reason     string `json:"reason"`
+	BackendRef string `json:"backendRef"`
+	Attempts   int    `json:"attempts"`
+}
+
+// fleet is the daemons of one test: it reads their logs and wakes the waiting test
+// on every line a live daemon writes.
+type fleet struct {
+	t       *testing.T
+	cfgPath string
+	dbURL   string
+	env     []string
+	token   string
+	wake    chan struct{}
+
+	mu    sync.Mutex
+	procs []*daemonProc
+}
+
+// daemonProc is one daemon child process; the fields below cmd are guarded by fleet.mu.
+type daemonProc struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+
+	killed  bool
+	replica string
+	creates int // "creating instance" lines
+	// lateCreates counts the Creates that make a new instance, so take
+	// createLatencyMs: see logLine.
+	lateCreates     int
+	reconcilePasses int
+	lastReconcile   time.Time
+	tail            []string
+}
+
+var (
+	replicaAttr  = regexp.MustCompile(`replica=(\S+)`)
+	firstAttempt = regexp.MustCompile(` attempts=0( |$)`)
+)
+
+// start runs one daemon and returns once it printed its URL. It is stopped with
+// SIGTERM (and must exit cleanly) when the test ends, unless the test killed it.
+func (f *fleet) start(name string) *daemonProc {
+	t := f.t
+	t.Helper()
+	p := &daemonProc{name: name}
+	cmd := exec.Command(binary, "--config", f.cfgPath, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), f.env...)
+	cmd.Stderr = &lineWriter{line: func(l string) { f.logLine(p, l) }}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = cmd
+	f.mu.Lock()
+	f.procs = append(f.procs, p)
+	f.mu.Unlock()
+	t.Cleanup(func() { f.stop(p) })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := servingLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("daemon %s printed %q (%v) instead of its address:\n%s", name, line, err, f.tail(p))
+	}
+	p.url = m[1]
+	return p
+}
+
+// stop ends a daemon by its PID: SIGTERM and a clean exit, or, for one the test
+// killed, just the wait.
+func (f *fleet) stop(p *daemonProc) {
+	f.mu.Lock()
+	killed := p.killed
+	f.mu.Unlock()
+	if killed {
+		_ = p.cmd.Wait()
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.t.Errorf("daemon %s did not exit cleanly on SIGTERM: %v\n%s", p.name, err, f.tail(p))
+		}
+	case <-time.After(45 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		f.t.Errorf("daemon %s did not stop within 45 s of SIGTERM\n%s", p.name, f.tail(p))
+	}
+}
+
+// kill crashes a daemon: SIGKILL, so nothing is handed back or released.
+func (f *fleet) kill(p *daemonProc) {
+	f.mu.Lock()
+	p.killed = true
+	f.mu.Unlock()
+	if err := p.cmd.Process.Kill(); err != nil {
+		f.t.Fatalf("kill %s: %v", p.name, err)
+	}
+}
+
+func (f *fleet) logLine(p *daemonProc, l string) {
+	f.mu.Lock()
+	if p.killed {
+		// Lines still in the pipe of a killed replica say nothing about the others.
+		f.mu.Unlock()
+		return
+	}
+	if len(p.tail) == 300 {
+		p.tail = slices.Delete(p.tail, 0, 100)
+	}
+	p.tail = append(p.tail, l)
+	if p.replica == "" {
+		if m := replicaAttr.FindStringSubmatch(l); m != nil {
+			p.replica = m[1]
+		}
+	}
+	switch {
+	case strings.Contains(l, `msg="creating instance"`):
+		total := 0
+		for _, q := range f.procs {
+			total += q.creates
+		}
+		p.creates++
+		// A first attempt (a retry after a lost response finds its instance at once),
+		// after the two injected errors, with a margin for reordered log lines.
+		if total >= 4 && firstAttempt.MatchString(l) {
+			p.lateCreates++
+		}
+	case strings.Contains(l, "level=DEBUG") && strings.Contains(l, `msg="reconcile pass"`):
+		p.reconcilePasses++
+		p.lastReconcile = time.Now()
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// waitFor checks cond after every log line of a live daemon until it holds; the
+// deadline only turns a hang into a failure that says what was awaited.
+func (f *fleet) waitFor(what string, until time.Time, cond func() (bool, string)) {
+	f.t.Helper()
+	limit := time.Until(until)
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		ok, status := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-f.wake:
+		case <-deadline.C:
+			f.t.Fatalf("waited %s for %s: %s\n%s", limit.Round(time.Millisecond), what, status, f.tails())
+		}
+	}
+}
+
+// heldBy lists the sandboxes whose claim names p's replica.
+func (f *fleet) heldBy(p *daemonProc) []string {
+	f.t.Helper()
+	f.mu.Lock()
+	replica := p.replica
+	f.mu.Unlock()
+	if replica == "" {
+		f.t.Fatalf("%s logged no replica ID", p.name)
+	}
+	ctx := f.t.Context()
+	st, err := postgres.Open(ctx, f.dbURL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer st.Close()
+	var held []string
+	filter := store.SandboxFilter{States: store.NonTerminalStates, Limit: store.MaxLimit}
+	for {
+		page, next, err := st.ListSandboxes(ctx, filter)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		for _, sb := range page {
+			if sb.ClaimedBy == replica {
+				held = append(held, fmt.Sprintf("%s (%s)", sb.ID, sb.State))
+			}
+		}
+		if next == "" {
+			return held
+		}
+		filter.Cursor = next
+	}
+}
+
+// latestLeader is the live daemon that logged the most recent reconcile pass.
+func (f *fleet) latestLeader() *daemonProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var leader *daemonProc
+	for _, p := range f.procs {
+		if !p.killed && p.reconcilePasses > 0 && (leader == nil || p.lastReconcile.After(leader.lastReconcile)) {
+			leader = p
+		}
+	}
+	return leader
+}
+
+func (f *fleet) passCounts() map[*daemonProc]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[*daemonProc]int{}
+	for _, p := range f.procs {
+		out[p] = p.reconcilePasses
+	}
+	return out
+}
+
+// list reads every sandbox through via's API.
+func (f *fleet) list(via *daemonProc) map[string]apiSandbox {
+	var page struct {
+		Items []apiSandbox `json:"items"`
+	}
+	f.call(via, "GET", "/v1/sandboxes?limit=1000", "", http.StatusOK, &page)
+	out := map[string]apiSandbox{}
+	for _, sb := range page.Items {
+		out[sb.ID] = sb
+	}
+	return out
+}
+
+// states groups ids by state, failing the test at once on a failed sandbox: with
+// the injected faults and maxAttempts none may fail.
+func (f *fleet) states(via *daemonProc, ids []string) map[string][]string {
+	f.t.Helper()
+	sbs := f.list(via)
+	out := map[string][]string{}
+	for _, id := range ids {
+		sb, ok := sbs[id]
+		if !ok {
+			f.t.Fatalf("sandbox %s is missing from the list", id)
+		}
+		if sb.State == "failed" {
+			f.t.Fatalf("sandbox %s failed after %d attempts: %s\n%s", id, sb.Attempts, sb.Reason, f.tails())
+		}
+		out[sb.State] = append(out[sb.State], id)
+	}
+	return out
+}
+
+func summary(byState map[string][]string) string {
+	var parts []string
+	for state, ids := range byState {
+		parts = append(parts, fmt.Sprintf("%s=%d", state, len(ids)))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+func (f *fleet) call(via *daemonProc, method, path, body string, want int, out any) {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, via.url+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s via %s: %v", method, path, via.name, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		f.t.Fatalf("%s %s via %s: status %d, want %d: %s", method, path, via.name, resp.StatusCode, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			f.t.Fatalf("%s %s: decoding %q: %v", method, path, data, err)
+		}
+	}
+}
+
+func (f *fleet) tail(p *daemonProc) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines := p.tail
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (f *fleet) tails() string {
+	f.mu.Lock()
+	procs := slices.Clone(f.procs)
+	f.mu.Unlock()
+	var b strings.Builder
+	for _, p := range procs {
+		fmt.Fprintf(&b, "--- last lines of %s:\n%s\n", p.name, f.tail(p))
+	}
+	return b.String()
+}
+
+// lineWriter hands each complete line written to it to line.
+type lineWriter struct {
+	buf  bytes.Buffer
+	line func(string)
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.buf.Write(b)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		l := string(w.buf.Next(i + 1))
+		w.line(strings.TrimSuffix(l, "\n"))
+	}
+}
