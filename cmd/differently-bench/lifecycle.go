@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/client"
+)
+
+// onFake places a sandbox on the zero-latency fake pool of the development daemon.
+var onFake = client.SandboxCreate{Placement: &client.Placement{AllowedPools: &[]string{"fake"}}}
+
+// lifecycle is one sandbox's whole life through the API.
+type lifecycle struct {
+	// toRunning is from the create call to WaitForState seeing running.
+	toRunning time.Duration
+	// toRunningServer is the running row's updatedAt minus its createdAt.
+	toRunningServer time.Duration
+	total           time.Duration
+}
+
+func runLifecycle(ctx context.Context, c *client.Client) (lifecycle, error) {
+	var l lifecycle
+	t0 := time.Now()
+	sb, err := c.CreateSandbox(ctx, onFake, "")
+	if err != nil {
+		return l, fmt.Errorf("create sandbox: %w", err)
+	}
+	running, err := c.WaitForState(ctx, sb.Id, client.Running)
+	if err != nil {
+		return l, fmt.Errorf("wait for running: %w", err)
+	}
+	l.toRunning = time.Since(t0)
+	l.toRunningServer = running.UpdatedAt.Sub(running.CreatedAt)
+	if running.Pool == nil || *running.Pool != "fake" {
+		return l, fmt.Errorf("sandbox %s was placed on %v, not on the fake pool", sb.Id, running.Pool)
+	}
+	res, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "true"})
+	if err != nil {
+		return l, fmt.Errorf("exec: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return l, fmt.Errorf("exec true on %s exited %d", sb.Id, res.ExitCode)
+	}
+	if _, err := c.DeleteSandbox(ctx, sb.Id); err != nil {
+		return l, fmt.Errorf("delete sandbox: %w", err)
+	}
+	if _, err := c.WaitForState(ctx, sb.Id, client.Terminated); err != nil {
+		return l, fmt.Errorf("wait for terminated: %w", err)
+	}
+	l.total = time.Since(t0)
+	return l, nil
+}
+
+// lifecycles runs -n lifecycles at concurrency -c through the API.
+func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) error {
+	// One lifecycle first, unmeasured: the first request pays for connections and the
+	// first pool probe.
+	if _, err := runLifecycle(ctx, d.client); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	n := b.opts.n
+	ls := make([]lifecycle, n)
+	req0, pass0, rq0 := d.requests.Load(), d.passes.Load(), d.requeued.Load()
+	start := time.Now()
+	err := workers(ctx, n, b.opts.c, func(ctx context.Context, i int) error {
+		l, err := runLifecycle(ctx, d.client)
+		ls[i] = l
+		return err
+	})
+	wall := time.Since(start)
+	if err != nil {
+		return err
+	}
+	var toRun, toRunSrv, total []time.Duration
+	for _, l := range ls {
+		toRun = append(toRun, l.toRunning)
+		toRunSrv = append(toRunSrv, l.toRunningServer)
+		total = append(total, l.total)
+	}
+	f := &res.figures
+	f.Store = b.opts.store
+	f.CreateToRunningP50Ms = round(percentile(toRun, 0.50))
+	f.CreateToRunningP99Ms = round(percentile(toRun, 0.99))
+	f.CreateToRunningServerP50Ms = round(percentile(toRunSrv, 0.50))
+	f.CreateToRunningServerP99Ms = round(percentile(toRunSrv, 0.99))
+	f.LifecycleP50Ms = round(percentile(total, 0.50))
+	f.LifecycleP99Ms = round(percentile(total, 0.99))
+	f.LifecyclesPerS = round(float64(n) / wall.Seconds())
+	f.LifecyclesS = round(wall.Seconds())
+	f.HTTPRequestsPerLifecycle = round(float64(d.requests.Load()-req0) / float64(n))
+	f.SchedulerPassesPerS = round(float64(d.passes.Load()-pass0) / wall.Seconds())
+	f.SchedulerRequeues = int(d.requeued.Load() - rq0)
+	if f.SchedulerRequeues > 0 {
+		res.note("the scheduler requeued sandboxes %d times during the lifecycles (each waits scheduler.RequeueDelay, 2 s); on the zero-latency fake pool the likely cause is its maxStarting limit (default 8 Creates in flight per replica)", f.SchedulerRequeues)
+	}
+	if f.CreateToRunningP50Ms > 5*max(f.CreateToRunningServerP50Ms, 1) {
+		res.note("create→running is dominated by client.WaitForState's polling (first re-poll after 100 ms, then ×1.5): the daemon itself reached running in %v ms at p50", f.CreateToRunningServerP50Ms)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+// Command differently-bench measures the control plane's own cost in one bounded run
+// (issue 7, `make bench`): it starts a real development daemon in-process on loopback
+// against the chosen store, drives sandbox lifecycles through the HTTP API on the
+// zero-latency fake pool, compares exec and streamed exec through the API with the
+// same calls made directly on an adapter, issues a lifecycle's store transactions
+// directly against a store of the same kind (the floor), and times one reconcile pass
+// over many sandboxes and backend instances.
+//
+// It prints a table for people and, as its last line, one JSON object with every
+// figure. It is a measurement tool, not a test: it never runs in `make test` (only a
+// tiny smoke run of it does, in main_test.go).
+//
+//	go run ./cmd/differently-bench [--store sqlite|postgres] [-n 2000] [-c 64] [-timeout 170s]
+//	    [--reconcile-n 100000] [-cpuprofile FILE]
+//
+// --store postgres uses DIFFERENTLY_TEST_DATABASE_URL, in fresh schemas dropped at the end.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	store           string
+	n, c            int
+	timeout         time.Duration
+	reconcileN      int
+	reconcileSetup  time.Duration
+	execN           int
+	streamBytes     int64
+	cpuProfile      string
+	databaseBaseURL string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("differently-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.store, "store", "sqlite", "store to run on: sqlite (a file in a temporary directory) or postgres (DIFFERENTLY_TEST_DATABASE_URL, fresh schemas)")
+	fs.IntVar(&o.n, "n", 2000, "sandbox lifecycles to run (also the floor's lifecycles)")
+	fs.IntVar(&o.c, "c", 64, "concurrency of the lifecycles and of the floor")
+	fs.DurationVar(&o.timeout, "timeout", 170*time.Second, "global deadline; the run aborts with an error when it passes")
+	fs.IntVar(&o.reconcileN, "reconcile-n", 100000, "sandboxes and backend instances of the reconcile pass")
+	fs.DurationVar(&o.reconcileSetup, "reconcile-setup", 60*time.Second, "most time spent storing the reconcile pass's sandboxes; fewer are stored (and the pass extrapolated) when it runs out")
+	fs.IntVar(&o.execN, "exec-n", 1000, "exec round trips timed through the API and directly")
+	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	case o.store != "sqlite" && o.store != "postgres":
+		return o, fmt.Errorf("--store must be sqlite or postgres, not %q", o.store)
+	case o.n < 1 || o.c < 1 || o.execN < 1 || o.reconcileN < 1 || o.streamBytes < 1:
+		return o, errors.New("-n, -c, -exec-n, --reconcile-n and -stream-bytes must be positive")
+	case o.timeout <= 0:
+		return o, errors.New("-timeout must be positive")
+	}
+	if o.store == "postgres" {
+		o.databaseBaseURL = os.Getenv("DIFFERENTLY_TEST_DATABASE_URL")
+		if o.databaseBaseURL == "" {
+			return o, errors.New("--store postgres needs DIFFERENTLY_TEST_DATABASE_URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+		}
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "differently-bench:", err)
+		return 2
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "differently-bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "differently-bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b := &bench{opts: o, log: stderr, start: time.Now()}
+	res, err := b.run()
+	if err != nil {
+		fmt.Fprintln(stderr, "differently-bench:", err)
+		return 1
+	}
+	printTable(stdout, o, res)
+	line, err := json.Marshal(res.figures)
+	if err != nil {
+		fmt.Fprintln(stderr, "differently-bench:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, string(line))
+	return 0
+}
+
+// bench holds one run's shared state.
+type bench struct {
+	opts  options
+	log   io.Writer
+	start time.Time
+	// phase names what is running, for the error of a run that hits its deadline.
+	phase string
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "differently-bench: %5.1fs "+format+"\n", append([]any{time.Since(b.start).Seconds()}, args...)...)
+}
+
+// run sets everything up, measures each part in turn and tears everything down.
+func (b *bench) run() (res *result, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.timeout)
+	defer cancel()
+	defer func() {
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("aborted: the -timeout of %s ran out during %s (%v)", b.opts.timeout, b.phase, err)
+		} else if err != nil {
+			err = fmt.Errorf("%s: %w", b.phase, err)
+		}
+	}()
+
+	tmp, err := os.MkdirTemp("", "differently-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	// Cleanups (schemas, stores, the daemon) run even after the deadline.
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	b.phase = "setup"
+	b.progress("starting a development daemon on %s", b.opts.store)
+	daemonDB, sideDB := "", "sqlite://"+filepath.Join(tmp, "side.db")
+	if b.opts.store == "postgres" {
+		for _, dst := range []*string{&daemonDB, &sideDB} {
+			u, drop, err := createSchema(ctx, b.opts.databaseBaseURL)
+			if err != nil {
+				return nil, err
+			}
+			cleanups = append(cleanups, drop)
+			*dst = u
+		}
+	}
+	d, err := startDaemon(ctx, filepath.Join(tmp, "daemon"), daemonDB, b.opts.c)
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, d.stop)
+
+	res = &result{}
+	f := &res.figures
+	f.N, f.C, f.NumCPU = b.opts.n, b.opts.c, runtime.NumCPU()
+	f.LoadAvgStart = loadAvg1()
+
+	b.phase = "lifecycles"
+	b.progress("%d lifecycles at concurrency %d on %s", b.opts.n, b.opts.c, b.opts.store)
+	if err := b.lifecycles(ctx, d, res); err != nil {
+		return nil, err
+	}
+	f.PeakRSSMiB = round(peakRSSMiB())
+
+	b.phase = "exec overhead"
+	b.progress("exec overhead: %d round trips each way", b.opts.execN)
+	if err := b.execOverhead(ctx, d, res); err != nil {
+		return nil, err
+	}
+
+	b.phase = "streamed exec"
+	b.progress("streamed exec: %d bytes through the API and directly", b.opts.streamBytes)
+	if err := b.stream(ctx, d, filepath.Join(tmp, "devhost-direct"), res); err != nil {
+		return nil, err
+	}
+
+	b.phase = "opening the floor store"
+	side, err := openStore(ctx, sideDB)
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, func() { side.Close() })
+
+	b.phase = "store floor"
+	b.progress("store floor: %d lifecycles of store transactions at concurrency %d", b.opts.n, b.opts.c)
+	if err := b.floor(ctx, side, res); err != nil {
+		return nil, err
+	}
+	f.StoreFloorRatio = round(f.LifecyclesPerS / f.FloorLifecyclesPerS)
+
+	b.phase = "reconcile"
+	b.progress("reconcile: %d sandboxes and instances", b.opts.reconcileN)
+	if err := b.reconcile(ctx, side, res); err != nil {
+		return nil, err
+	}
+	f.PeakRSSTotalMiB = round(peakRSSMiB())
+	f.LoadAvgEnd = loadAvg1()
+	b.phase = "cleanup"
+	b.progress("done; cleaning up")
+	f.TotalS = round(time.Since(start).Seconds())
+	return res, nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestSmallRun runs the whole benchmark with tiny numbers on SQLite, so that the
+// command cannot rot: every phase must work and the last line must be the JSON
+// object with every figure issue 7 names.
+func TestSmallRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--store", "sqlite", "-n", "20", "-c", "4", "--reconcile-n", "500",
+		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("progress:\n%s", stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	last := lines[len(lines)-1]
+	var got map[string]any
+	if err := json.Unmarshal([]byte(last), &got); err != nil {
+		t.Fatalf("last line is not a JSON object: %v\n%s", err, last)
+	}
+	for _, key := range []string{"create_to_running_p50_ms", "create_to_running_p99_ms",
+		"lifecycles_per_s", "exec_overhead_p50_ms", "stream_ratio", "store_floor_ratio",
+		"reconcile_100k_ms", "reconcile_100k_mib", "peak_rss_mib"} {
+		v, ok := got[key].(float64)
+		if !ok {
+			t.Errorf("key %s: %v (%T), want a number", key, got[key], got[key])
+			continue
+		}
+		if v < 0 {
+			t.Errorf("key %s = %v, want >= 0", key, v)
+		}
+	}
+	for _, key := range []string{"lifecycles_per_s", "stream_ratio", "store_floor_ratio", "reconcile_100k_ms", "peak_rss_mib"} {
+		if v, _ := got[key].(float64); v <= 0 {
+			t.Errorf("key %s = %v, want > 0", key, v)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s", stdout.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--store", "mysql"},
+		{"-n", "0"},
+		{"-timeout", "0s"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 {
+			t.Errorf("run(%q) = %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// figures is the last line of the output. The first nine keys are the ones issue 7
+// names; the rest explain them.
+type figures struct {
+	CreateToRunningP50Ms float64 `json:"create_to_running_p50_ms"`
+	CreateToRunningP99Ms float64 `json:"create_to_running_p99_ms"`
+	LifecyclesPerS       float64 `json:"lifecycles_per_s"`
+	ExecOverheadP50Ms    float64 `json:"exec_overhead_p50_ms"`
+	StreamRatio          float64 `json:"stream_ratio"`
+	StoreFloorRatio      float64 `json:"store_floor_ratio"`
+	Reconcile100kMs      float64 `json:"reconcile_100k_ms"`
+	Reconcile100kMiB     float64 `json:"reconcile_100k_mib"`
+	PeakRSSMiB           float64 `json:"peak_rss_mib"`
+
+	Store string `json:"store"`
+	N     int    `json:"n"`
+	C     int    `json:"c"`
+	// Create to running as the daemon saw it: the running row's updatedAt minus its
+	// createdAt, free of the client's polling.
+	CreateToRunningServerP50Ms float64 `json:"create_to_running_server_p50_ms"`
+	CreateToRunningServerP99Ms float64 `json:"create_to_running_server_p99_ms"`
+	LifecycleP50Ms             float64 `json:"lifecycle_p50_ms"`
+	LifecycleP99Ms             float64 `json:"lifecycle_p99_ms"`
+	HTTPRequestsPerLifecycle   float64 `json:"http_requests_per_lifecycle"`
+	SchedulerPassesPerS        float64 `json:"scheduler_passes_per_s"`
+	SchedulerRequeues          int     `json:"scheduler_requeues"`
+	LifecyclesS                float64 `json:"lifecycles_s"`
+
+	ExecAPIP50Ms    float64 `json:"exec_api_p50_ms"`
+	ExecAPIP99Ms    float64 `json:"exec_api_p99_ms"`
+	ExecDirectP50Ms float64 `json:"exec_direct_p50_ms"`
+
+	StreamBytes        int64   `json:"stream_bytes"`
+	StreamAPIMiBps     float64 `json:"stream_api_mib_per_s"`
+	StreamDirectMiBps  float64 `json:"stream_direct_mib_per_s"`
+	StreamRatioNUL     float64 `json:"stream_ratio_nul_bytes"`
+	StreamAPINULMiBps  float64 `json:"stream_api_nul_mib_per_s"`
+	StreamDirectNULMBs float64 `json:"stream_direct_nul_mib_per_s"`
+
+	FloorLifecyclesPerS float64 `json:"floor_lifecycles_per_s"`
+	FloorTxPerS         float64 `json:"floor_transactions_per_s"`
+
+	ReconcileN            int     `json:"reconcile_n"`
+	ReconcileFullN        int     `json:"reconcile_full_n"`
+	ReconcileFullMs       float64 `json:"reconcile_full_ms"`
+	ReconcileFullMiB      float64 `json:"reconcile_full_mib"`
+	ReconcileFullAllocMiB float64 `json:"reconcile_full_alloc_mib"`
+	ReconcileExtrapolated int     `json:"reconcile_extrapolated"`
+	ReconcileSetupS       float64 `json:"reconcile_setup_s"`
+	ReconcileSetupPerS    float64 `json:"reconcile_setup_rows_per_s"`
+	ReconcilePlanMs       float64 `json:"reconcile_plan_only_ms"`
+	ReconcilePlanMiB      float64 `json:"reconcile_plan_only_mib"`
+
+	PeakRSSTotalMiB float64 `json:"peak_rss_total_mib"`
+	// LoadAvgStart and LoadAvgEnd are the host's one-minute load averages: figures
+	// taken on a busy machine are not the daemon's alone.
+	LoadAvgStart float64 `json:"load_avg_1m_start"`
+	LoadAvgEnd   float64 `json:"load_avg_1m_end"`
+	NumCPU       int     `json:"num_cpu"`
+	TotalS       float64 `json:"total_s"`
+}
+
+// result is a run's figures and the notes that go with the table.
+type result struct {
+	figures figures
+	notes   []string
+}
+
+func (r *result) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// round keeps four decimals, enough for milliseconds and ratios.
+func round(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	return math.Round(x*10000) / 10000
+}
+
+func printTable(w io.Writer, o options, r *result) {
+	f := r.figures
+	fmt.Fprintf(w, "differently-bench: store %s, %d lifecycles at concurrency %d, reconcile over %d\n\n", f.Store, f.N, f.C, f.ReconcileN)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name string, v any, unit, note string) {
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", name, v, unit, note)
+	}
+	fmt.Fprintln(tw, "figure\tvalue\tunit\tnote")
+	fmt.Fprintln(tw, "------\t-----\t----\t----")
+	row("create→running p50", f.CreateToRunningP50Ms, "ms", "client-observed, client.WaitForState polling")
+	row("create→running p99", f.CreateToRunningP99Ms, "ms", "")
+	row("create→running p50 (daemon)", f.CreateToRunningServerP50Ms, "ms", "running row updatedAt − createdAt")
+	row("create→running p99 (daemon)", f.CreateToRunningServerP99Ms, "ms", "")
+	row("lifecycles/s", f.LifecyclesPerS, "1/s", fmt.Sprintf("create, wait running, exec true, delete, wait terminated; %.1f s", f.LifecyclesS))
+	row("lifecycle p50 / p99", fmt.Sprintf("%v / %v", f.LifecycleP50Ms, f.LifecycleP99Ms), "ms", "")
+	row("HTTP requests per lifecycle", f.HTTPRequestsPerLifecycle, "", "polls included")
+	row("scheduler passes/s", f.SchedulerPassesPerS, "1/s", "during the lifecycles")
+	row("scheduler requeues", f.SchedulerRequeues, "", "during the lifecycles; each waits 2 s")
+	row("peak RSS after lifecycles", f.PeakRSSMiB, "MiB", "VmHWM: daemon + client + store driver")
+	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
+	row("exec on the adapter p50", f.ExecDirectP50Ms, "ms", "fake.Adapter.Exec directly")
+	row("exec overhead p50", f.ExecOverheadP50Ms, "ms", "API − adapter")
+	row("stream through the API", f.StreamAPIMiBps, "MiB/s", fmt.Sprintf("devhost, cat of %d printable bytes, median of 3", f.StreamBytes))
+	row("stream on the adapter", f.StreamDirectMiBps, "MiB/s", "devhost.Adapter.ExecStream directly")
+	row("stream ratio", f.StreamRatio, "", "API ÷ adapter")
+	row("stream ratio, NUL bytes", f.StreamRatioNUL, "", fmt.Sprintf("head -c N /dev/zero: %v vs %v MiB/s (JSON escapes each NUL as \\u0000)", f.StreamAPINULMiBps, f.StreamDirectNULMBs))
+	row("store floor lifecycles/s", f.FloorLifecyclesPerS, "1/s", fmt.Sprintf("Create, Claim, Update×4 directly on a %s store; %.0f tx/s", f.Store, f.FloorTxPerS))
+	row("store floor ratio", f.StoreFloorRatio, "", "lifecycles/s ÷ floor")
+	recNote := fmt.Sprintf("full Reconcile pass over %d sandboxes + instances", f.ReconcileFullN)
+	if f.ReconcileExtrapolated == 1 {
+		recNote = fmt.Sprintf("EXTRAPOLATED linearly from a full pass over %d (setup budget ran out)", f.ReconcileFullN)
+	}
+	row(fmt.Sprintf("reconcile %d: time", f.ReconcileN), f.Reconcile100kMs, "ms", recNote)
+	row(fmt.Sprintf("reconcile %d: memory", f.ReconcileN), f.Reconcile100kMiB, "MiB", "peak heap growth during the pass")
+	row(fmt.Sprintf("reconcile full pass over %d", f.ReconcileFullN), fmt.Sprintf("%v ms, %v MiB", f.ReconcileFullMs, f.ReconcileFullMiB), "", fmt.Sprintf("%v MiB allocated in all", f.ReconcileFullAllocMiB))
+	row(fmt.Sprintf("reconcile.Plan only over %d", f.ReconcileN), fmt.Sprintf("%v ms, %v MiB", f.ReconcilePlanMs, f.ReconcilePlanMiB), "", "in-memory input, no store or List")
+	row("reconcile setup", f.ReconcileSetupS, "s", fmt.Sprintf("%v rows/s through store.CreateSandbox", f.ReconcileSetupPerS))
+	row("peak RSS, whole run", f.PeakRSSTotalMiB, "MiB", "")
+	row("total", f.TotalS, "s", fmt.Sprintf("deadline %s", o.timeout))
+	row("host load average (1 min)", fmt.Sprintf("%v → %v", f.LoadAvgStart, f.LoadAvgEnd), "", fmt.Sprintf("%d CPUs; a load above that means other work shared the machine", f.NumCPU))
+	tw.Flush()
+	for _, n := range r.notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	fmt.Fprintln(w)
+}
