@@ -1,6 +1,7 @@
 // Package provider is the Terraform provider for Differently
 // (registry.terraform.io/different-ai/differently): pools, the placement policy,
-// project tokens, snapshots and long-lived sandboxes with drift detection.
+// projects and their quotas, profiles, project tokens, snapshots and long-lived
+// sandboxes with drift detection.
 package provider
 
 import (
@@ -49,8 +50,8 @@ func (p *differentlyProvider) Metadata(_ context.Context, _ provider.MetadataReq
 
 func (p *differentlyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Manages the pools, placement policy, project tokens, snapshots and " +
-			"long-lived sandboxes of a [Differently](https://github.com/different-ai/differently) control plane.",
+		MarkdownDescription: "Manages the pools, placement policy, projects and their quotas, profiles, project tokens, " +
+			"snapshots and long-lived sandboxes of a [Differently](https://github.com/different-ai/differently) control plane.",
 		Attributes: map[string]schema.Attribute{
 			"endpoint": schema.StringAttribute{
 				MarkdownDescription: "Base URL of the Differently API, for example `http://127.0.0.1:8700`. " +
@@ -58,7 +59,7 @@ func (p *differentlyProvider) Schema(_ context.Context, _ provider.SchemaRequest
 				Optional: true,
 			},
 			"token": schema.StringAttribute{
-				MarkdownDescription: "Bearer token for the API. Pools, policy, tokens and the trust report need an " +
+				MarkdownDescription: "Bearer token for the API. Pools, policy, projects, profiles, tokens and the trust report need an " +
 					"admin token; sandboxes and snapshots work with a project token too. " +
 					"Falls back to the `DIFFERENTLY_TOKEN` environment variable.",
 				Optional:  true,
@@ -129,6 +130,8 @@ func (p *differentlyProvider) Resources(context.Context) []func() resource.Resou
 		newSandboxResource,
 		newSnapshotResource,
 		newProjectTokenResource,
+		newProjectResource,
+		newProfileResource,
 	}
 }
 

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -78,9 +79,19 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	m.ID = types.StringValue(sb.Id)
 	m.Org = types.StringValue(sb.Org)
 	m.Project = types.StringValue(sb.Project)
-	m.Template = optString(m.Template, sb.Template)
 	m.Profile = optString(m.Profile, sb.Profile)
-	m.Capabilities = stringSet(m.Capabilities, sb.Capabilities)
+	// A sandbox made from a profile reports the configuration merged with the
+	// profile: capabilities added, template, placement and TTL filled in where the
+	// configuration left them out. What the profile contributed is not a difference,
+	// so an argument left out stays null, and the capabilities keep the configured
+	// set as long as the sandbox has every one of them.
+	fromProfile := deref(sb.Profile) != ""
+	if !fromProfile || !m.Template.IsNull() {
+		m.Template = optString(m.Template, sb.Template)
+	}
+	if !fromProfile || !capabilitiesCovered(ctx, m.Capabilities, sb.Capabilities, diags) {
+		m.Capabilities = stringSet(m.Capabilities, sb.Capabilities)
+	}
 	m.Resources = types.ObjectValueMust(resourcesTypes, map[string]attr.Value{
 		"cpu":        types.Float64Value(sb.Resources.CPU),
 		"memory_mib": types.Int64Value(sb.Resources.MemoryMiB),
@@ -88,6 +99,8 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	})
 	m.Labels = stringMap(m.Labels, sb.Labels)
 	switch ttl := deref(sb.TtlSeconds); {
+	case fromProfile && m.TTLSeconds.IsNull():
+		// Left out of the configuration: the profile's TTL, if any, applies.
 	case ttl > 0:
 		m.TTLSeconds = types.Int64Value(ttl)
 	case !m.TTLSeconds.IsNull() && !m.TTLSeconds.IsUnknown() && m.TTLSeconds.ValueInt64() == 0:
@@ -95,7 +108,7 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	default:
 		m.TTLSeconds = types.Int64Null()
 	}
-	m.Placement = placementFromAPI(ctx, m, sb.Placement, diags)
+	m.Placement = placementValue(ctx, m.Placement, sb.Placement, fromProfile, diags)
 	m.FromSnapshot = optString(m.FromSnapshot, sb.FromSnapshot)
 	switch sb.State {
 	case client.Running, client.Stopped, client.Paused:
@@ -120,19 +133,17 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	}
 }
 
-// placementFromAPI keeps a null placement null when the API has none, and otherwise
-// maps each list with the prior value's null-or-empty choice.
-func placementFromAPI(ctx context.Context, m *sandboxModel, p *client.Placement, diags *diag.Diagnostics) types.Object {
-	var pools, regions []string
-	if p != nil {
-		pools, regions = deref(p.AllowedPools), deref(p.Regions)
+// capabilitiesCovered reports whether a sandbox made from a profile matches the
+// configured capabilities: null (all of them came from the profile) or a set the
+// sandbox's capabilities include (the profile added the rest).
+func capabilitiesCovered(ctx context.Context, prior types.Set, actual []string, diags *diag.Diagnostics) bool {
+	if prior.IsUnknown() {
+		return false
 	}
-	if len(pools) == 0 && len(regions) == 0 && (m.Placement.IsNull() || m.Placement.IsUnknown()) {
-		return types.ObjectNull(placementTypes)
+	for _, c := range stringsOf(ctx, prior, diags) {
+		if !slices.Contains(actual, c) {
+			return false
+		}
 	}
-	prior := m.placement(ctx, diags)
-	return types.ObjectValueMust(placementTypes, map[string]attr.Value{
-		"allowed_pools": stringList(prior.AllowedPools, pools),
-		"regions":       stringList(prior.Regions, regions),
-	})
+	return true
 }

@@ -91,9 +91,12 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				PlanModifiers:       replace,
 			},
 			"profile": schema.StringAttribute{
-				MarkdownDescription: "Profile to apply. The daemon does not offer profiles yet and refuses any value.",
-				Optional:            true,
-				PlanModifiers:       replace,
+				MarkdownDescription: "Name of a profile (see `differently_profile`) to create the sandbox from: its " +
+					"capabilities are added to the sandbox's, and its template, resources, placement and TTL fill in " +
+					"whatever the sandbox leaves out. What the profile contributes is never shown as a difference, " +
+					"and later changes to the profile do not reach the sandbox. Changing it replaces the sandbox.",
+				Optional:      true,
+				PlanModifiers: replace,
 			},
 			"capabilities": schema.SetAttribute{
 				MarkdownDescription: "Features the pool must offer, such as `exec`, `files` or `lifecycle.stop-start`.",

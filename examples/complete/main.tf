@@ -1,5 +1,6 @@
 # A complete setup: the pools an infrastructure team declares, the placement policy,
-# a token for the CI system, and a long-lived CI sandbox with its golden snapshot.
+# the CI project with its quota, a profile for CI runners, a token for the CI system,
+# and a long-lived CI sandbox with its golden snapshot.
 #
 # It runs against `differently-server --dev`, whose devhost and fake pools are
 # development-only adapters; in production the pools would be opensandbox, daytona,
@@ -48,23 +49,37 @@ resource "differently_policy" "this" {
   external_pools = [differently_pool.burst.name]
 }
 
+# The ci project, with a quota on what its live sandboxes request together.
+resource "differently_project" "ci" {
+  name  = "ci"
+  quota = { sandboxes = 20, cpu = 64, memory_mib = 131072 }
+}
+
+# What every CI runner gets unless it says otherwise.
+resource "differently_profile" "ci_runner" {
+  name         = "ci-runner"
+  template     = "ubuntu-24.04"
+  capabilities = ["exec", "files", "lifecycle.stop-start"]
+  placement    = { allowed_pools = [differently_pool.ci.name], regions = ["eu-west"] }
+  ttl_seconds  = 7 * 24 * 3600
+}
+
 # The CI system's credential, scoped to the ci project.
 resource "differently_project_token" "ci" {
-  project = "ci"
+  project = differently_project.ci.name
   name    = "ci-runners"
 }
 
-# A long-lived runner, prepared once by init_commands.
+# A long-lived runner, prepared once by init_commands. The profile supplies the
+# template, placement, TTL and the usual capabilities; the runner adds snapshots.
 resource "differently_sandbox" "runner" {
-  project      = "ci"
-  template     = "ubuntu-24.04"
-  capabilities = ["exec", "files", "lifecycle.stop-start", "snapshots.disk"]
+  project      = differently_project.ci.name
+  profile      = differently_profile.ci_runner.name
+  capabilities = ["snapshots.disk"]
   resources    = { cpu = 4, memory_mib = 8192, disk_gib = 20 }
-  placement    = { allowed_pools = [differently_pool.ci.name], regions = ["eu-west"] }
 
-  labels      = { team = "infra", role = "ci-runner" }
-  ttl_seconds = 7 * 24 * 3600
-  env         = { CI = "true" }
+  labels = { team = "infra", role = "ci-runner" }
+  env    = { CI = "true" }
 
   init_commands = [
     "mkdir -p /tmp/ci",

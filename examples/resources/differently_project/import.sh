@@ -1,0 +1,2 @@
+# A project is imported by org/name (a bare name means the default org).
+terraform import differently_project.ci default/ci

@@ -1,0 +1,103 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/different-ai/differently/client"
+)
+
+// TestAccSandboxCreateTimeout: a pool whose creates take a minute, a create timeout of
+// two seconds. The apply fails naming the timeout, the sandbox's ID is in the state
+// (tainted, so the next plan replaces it) and destroy terminates it: nothing is
+// orphaned. The two-second wait is the behaviour under test. Destroy takes the rest
+// of the minute: the daemon terminates a sandbox deleted while provisioning once the
+// adapter's create returns.
+func TestAccSandboxCreateTimeout(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.slow"
+	cfg := d.config(`
+resource "differently_pool" "slow" {
+  name    = "slow"
+  adapter = "fake"
+  config  = { createLatencyMs = 60000 }
+}
+
+resource "differently_sandbox" "slow" {
+  placement = { allowed_pools = [differently_pool.slow.name] }
+  timeouts  = { create = "2s", delete = "5m" }
+}`)
+	// inPool lists the sandboxes placed on the slow pool, whatever their state.
+	inPool := func() ([]client.Sandbox, error) {
+		l, err := d.c.ListSandboxes(context.Background(), &client.ListSandboxesParams{Pool: ptr("slow")})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}
+	accTest(t, resource.TestCase{
+		CheckDestroy: func(s *terraform.State) error {
+			if err := d.sandboxesGone(s); err != nil {
+				return err
+			}
+			items, err := inPool()
+			if err != nil {
+				return err
+			}
+			for _, sb := range items {
+				if sb.State != client.Terminated && sb.State != client.Failed {
+					return fmt.Errorf("sandbox %s is %s after destroy", sb.Id, sb.State)
+				}
+			}
+			if _, err := d.c.GetPool(context.Background(), "slow"); !client.IsNotFound(err) {
+				return fmt.Errorf("pool slow still exists (err %v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg,
+				ExpectError: regexp.MustCompile(`(?s)did not start.*The\s+create\s+timeout\s+\(2s\)\s+passed`),
+			},
+			{
+				// The failed create kept the ID: the state holds the one sandbox the
+				// daemon has on the pool, still being provisioned.
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true, // the tainted sandbox is to be replaced
+				Check: func(s *terraform.State) error {
+					rs, ok := s.RootModule().Resources[addr]
+					if !ok || rs.Primary.ID == "" {
+						return fmt.Errorf("%s is not in the state after the create timed out", addr)
+					}
+					items, err := inPool()
+					if err != nil {
+						return err
+					}
+					if len(items) != 1 || items[0].Id != rs.Primary.ID {
+						return fmt.Errorf("state has %s, pool has %+v", rs.Primary.ID, items)
+					}
+					if items[0].State != client.Queued && items[0].State != client.Provisioning {
+						return fmt.Errorf("sandbox %s is %s, expected it still being provisioned", items[0].Id, items[0].State)
+					}
+					return nil
+				},
+			},
+			{
+				// Tainted: the next apply would replace it rather than orphan it.
+				Config:             cfg,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectResourceAction("differently_pool.slow", plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+	})
+}
