@@ -40,8 +40,10 @@ func TestReplicasProvisionExactlyOnce(t *testing.T) {
 		killAfter   = 15 // sandboxes created before the first replica dies
 		interval    = time.Second
 		leasePeriod = 3 * interval // reconcile.Run's lease: three intervals
-		// budget bounds the whole test; a typical run takes about 20 s under -race.
-		budget = 90 * time.Second
+		// budget bounds the whole test. A typical run takes about 50 s under -race: the
+		// killed replica's sandboxes wait out the provision timeout plus the reconciler's
+		// 30 s adoption margin before another replica takes them over.
+		budget = 240 * time.Second
 	)
 	deadline := time.Now().Add(budget)
 	dbURL := pgtest.SchemaURL(t)
@@ -80,7 +82,7 @@ pools:
 
 	reps := []*daemonProc{f.start("r0"), f.start("r1"), f.start("r2")}
 
-	// Create through the replicas in turn; kill r0 once it has a Create in flight.
+	// Create through the replicas in turn; kill the first replica that has a Create in flight.
 	var ids []string
 	create := func(via *daemonProc) {
 		var sb apiSandbox
@@ -90,17 +92,21 @@ pools:
 	for i := range killAfter {
 		create(reps[i%3])
 	}
-	victim := reps[0]
-	// The fake's first Creates answer the injected errors at once, so wait for a
-	// Create of r0 made after them: that one takes createLatencyMs and is in flight.
-	f.waitFor("r0 to start a Create after the injected errors", deadline, func() (bool, string) {
+	// The fake's first Creates answer the injected errors at once, so wait for a Create
+	// made after them: that one takes createLatencyMs and is in flight. Whichever replica
+	// starts one first is the victim; which replica claims what is up to the database.
+	var victim *daemonProc
+	f.waitFor("a replica to start a Create after the injected errors", deadline, func() (bool, string) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		total := 0
-		for _, p := range f.procs {
+		for _, p := range reps {
 			total += p.creates
+			if victim == nil && p.lateCreates > 0 {
+				victim = p
+			}
 		}
-		return victim.lateCreates > 0, fmt.Sprintf("%d Creates started, %d by r0", total, victim.creates)
+		return victim != nil, fmt.Sprintf("%d Creates started", total)
 	})
 	f.kill(victim)
 	held := f.heldBy(victim)
@@ -108,7 +114,12 @@ pools:
 	if len(held) == 0 {
 		t.Errorf("the killed replica held no sandbox: the test did not exercise a crash mid-work")
 	}
-	alive := []*daemonProc{reps[1], reps[2]}
+	var alive []*daemonProc
+	for _, p := range reps {
+		if p != victim {
+			alive = append(alive, p)
+		}
+	}
 	for i := killAfter; i < sandboxes; i++ {
 		create(alive[i%len(alive)])
 		if i == killAfter+5 {

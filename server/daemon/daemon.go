@@ -144,8 +144,10 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 	}
 
 	log := opts.Logger
+	// One registry for every part's metrics; /metrics serves it.
+	metrics := prometheus.NewRegistry()
 	reg := pools.DefaultRegistry(opts.Dev)
-	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv, Logger: log})
+	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv, Logger: log, Metrics: metrics})
 	if err := d.pools.Load(ctx); err != nil {
 		return nil, fmt.Errorf("pools: %w", err)
 	}
@@ -161,6 +163,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		MaxAttempts:      sc.MaxAttempts,
 		TerminateTimeout: seconds(sc.TerminateTimeoutSeconds),
 		Logger:           log,
+		Metrics:          metrics,
 		OnPass:           opts.OnSchedulerPass,
 	})
 	if err != nil {
@@ -172,6 +175,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Interval:         seconds(sc.ReconcileIntervalSeconds),
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
 		Logger:           log,
+		Metrics:          metrics,
 	})
 	handler, err := httpapi.New(httpapi.Options{
 		Store:        d.st,
@@ -185,7 +189,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Dev:          opts.Dev,
 		MaxQueued:    sc.MaxQueued,
 		Logger:       log,
-		Metrics:      prometheus.NewRegistry(),
+		Metrics:      metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -10,9 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/metrics"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -31,6 +34,11 @@ type Options struct {
 	// Getenv resolves credentials variables; os.Getenv when nil.
 	Getenv func(string) string
 	Logger *slog.Logger
+	// Metrics receives differently_pool_healthy{pool}: 1 when the pool's last probe
+	// succeeded and nothing marked it unhealthy since, else 0; refreshed after every
+	// Refresh and on MarkUnhealthy. Nil records it nowhere. NewManager panics when the
+	// metric cannot be registered (another collector took its name).
+	Metrics prometheus.Registerer
 }
 
 // Manager keeps one View per stored pool: it builds each pool's adapter, rebuilds it
@@ -51,6 +59,10 @@ type Manager struct {
 	mu      sync.RWMutex
 	entries map[string]*entry
 	nextGen uint64
+
+	healthy *prometheus.GaugeVec
+	// published are the pools healthy has a series for, guarded by mu.
+	published map[string]bool
 }
 
 type entry struct {
@@ -77,7 +89,12 @@ func NewManager(st store.Store, reg *Registry, clk clock.Clock, opts Options) *M
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{st: st, reg: reg, clk: clk, opts: opts, log: log, entries: map[string]*entry{}}
+	healthy := metrics.MustRegister(opts.Metrics, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "differently_pool_healthy",
+		Help: "1 when the pool's last probe on this replica succeeded and no call failed as an outage since, else 0.",
+	}, []string{"pool"}))
+	return &Manager{st: st, reg: reg, clk: clk, opts: opts, log: log, entries: map[string]*entry{},
+		healthy: healthy, published: map[string]bool{}}
 }
 
 // Load reads every pool from the store and builds the adapters of new or changed
@@ -99,7 +116,32 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		return err
 	}
 	m.probeAll(ctx)
+	m.publishHealth()
 	return ctx.Err()
+}
+
+// publishHealth sets differently_pool_healthy from the views and drops the series of
+// removed pools.
+func (m *Manager) publishHealth() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, e := range m.entries {
+		m.healthy.WithLabelValues(name).Set(boolValue(e.view.Healthy))
+		m.published[name] = true
+	}
+	for name := range m.published {
+		if _, ok := m.entries[name]; !ok {
+			m.healthy.DeleteLabelValues(name)
+			delete(m.published, name)
+		}
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Run refreshes every RefreshInterval until ctx is done, and blocks until then. It
@@ -163,6 +205,9 @@ func (m *Manager) MarkUnhealthy(name string, err error) {
 	}
 	e.view.Healthy = false
 	e.view.LastError = msg
+	// A pool removed meanwhile by a Refresh is not re-published: entries holds it.
+	m.healthy.WithLabelValues(name).Set(0)
+	m.published[name] = true
 }
 
 // sync makes the entries match the store: new pools and pools whose Version changed get

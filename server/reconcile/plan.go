@@ -39,11 +39,21 @@ type Action struct {
 	Reason string
 }
 
+// DefaultAdoptMargin is how long past ProvisionTimeout a provisioning sandbox must be
+// before the reconciler adopts or requeues it. The scheduler's Create ends at
+// ProvisionTimeout, and recording its outcome takes a moment more (its claim lasts as
+// long): a sandbox whose Create was still in flight at exactly the timeout is left to
+// it, rather than adopted on an instance the Create is about to abort.
+const DefaultAdoptMargin = 30 * time.Second
+
 // Timing bounds what the plan may touch.
 type Timing struct {
 	Now time.Time
-	// ProvisionTimeout: a sandbox provisioning longer than this is stale.
+	// ProvisionTimeout and AdoptMargin: a sandbox provisioning for longer than their
+	// sum, and under no live claim, is stale: no Create for it is in flight any more.
+	// A zero AdoptMargin means DefaultAdoptMargin.
 	ProvisionTimeout time.Duration
+	AdoptMargin      time.Duration
 	// Grace: sandboxes changed more recently are not failed or followed, so the
 	// reconciler never races a lifecycle call in progress on another replica.
 	Grace time.Duration
@@ -135,14 +145,23 @@ func planHere(sb store.Sandbox, insts []adapters.Instance, t Timing) []Action {
 		if !stale(sb, t) {
 			return nil
 		}
-		// Keep the instance the sandbox already names, if the backend has it; else the
-		// first. Either way exactly one survives.
-		keep := 0
+		// Adopt the instance the sandbox already names, if the backend has it; else the
+		// first. A pending instance is never adopted: it may be a Create's that is
+		// still going to fail or be aborted. With nothing to adopt the sandbox is
+		// requeued, and its next Create, keyed by its ID, takes the pending instance up.
+		keep := -1
 		for i := range insts {
-			if insts[i].Ref == sb.BackendRef {
+			switch {
+			case insts[i].Ref == sb.BackendRef && insts[i].State == adapters.StatePending:
+				return []Action{requeuePending(sb)}
+			case insts[i].Ref == sb.BackendRef, keep < 0 && insts[i].State != adapters.StatePending:
 				keep = i
 			}
 		}
+		if keep < 0 {
+			return []Action{requeuePending(sb)}
+		}
+		// Either way exactly one survives.
 		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[keep].Ref}}
 		for i, extra := range insts {
 			if i != keep {
@@ -188,8 +207,22 @@ func isLive(s store.State) bool {
 	return s == store.StateRunning || s == store.StatePaused || s == store.StateStopped
 }
 
+func requeuePending(sb store.Sandbox) Action {
+	return Action{Kind: Requeue, SandboxID: sb.ID, Reason: "provisioning timed out with the instance still pending on the backend; requeued"}
+}
+
+// stale reports whether no Create for the provisioning sandbox can be in flight: its
+// claim (which outlives the Create) has lapsed and ProvisionTimeout plus the margin
+// have passed since it entered provisioning.
 func stale(sb store.Sandbox, t Timing) bool {
-	return t.Now.Sub(sb.StateChangedAt) > t.ProvisionTimeout
+	margin := t.AdoptMargin
+	if margin <= 0 {
+		margin = DefaultAdoptMargin
+	}
+	if sb.ClaimedBy != "" && sb.ClaimExpiresAt != nil && sb.ClaimExpiresAt.After(t.Now) {
+		return false
+	}
+	return t.Now.Sub(sb.StateChangedAt) > t.ProvisionTimeout+margin
 }
 
 func settled(sb store.Sandbox, t Timing) bool {

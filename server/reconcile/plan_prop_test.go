@@ -20,7 +20,12 @@ var (
 	propStates   = []store.State{store.StateQueued, store.StateProvisioning, store.StateRunning, store.StateStopped, store.StatePaused, store.StateTerminating}
 	propInstance = []adapters.InstanceState{adapters.StateRunning, adapters.StateStopped, adapters.StatePaused, adapters.StateError, adapters.StatePending}
 	propPools    = []string{"p", "p", "p", "q"}
-	propAges     = []time.Duration{0, time.Second, 29 * time.Second, 30 * time.Second, 2 * time.Minute, time.Hour}
+	// Ages straddle the grace period (30 s) and the provision timeout plus the adopt
+	// margin (150 s).
+	propAges = []time.Duration{0, time.Second, 29 * time.Second, 30 * time.Second, 2 * time.Minute,
+		149 * time.Second, 151 * time.Second, time.Hour}
+	// Claims: none, lapsed, or live.
+	propClaims = []time.Duration{0, -time.Second, time.Second, time.Minute}
 )
 
 func randomWorld(r *rand.Rand) world {
@@ -34,6 +39,10 @@ func randomWorld(r *rand.Rand) world {
 			StateChangedAt: t0.Add(-age), UpdatedAt: t0.Add(-propAges[r.IntN(len(propAges))]), Version: int64(r.IntN(5))}
 		if sb.UpdatedAt.Before(sb.StateChangedAt) {
 			sb.UpdatedAt = sb.StateChangedAt
+		}
+		if c := propClaims[r.IntN(len(propClaims))]; c != 0 && (sb.State == store.StateQueued || sb.State == store.StateProvisioning) {
+			exp := t0.Add(c)
+			sb.ClaimedBy, sb.ClaimExpiresAt = "replica", &exp
 		}
 		if sb.State != store.StateQueued && (sb.State != store.StateProvisioning || r.IntN(3) == 0) {
 			sb.BackendRef = newRef()
@@ -78,6 +87,7 @@ func TestPlanProperties(t *testing.T) {
 		}
 		deleted := map[string]bool{}
 		adopted := map[string]int{}
+		requeued := map[string]bool{}
 		for _, a := range actions {
 			sb, known := w.sandboxes[a.SandboxID]
 			fail := func(format string, args ...any) {
@@ -108,11 +118,30 @@ func TestPlanProperties(t *testing.T) {
 				if listed[a.Ref].SandboxID != a.SandboxID {
 					fail("adopts another sandbox's instance")
 				}
+				if listed[a.Ref].State == adapters.StatePending {
+					fail("adopts a pending instance, which a Create in flight may yet abort")
+				}
+				if sb.ClaimExpiresAt != nil && sb.ClaimExpiresAt.After(timing.Now) {
+					fail("adopts a sandbox under a live claim")
+				}
 				adopted[a.SandboxID]++
 			case Requeue:
-				if !known || sb.State != store.StateProvisioning || sb.BackendRef != "" || !stale(sb, timing) {
+				if !known || sb.State != store.StateProvisioning || !stale(sb, timing) {
 					fail("requeues a sandbox that is not stale in provisioning")
 				}
+				if sb.ClaimExpiresAt != nil && sb.ClaimExpiresAt.After(timing.Now) {
+					fail("requeues a sandbox under a live claim")
+				}
+				// Requeued only with nothing to adopt: no instance of it here, or only
+				// pending ones, or its own is pending.
+				if own, ok := listed[sb.BackendRef]; !ok || own.SandboxID != sb.ID || own.State != adapters.StatePending {
+					for _, inst := range w.instances {
+						if inst.SandboxID == sb.ID && inst.State != adapters.StatePending {
+							fail("requeues a sandbox with an instance to adopt")
+						}
+					}
+				}
+				requeued[a.SandboxID] = true
 			case Lost, Follow:
 				if !known || sb.Pool != "p" || !settled(sb, timing) {
 					fail("changes a sandbox that is on another pool or changed within the grace period")
@@ -143,7 +172,7 @@ func TestPlanProperties(t *testing.T) {
 			if !ok && n > 0 {
 				t.Fatalf("world %d: orphans of unknown sandbox %s survive", i, id)
 			}
-			if ok && sb.Pool == "p" && n > 1 && settled(sb, timing) && sb.State != store.StateQueued &&
+			if ok && sb.Pool == "p" && n > 1 && settled(sb, timing) && sb.State != store.StateQueued && !requeued[id] &&
 				sb.State != store.StateTerminating && (sb.State != store.StateProvisioning || stale(sb, timing)) {
 				t.Fatalf("world %d: settled sandbox %s (%s) keeps %d instances", i, id, sb.State, n)
 			}

@@ -19,6 +19,13 @@ func sb(id, pool string, state store.State, ref string, age time.Duration) store
 		StateChangedAt: t0.Add(-age), UpdatedAt: t0.Add(-age)}
 }
 
+// claimed puts sb under a claim that expires in (negative: expired ago).
+func claimed(sb store.Sandbox, in time.Duration) store.Sandbox {
+	exp := t0.Add(in)
+	sb.ClaimedBy, sb.ClaimExpiresAt = "replica-1", &exp
+	return sb
+}
+
 func inst(ref, sandbox string, state adapters.InstanceState) adapters.Instance {
 	return adapters.Instance{Ref: ref, SandboxID: sandbox, State: state}
 }
@@ -63,6 +70,30 @@ func TestPlan(t *testing.T) {
 			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning)},
 			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", fresh)},
 			nil},
+		{"provisioning just past the timeout, within the adopt margin: left to the Create in flight",
+			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", 121*time.Second), sb("s2", "p", store.StateProvisioning, "", 150*time.Second)},
+			nil},
+		{"provisioning past timeout and margin but under a live claim: left alone",
+			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning)},
+			[]store.Sandbox{claimed(sb("s1", "p", store.StateProvisioning, "", old), time.Second), claimed(sb("s2", "p", store.StateProvisioning, "", old), time.Minute)},
+			nil},
+		{"lapsed claim does not protect a stale sandbox",
+			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning)},
+			[]store.Sandbox{claimed(sb("s1", "p", store.StateProvisioning, "", old), -time.Second)},
+			[]Action{{Kind: Adopt, SandboxID: "s1", Ref: "r1"}}},
+		{"stale provisioning with only a pending instance: requeued, never adopted",
+			[]adapters.Instance{inst("r1", "s1", adapters.StatePending)},
+			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", old)},
+			[]Action{{Kind: Requeue, SandboxID: "s1", Reason: "provisioning timed out with the instance still pending on the backend; requeued"}}},
+		{"stale provisioning whose own instance is pending: requeued, nothing deleted",
+			[]adapters.Instance{inst("r1", "s1", adapters.StatePending), inst("r2", "s1", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "r1", old)},
+			[]Action{{Kind: Requeue, SandboxID: "s1", Reason: "provisioning timed out with the instance still pending on the backend; requeued"}}},
+		{"stale provisioning with a pending and a ready instance: adopt the ready one",
+			[]adapters.Instance{inst("r1", "s1", adapters.StatePending), inst("r2", "s1", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", old)},
+			[]Action{{Kind: Adopt, SandboxID: "s1", Ref: "r2"}, {Kind: DeleteDuplicate, SandboxID: "s1", Ref: "r1", Reason: "second instance of one sandbox"}}},
 		{"stale provisioning without an instance: requeue",
 			nil,
 			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", old)},

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
@@ -30,11 +32,18 @@ type Options struct {
 	Interval time.Duration
 	// ProvisionTimeout after which a provisioning sandbox is stale: 120 s.
 	ProvisionTimeout time.Duration
+	// AdoptMargin is added to ProvisionTimeout before a provisioning sandbox is
+	// adopted or requeued: DefaultAdoptMargin.
+	AdoptMargin time.Duration
 	// Grace protects recent changes from being failed or followed: 30 s.
 	Grace time.Duration
 	// CallTimeout bounds each List and Delete: 60 s.
 	CallTimeout time.Duration
 	Logger      *slog.Logger
+	// Metrics receives differently_reconcile_findings_total{pool,kind} and
+	// differently_reconcile_leader; nil records them nowhere. New panics when they
+	// cannot be registered (another collector took their names).
+	Metrics prometheus.Registerer
 }
 
 // LeaseName is the lease that makes one replica the reconciling leader.
@@ -46,6 +55,7 @@ type Reconciler struct {
 	pools PoolSource
 	clk   clock.Clock
 	opts  Options
+	m     *recMetrics
 }
 
 // New builds a reconciler.
@@ -59,6 +69,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 	if opts.ProvisionTimeout <= 0 {
 		opts.ProvisionTimeout = 120 * time.Second
 	}
+	if opts.AdoptMargin <= 0 {
+		opts.AdoptMargin = DefaultAdoptMargin
+	}
 	if opts.Grace <= 0 {
 		opts.Grace = 30 * time.Second
 	}
@@ -69,33 +82,32 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.Logger = opts.Logger.With("replica", opts.ReplicaID)
-	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts}
+	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts, m: newRecMetrics(opts.Metrics)}
 }
 
+// leaseTTL is how long one TryLease makes this replica the leader: three intervals,
+// so a crashed leader is replaced within that time.
+func (r *Reconciler) leaseTTL() time.Duration { return 3 * r.opts.Interval }
+
+// passBudget is how long a pass may act after the lease was last taken or renewed:
+// the lease's TTL less one interval. That interval is the safety margin of the local
+// deadline (STYLE.md, leadership): for the time a store write takes to land, and for
+// clock skew between replicas, which stamp the lease with their own clocks.
+func (r *Reconciler) passBudget() time.Duration { return r.leaseTTL() - r.opts.Interval }
+
 // Run reconciles every Interval while this replica holds the leader lease, until ctx
-// ends. The lease outlives three intervals, so a crashed leader is replaced within
-// that time.
+// ends. Each pass holds the lease as Reconcile describes; the lease outlives three
+// intervals, so a crashed leader is replaced within that time.
 func (r *Reconciler) Run(ctx context.Context) {
 	ticker := time.NewTicker(r.opts.Interval)
 	defer ticker.Stop()
 	defer func() {
 		// Hand the lease over at once on a clean stop.
 		_ = r.st.ReleaseLease(context.WithoutCancel(ctx), LeaseName, r.opts.ReplicaID)
+		r.m.leader.Set(0)
 	}()
 	for {
-		leader, err := r.st.TryLease(ctx, LeaseName, r.opts.ReplicaID, r.clk.Now(), 3*r.opts.Interval)
-		if err != nil && ctx.Err() == nil {
-			r.opts.Logger.Warn("reconciler lease", "err", err)
-		}
-		if leader {
-			rep, err := r.Reconcile(ctx)
-			if err != nil && ctx.Err() == nil {
-				r.opts.Logger.Warn("reconcile pass failed", "err", err)
-			}
-			// One line per pass of the leader: tests that run the daemon as a child
-			// process wait on it (and learn who leads) instead of sleeping.
-			r.opts.Logger.Debug("reconcile pass", rep.logAttrs()...)
-		}
+		r.RunOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -104,10 +116,132 @@ func (r *Reconciler) Run(ctx context.Context) {
 	}
 }
 
-// Reconcile runs one pass over every pool and reports what it found and did. A pool
-// whose List fails is skipped for the pass: acting on a partial view would delete
-// real instances or fail live sandboxes.
+// RunOnce is one turn of Run: it takes or renews the leader lease and, when this
+// replica holds it, reconciles under it. led says whether a pass ran.
+func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err error) {
+	l, err := r.acquire(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.opts.Logger.Warn("reconciler lease", "error", err)
+		}
+		return Report{}, false, err
+	}
+	if l == nil {
+		return Report{}, false, nil
+	}
+	rep, err = r.reconcile(ctx, l)
+	if err != nil && ctx.Err() == nil {
+		r.opts.Logger.Warn("reconcile pass failed", "error", err)
+	}
+	// One line per pass of the leader: tests that run the daemon as a child process
+	// wait on it (and learn who leads) instead of sleeping.
+	r.opts.Logger.Debug("reconcile pass", rep.logAttrs()...)
+	return rep, true, err
+}
+
+// Reconcile runs one pass now (POST /v1/admin/reconcile) and reports what it found
+// and did. When this replica holds the leader lease or can take it, the pass runs
+// under it as Run's passes do. When another replica leads, the pass still runs, as an
+// operator asked, without the lease: its deletes touch only instances no live sandbox
+// owns and every change it writes is guarded by the sandbox's version, so racing the
+// leader's pass at worst repeats a delete that then answers not_found.
 func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
+	l, err := r.acquire(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	return r.reconcile(ctx, l)
+}
+
+// errLeadership stops a pass whose lease was lost or whose local deadline passed.
+var errLeadership = errors.New("reconciler: leadership lost or the pass outlived its deadline")
+
+// lease is the leader lease as one pass holds it. Its deadline, by the injected
+// clock, is passBudget after the last successful TryLease and so always before the
+// lease's expiry; ctx carries the same deadline in real time and bounds every call of
+// the pass.
+type lease struct {
+	r        *Reconciler
+	deadline time.Time
+	timer    *time.Timer
+	cancel   context.CancelCauseFunc
+}
+
+// acquire takes or renews the lease. It returns nil, with the leader gauge at 0,
+// when another replica holds it.
+func (r *Reconciler) acquire(ctx context.Context) (*lease, error) {
+	now := r.clk.Now()
+	won, err := r.st.TryLease(ctx, LeaseName, r.opts.ReplicaID, now, r.leaseTTL())
+	if err != nil || !won {
+		r.m.leader.Set(0)
+		return nil, err
+	}
+	r.m.leader.Set(1)
+	return &lease{r: r, deadline: now.Add(r.passBudget())}, nil
+}
+
+// bind returns ctx bounded by the lease's deadline; release stops the timer.
+func (l *lease) bind(ctx context.Context) (context.Context, func()) {
+	if l == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	l.cancel = cancel
+	l.timer = time.AfterFunc(l.deadline.Sub(l.r.clk.Now()), func() { cancel(errLeadership) })
+	return ctx, func() {
+		l.timer.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// valid reports whether the pass may still act: the local deadline has not passed
+// and ctx is alive. It costs no query; call it before every action.
+func (l *lease) valid(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if l != nil && !l.r.clk.Now().Before(l.deadline) {
+		// Past the deadline this replica no longer counts itself leader; the next
+		// turn of Run takes the lease afresh.
+		l.r.m.leader.Set(0)
+		l.cancel(errLeadership)
+		return errLeadership
+	}
+	return nil
+}
+
+// renew confirms the lease in the store before a batch of actions, and moves the
+// deadline on. A lost lease stops the pass: another replica leads now.
+func (l *lease) renew(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	if err := l.valid(ctx); err != nil {
+		return err
+	}
+	now := l.r.clk.Now()
+	won, err := l.r.st.TryLease(ctx, LeaseName, l.r.opts.ReplicaID, now, l.r.leaseTTL())
+	if err != nil || !won {
+		l.r.m.leader.Set(0)
+		l.cancel(errLeadership)
+		if err == nil {
+			err = errLeadership
+		}
+		return err
+	}
+	l.deadline = now.Add(l.r.passBudget())
+	l.timer.Reset(l.r.passBudget())
+	return l.valid(ctx)
+}
+
+// reconcile runs one pass over every pool. A pool whose List fails is skipped for the
+// pass: acting on a partial view would delete real instances or fail live
+// sandboxes. Under a lease (l non-nil) the pass renews it before acting on each pool
+// and checks its local deadline before each action; once either fails the pass stops
+// and the pools it did not reach are reported skipped.
+func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
+	ctx, release := l.bind(ctx)
+	defer release()
 	views := r.pools.Views()
 	report := Report{Pools: make([]PoolReport, 0, len(views))}
 	type poolList struct {
@@ -119,7 +253,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
 		pr := PoolReport{Pool: v.Pool.Name}
 		if v.Adapter == nil {
 			pr.Skipped = "no adapter: " + v.LastError
-			report.Pools = append(report.Pools, pr)
+			r.skipped(&report, pr)
 			continue
 		}
 		callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
@@ -127,7 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
 		cancel()
 		if err != nil {
 			pr.Skipped = "list failed: " + err.Error()
-			report.Pools = append(report.Pools, pr)
+			r.skipped(&report, pr)
 			continue
 		}
 		lists = append(lists, poolList{view: v, insts: insts})
@@ -138,23 +272,51 @@ func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
 		return report, err
 	}
 	now := r.clk.Now()
-	timing := Timing{Now: now, ProvisionTimeout: r.opts.ProvisionTimeout, Grace: r.opts.Grace}
+	timing := Timing{Now: now, ProvisionTimeout: r.opts.ProvisionTimeout, AdoptMargin: r.opts.AdoptMargin, Grace: r.opts.Grace}
 	var errs []error
-	for _, pl := range lists {
-		pr := PoolReport{Pool: pl.view.Pool.Name}
-		for _, a := range Plan(pl.view.Pool.Name, pl.insts, sandboxes, timing) {
+	for i, pl := range lists {
+		pool := pl.view.Pool.Name
+		actions := Plan(pool, pl.insts, sandboxes, timing)
+		if len(actions) > 0 {
+			if err := l.renew(ctx); err != nil {
+				for _, rest := range lists[i:] {
+					r.skipped(&report, PoolReport{Pool: rest.view.Pool.Name, Skipped: "pass stopped: " + err.Error()})
+				}
+				r.opts.Logger.Warn("reconcile pass stopped", "pool", pool, "error", err)
+				return report, errors.Join(append(errs, err)...)
+			}
+		}
+		pr := PoolReport{Pool: pool}
+		for _, a := range actions {
+			if err := l.valid(ctx); err != nil {
+				report.Pools = append(report.Pools, pr)
+				for _, rest := range lists[i+1:] {
+					r.skipped(&report, PoolReport{Pool: rest.view.Pool.Name, Skipped: "pass stopped: " + err.Error()})
+				}
+				r.opts.Logger.Warn("reconcile pass stopped", "pool", pool, "error", err)
+				return report, errors.Join(append(errs, err)...)
+			}
 			done, err := r.apply(ctx, pl.view, a, sandboxes[a.SandboxID])
 			if err != nil {
-				errs = append(errs, fmt.Errorf("pool %s: %s %s: %w", pl.view.Pool.Name, a.Kind, a.Ref, err))
+				r.opts.Logger.Warn("reconcile action failed", "pool", pool, "sandbox", a.SandboxID,
+					"action", a.Kind, "ref", a.Ref, "error", err)
+				errs = append(errs, fmt.Errorf("pool %s: %s %s: %w", pool, a.Kind, a.Ref, err))
 				continue
 			}
 			if done {
 				record(&pr, a)
+				r.m.finding(pool, a.Kind)
 			}
 		}
 		report.Pools = append(report.Pools, pr)
 	}
 	return report, errors.Join(errs...)
+}
+
+// skipped adds a pool left alone this pass to the report and the metrics.
+func (r *Reconciler) skipped(report *Report, pr PoolReport) {
+	report.Pools = append(report.Pools, pr)
+	r.m.findings.WithLabelValues(pr.Pool, kindSkipped).Inc()
 }
 
 func (r *Reconciler) liveSandboxes(ctx context.Context) (map[string]store.Sandbox, error) {
@@ -187,7 +349,7 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 		if err := v.Adapter.Delete(callCtx, a.Ref); err != nil && !api.IsCode(err, api.CodeNotFound) {
 			return false, err
 		}
-		r.opts.Logger.Info("reconcile deleted instance", "pool", v.Pool.Name, "ref", a.Ref, "sandbox", a.SandboxID, "why", a.Reason)
+		r.opts.Logger.Info("reconcile deleted instance", "sandbox", a.SandboxID, "pool", v.Pool.Name, "ref", a.Ref, "action", a.Kind, "why", a.Reason)
 		return true, nil
 	}
 	now := r.clk.Now()
@@ -222,7 +384,7 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 	case err != nil:
 		return false, err
 	}
-	r.opts.Logger.Info("reconcile changed sandbox", "pool", v.Pool.Name, "sandbox", a.SandboxID, "action", a.Kind, "why", a.Reason)
+	r.opts.Logger.Info("reconcile changed sandbox", "sandbox", a.SandboxID, "pool", v.Pool.Name, "action", a.Kind, "ref", a.Ref, "why", a.Reason)
 	return true, nil
 }
 

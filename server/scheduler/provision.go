@@ -31,6 +31,8 @@ type job struct {
 	sb   store.Sandbox
 	view pools.View
 	req  adapters.CreateRequest
+	// claimedAt is when this pass claimed the sandbox (differently_provision_seconds).
+	claimedAt time.Time
 }
 
 // ProvisionOnce claims due queued sandboxes, places each, and creates their instances
@@ -67,7 +69,7 @@ func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 		var active map[string]int
 		active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 		if err == nil {
-			s.provision(ctx, claimed, policy, active, &res)
+			s.provision(ctx, claimed, now, policy, active, &res)
 			return res, nil
 		}
 	}
@@ -86,7 +88,7 @@ func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 	return res, fmt.Errorf("load policy and pool load: %w", err)
 }
 
-func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, policy store.Policy, active map[string]int, res *Result) {
+func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, claimedAt time.Time, policy store.Policy, active map[string]int, res *Result) {
 	views := s.pools.Views()
 	var mu sync.Mutex
 	tally := func(o outcome) {
@@ -112,6 +114,7 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, poli
 			tally(o)
 			continue
 		}
+		j.claimedAt = claimedAt
 		wg.Go(func() { tally(s.create(ctx, *j)) })
 	}
 	wg.Wait()
@@ -226,14 +229,17 @@ func (s *Scheduler) create(ctx context.Context, j job) outcome {
 	uctx := context.WithoutCancel(ctx)
 
 	if err == nil {
+		s.m.attempts.WithLabelValues(pool, codeOK).Inc()
 		return s.recordRunning(uctx, j, inst)
 	}
 	if ctx.Err() != nil {
+		s.m.attempts.WithLabelValues(pool, codeInterrupted).Inc()
 		// Shutdown, not the backend's fault: retry at once elsewhere, uncounted. Create
 		// is keyed by the sandbox ID, so a retry finds any instance this call made.
 		return s.requeue(uctx, j.sb.ID, pool, "provisioning interrupted by a shutdown; retrying", s.clk.Now())
 	}
 	code := api.CodeOf(err)
+	s.m.attempts.WithLabelValues(pool, string(code)).Inc()
 	reason := fmt.Sprintf("pool %s: %s", pool, message(err))
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
@@ -286,6 +292,10 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 		s.log.Error("record running", "sandbox", j.sb.ID, "pool", pool, "error", err)
 		return outError
 	case ok:
+		if o == outStarted {
+			s.m.provision.WithLabelValues(pool).Observe(s.clk.Now().Sub(j.claimedAt).Seconds())
+			s.log.Info("sandbox running", "sandbox", j.sb.ID, "pool", pool)
+		}
 		return o
 	}
 	// The sandbox ended while we created its instance and nobody will delete it: do it

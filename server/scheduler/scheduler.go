@@ -8,6 +8,22 @@
 // every state change goes through store.UpdateSandbox with a guard, so a replica that
 // lost a race (a user deleted the sandbox meanwhile, another replica took it) writes
 // nothing.
+//
+// Stuck transitional states: a terminating sandbox whose Delete keeps failing for
+// TerminateGiveUp (default an hour) since it entered terminating is failed with a
+// reason saying its instance may still exist; the reconciler then treats any instance
+// left as an orphan and keeps deleting it. A provisioning sandbox is never reaped
+// here: while its claim lives a Create is in flight on some replica, and once the
+// claim and ProvisionTimeout plus the reconciler's margin have passed with no
+// outcome recorded (the replica died), the reconciler adopts the instance the
+// backend reports or requeues the sandbox (package reconcile). A queued sandbox
+// waits for a claim and is bounded by its TTL.
+//
+// Metrics (Options.Metrics): differently_sandboxes{state}, refreshed by every
+// housekeeping pass from the listings it makes anyway; differently_provision_seconds
+// {pool}; differently_create_attempts_total{pool,code}; differently_terminations_total
+// {result}. Every log line about a sandbox carries its ID as "sandbox", and its pool
+// as "pool" where it has one.
 package scheduler
 
 import (
@@ -16,6 +32,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
@@ -39,9 +57,12 @@ const (
 	DefaultProvisionTimeout = 120 * time.Second
 	DefaultMaxAttempts      = 3
 	DefaultTerminateTimeout = 60 * time.Second
-	DefaultBatchSize        = 32
-	DefaultClaimLease       = 10 * time.Second
-	DefaultTick             = time.Second
+	// DefaultTerminateGiveUp is how long a terminating sandbox's Delete may keep
+	// failing before the sandbox is failed.
+	DefaultTerminateGiveUp = time.Hour
+	DefaultBatchSize       = 32
+	DefaultClaimLease      = 10 * time.Second
+	DefaultTick            = time.Second
 	// DefaultMaxStarting bounds concurrent Creates per pool on one replica when the
 	// pool sets no maxStarting.
 	DefaultMaxStarting = 8
@@ -68,6 +89,9 @@ type Options struct {
 	MaxAttempts int
 	// TerminateTimeout bounds each Delete.
 	TerminateTimeout time.Duration
+	// TerminateGiveUp is how long after entering terminating a sandbox whose Delete
+	// keeps failing is failed instead of retried (DefaultTerminateGiveUp).
+	TerminateGiveUp time.Duration
 	// ClaimLease is how long a claim holds a queued sandbox for this replica until
 	// placement moves it to provisioning, which normally takes milliseconds. It bounds
 	// how long the claims of a replica that crashed between claiming and placing keep
@@ -81,6 +105,8 @@ type Options struct {
 	Logger    *slog.Logger
 	// Tick is how often Run polls when nobody calls Notify.
 	Tick time.Duration
+	// Metrics receives the scheduler's metrics; nil records them nowhere.
+	Metrics prometheus.Registerer
 	// OnPass, when set, is called by Run after each pass with its result. It is a
 	// test hook: tests wait on it instead of sleeping. It must not block for long.
 	OnPass func(Result)
@@ -122,6 +148,7 @@ type Scheduler struct {
 	clk   clock.Clock
 	opts  Options
 	log   *slog.Logger
+	m     *schedMetrics
 
 	wakeProvision chan struct{}
 	wakeHousekeep chan struct{}
@@ -142,7 +169,8 @@ type avoidEntry struct {
 // errStale aborts an UpdateSandbox whose guard found the sandbox changed under us.
 var errStale = errors.New("sandbox changed meanwhile")
 
-// New builds a Scheduler. It fails only when Options.Installation is missing.
+// New builds a Scheduler. It fails when Options.Installation is missing or the
+// metrics cannot be registered on Options.Metrics.
 func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Scheduler, error) {
 	if opts.Installation == "" {
 		return nil, errors.New("scheduler: an installation ID is required")
@@ -159,6 +187,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	if opts.TerminateTimeout <= 0 {
 		opts.TerminateTimeout = DefaultTerminateTimeout
 	}
+	if opts.TerminateGiveUp <= 0 {
+		opts.TerminateGiveUp = DefaultTerminateGiveUp
+	}
 	if opts.ClaimLease <= 0 {
 		opts.ClaimLease = DefaultClaimLease
 	}
@@ -172,8 +203,12 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	m, err := newSchedMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	return &Scheduler{
-		st: st, pools: ps, clk: clk, opts: opts,
+		st: st, pools: ps, clk: clk, opts: opts, m: m,
 		log:           log.With("replica", opts.ReplicaID),
 		wakeProvision: make(chan struct{}, 1),
 		wakeHousekeep: make(chan struct{}, 1),

@@ -28,6 +28,10 @@ const deleteFailedPrefix = "delete failed: "
 // unless its TTL is unset, stopped and paused sandboxes included.
 var expirable = []store.State{store.StateRunning, store.StateStopped, store.StatePaused, store.StateQueued}
 
+// expiryListed are the states ExpireOnce lists: the expirable ones, and provisioning
+// for differently_sandboxes.
+var expiryListed = append([]store.State{store.StateProvisioning}, expirable...)
+
 // TerminateOnce deletes the instance of every terminating sandbox and marks it
 // terminated. A failed Delete leaves the sandbox terminating with the error as its
 // reason, to be retried by the next pass; not_found counts as deleted. A sandbox with
@@ -43,15 +47,21 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.opts.BatchSize)
+	left := len(sbs) // still terminating after the pass, for differently_sandboxes
 	for _, sb := range sbs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			done, err := s.terminate(ctx, sb)
+			o, err := s.terminate(ctx, sb)
 			mu.Lock()
 			defer mu.Unlock()
-			if done {
+			switch o {
+			case termTerminated:
 				res.Terminated++
+				left--
+			case termFailed:
+				res.Failed++
+				left--
 			}
 			if err != nil {
 				res.Errors++
@@ -59,40 +69,51 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 		})
 	}
 	wg.Wait()
+	s.m.setDepth([]store.State{store.StateTerminating}, map[store.State]int{store.StateTerminating: left})
 	return res, nil
 }
 
-func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox) (bool, error) {
+// termOutcome is what one terminate call made of its sandbox.
+type termOutcome int
+
+const (
+	termNone       termOutcome = iota // still terminating, or changed by someone else
+	termTerminated                    // now terminated
+	termFailed                        // given up on: now failed
+)
+
+func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox) (termOutcome, error) {
 	log := s.log.With("sandbox", sb.ID, "pool", sb.Pool)
 	if sb.BackendRef == "" {
 		if exp := sb.ClaimExpiresAt; sb.Pool != "" && sb.ClaimedBy != "" && exp != nil && exp.After(s.clk.Now()) {
-			return false, nil
+			return termNone, nil
 		}
-		return s.markTerminated(ctx, sb, "")
+		return s.markTerminated(ctx, sb, "", termNoInstance)
 	}
 	view, ok := s.pools.View(sb.Pool)
 	if !ok {
 		// The pool cannot be deleted while this sandbox is not terminal, so this
 		// replica has not loaded it yet: try again later rather than leak the instance.
-		return false, s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is not loaded on this replica", sb.Pool))
+		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is not loaded on this replica", sb.Pool))
 	}
 	if view.Adapter == nil {
 		log.Warn("terminating without deleting the instance: the pool has no adapter", "reason", view.LastError)
-		return s.markTerminated(ctx, sb, ReasonAdapterUnavailable)
+		return s.markTerminated(ctx, sb, ReasonAdapterUnavailable, termAdapterUnavailable)
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
 	err := view.Adapter.Delete(dctx, sb.BackendRef)
 	cancel()
 	if err != nil && !api.IsCode(err, api.CodeNotFound) {
-		log.Warn("delete failed", "error", err)
-		return false, s.deleteFailed(ctx, sb, message(err))
+		log.Warn("delete failed", "ref", sb.BackendRef, "error", err)
+		return s.deleteFailed(ctx, sb, message(err))
 	}
-	return s.markTerminated(ctx, sb, "")
+	return s.markTerminated(ctx, sb, "", termDeleted)
 }
 
 // markTerminated ends the sandbox; reason "" keeps why it was terminated (ttl
-// expired, say) but drops a delete failure that no longer applies.
-func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason string) (bool, error) {
+// expired, say) but drops a delete failure that no longer applies. result labels
+// differently_terminations_total.
+func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason, result string) (termOutcome, error) {
 	_, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef {
 			return errStale
@@ -107,38 +128,92 @@ func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason
 		}
 		return nil
 	})
-	if err != nil {
-		s.log.Error("mark terminated", "sandbox", sb.ID, "error", err)
+	switch {
+	case err != nil:
+		s.log.Error("mark terminated", "sandbox", sb.ID, "pool", sb.Pool, "error", err)
+		return termNone, err
+	case !ok:
+		return termNone, nil
 	}
-	return ok, err
+	s.m.terminations.WithLabelValues(result).Inc()
+	s.log.Info("sandbox terminated", "sandbox", sb.ID, "pool", sb.Pool, "result", result)
+	return termTerminated, nil
 }
 
 // deleteFailed records why the sandbox is still terminating and returns an error
-// for the pass's count.
-func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg string) error {
+// for the pass's count. Once the sandbox has been terminating for TerminateGiveUp it
+// is failed instead: its instance may still exist, and being no longer live it is an
+// orphan to the reconciler, which keeps trying to delete it.
+func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg string) (termOutcome, error) {
+	s.m.terminations.WithLabelValues(termDeleteFailed).Inc()
+	giveUp := !s.clk.Now().Before(sb.StateChangedAt.Add(s.opts.TerminateGiveUp))
 	reason := deleteFailedPrefix + msg
-	_, _, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+	if giveUp {
+		reason = fmt.Sprintf("delete kept failing for %s: %s; the backend instance may still exist", shortDuration(s.opts.TerminateGiveUp), msg)
+	}
+	o := termNone
+	_, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
 		// An unchanged reason is not rewritten, so a backend down for hours does not
 		// bump the row on every tick.
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef || cur.Reason == reason {
 			return errStale
 		}
+		if giveUp && !cur.StateChangedAt.Equal(sb.StateChangedAt) {
+			return errStale // it entered terminating again meanwhile: its clock restarted
+		}
 		cur.Reason = reason
+		if giveUp {
+			cur.State = store.StateFailed
+			clearClaim(cur)
+			o = termFailed
+		}
 		return nil
 	})
-	return errors.Join(errors.New(reason), err)
+	if ok && o == termFailed {
+		s.m.terminations.WithLabelValues(termGaveUp).Inc()
+		s.log.Error("gave up deleting the instance; sandbox failed", "sandbox", sb.ID, "pool", sb.Pool,
+			"ref", sb.BackendRef, "error", msg)
+	}
+	if err != nil {
+		s.log.Error("record delete failure", "sandbox", sb.ID, "pool", sb.Pool, "error", err)
+	}
+	return o, errors.Join(errors.New(reason), err)
+}
+
+// shortDuration writes d as an operator would: 1h, 90m, 45s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
 }
 
 // ExpireOnce moves every sandbox whose TTL has run out to terminating; TerminateOnce
 // then deletes it. Provisioning sandboxes are left to finish: their expiry is set
 // only once they run.
+//
+// Its listing also feeds differently_sandboxes for every non-terminal state but
+// terminating (TerminateOnce's listing does that one): the housekeeping loop reads
+// these rows anyway, so queue depth costs no query of its own. Provisioning rows are
+// listed only for the count; there are at most a few per pool and replica
+// (maxStarting).
 func (s *Scheduler) ExpireOnce(ctx context.Context) (Result, error) {
 	res := Result{Pass: PassExpire}
-	sbs, err := s.listAll(ctx, expirable)
+	sbs, err := s.listAll(ctx, expiryListed)
 	if err != nil {
 		return res, fmt.Errorf("list expirable sandboxes: %w", err)
 	}
 	now := s.clk.Now()
+	counts := map[store.State]int{}
+	for _, sb := range sbs {
+		counts[sb.State]++
+	}
+	defer func() { s.m.setDepth(expiryListed, counts) }()
 	for _, sb := range sbs {
 		if !expired(&sb, now) {
 			continue
@@ -153,11 +228,12 @@ func (s *Scheduler) ExpireOnce(ctx context.Context) (Result, error) {
 		})
 		switch {
 		case err != nil:
-			s.log.Error("expire sandbox", "sandbox", sb.ID, "error", err)
+			s.log.Error("expire sandbox", "sandbox", sb.ID, "pool", sb.Pool, "error", err)
 			res.Errors++
 		case ok:
-			s.log.Info("sandbox expired", "sandbox", sb.ID)
+			s.log.Info("sandbox expired", "sandbox", sb.ID, "pool", sb.Pool)
 			res.Expired++
+			counts[sb.State]--
 		}
 	}
 	return res, nil

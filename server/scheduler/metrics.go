@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/different-ai/differently/server/metrics"
+	"github.com/different-ai/differently/server/store"
+)
+
+// Values of the code label of differently_create_attempts_total besides api codes.
+const (
+	codeOK = "ok"
+	// codeInterrupted: a Create cut short by this replica's shutdown, not answered
+	// by the backend.
+	codeInterrupted = "interrupted"
+)
+
+// Values of the result label of differently_terminations_total.
+const (
+	termDeleted            = "deleted"             // Delete succeeded (or the instance was already gone)
+	termNoInstance         = "no_instance"         // nothing to delete: the sandbox never got an instance
+	termAdapterUnavailable = "adapter_unavailable" // terminated without deleting: the pool has no adapter
+	termDeleteFailed       = "delete_failed"       // one failed Delete; the sandbox stays terminating
+	termGaveUp             = "gave_up"             // Delete kept failing past TerminateGiveUp; the sandbox failed
+)
+
+// depthStates are the states differently_sandboxes reports: those a sandbox passes
+// through. Terminal states only grow and are left to the database.
+var depthStates = store.NonTerminalStates
+
+type schedMetrics struct {
+	sandboxes    *prometheus.GaugeVec
+	provision    *prometheus.HistogramVec
+	attempts     *prometheus.CounterVec
+	terminations *prometheus.CounterVec
+}
+
+func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
+	m := &schedMetrics{
+		sandboxes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "differently_sandboxes",
+			Help: "Sandboxes in each non-terminal state, database-wide (every replica reports the same count: aggregate with max, not sum), as of this replica's last housekeeping pass.",
+		}, []string{"state"}),
+		provision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "differently_provision_seconds",
+			Help:    "Time from claiming a queued sandbox to recording it running, by pool, for sandboxes this replica provisioned.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12), // 0.25 s to 512 s
+		}, []string{"pool"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "differently_create_attempts_total",
+			Help: "Create calls made by this replica, by pool and outcome: ok, the error code the adapter answered, or interrupted (this replica shut down).",
+		}, []string{"pool", "code"}),
+		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "differently_terminations_total",
+			Help: "Termination outcomes on this replica: deleted, no_instance, adapter_unavailable, gave_up (the sandbox failed), and delete_failed for each Delete that failed and will be retried.",
+		}, []string{"result"}),
+	}
+	var err error
+	if m.sandboxes, err = metrics.Register(reg, m.sandboxes); err != nil {
+		return nil, err
+	}
+	if m.provision, err = metrics.Register(reg, m.provision); err != nil {
+		return nil, err
+	}
+	if m.attempts, err = metrics.Register(reg, m.attempts); err != nil {
+		return nil, err
+	}
+	if m.terminations, err = metrics.Register(reg, m.terminations); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// setDepth publishes the counts of the given states; a state absent from counts has
+// no sandbox.
+func (m *schedMetrics) setDepth(states []store.State, counts map[store.State]int) {
+	for _, st := range states {
+		m.sandboxes.WithLabelValues(string(st)).Set(float64(counts[st]))
+	}
+}
