@@ -402,7 +402,7 @@ type SandboxCreate struct {
 	Resources *Resources `json:"resources,omitempty"`
 	Template  *string    `json:"template,omitempty"`
 
-	// TtlSeconds 0 = no expiry.
+	// TtlSeconds Lifetime in seconds once running. Left out: the profile's, else the policy's defaults.ttlSeconds, else 24 hours. 0: no expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 

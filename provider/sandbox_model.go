@@ -29,8 +29,14 @@ func (m *sandboxModel) toCreate(ctx context.Context, diags *diag.Diagnostics) cl
 	if labels := mapOf(ctx, m.Labels, diags); labels != nil {
 		body.Labels = &labels
 	}
-	if !m.TTLSeconds.IsNull() && !m.TTLSeconds.IsUnknown() {
+	switch {
+	case !m.TTLSeconds.IsNull() && !m.TTLSeconds.IsUnknown():
 		body.TtlSeconds = ptr(m.TTLSeconds.ValueInt64())
+	case body.Profile == nil:
+		// Terraform owns this sandbox's lifetime: left out means no expiry, said
+		// explicitly, or the daemon would apply its default TTL and delete the sandbox
+		// under the configuration. With a profile, the profile's TTL applies.
+		body.TtlSeconds = ptr(int64(0))
 	}
 	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
 		var res struct {

@@ -66,6 +66,10 @@ func (s *Server) PutPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := store.Policy{AllowExternal: deref(body.AllowExternal), Defaults: deref(body.Defaults)}
+	if _, err := policyDefaultTTL(p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	for _, name := range deref(body.ExternalPools) {
 		if err := validPoolName(name); err != nil {
 			s.writeError(w, r, err)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -125,6 +126,14 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 			return
 		}
 	}
+	if body.TtlSeconds == nil && sb.TTLSeconds == 0 {
+		ttl, err := s.defaultTTL(ctx)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		sb.TTLSeconds = ttl
+	}
 	snapshotPool := ""
 	if sb.FromSnapshot != "" {
 		sn, err := s.loadSnapshot(ctx, sb.FromSnapshot)
@@ -150,6 +159,38 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		status = http.StatusOK
 	}
 	writeJSON(w, status, s.toSandbox(out))
+}
+
+// DefaultTTLSeconds is the lifetime of a sandbox whose create names no TTL, when the
+// policy sets no defaults.ttlSeconds: nothing lives forever unless asked to, with an
+// explicit ttlSeconds of 0.
+const DefaultTTLSeconds = 24 * 60 * 60
+
+// defaultTTL is the policy's defaults.ttlSeconds, or DefaultTTLSeconds.
+func (s *Server) defaultTTL(ctx context.Context) (int64, error) {
+	policy, err := s.st.GetPolicy(ctx)
+	if err != nil {
+		return 0, errorf("get policy: %w", err)
+	}
+	return policyDefaultTTL(policy)
+}
+
+// policyDefaultTTL reads defaults.ttlSeconds of a policy; PutPolicy checks it with
+// the same function, so a stored policy always has a usable value.
+func policyDefaultTTL(p store.Policy) (int64, error) {
+	switch v := p.Defaults["ttlSeconds"].(type) {
+	case nil:
+		return DefaultTTLSeconds, nil
+	case float64:
+		if v >= 0 && v == float64(int64(v)) {
+			return int64(v), nil
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil && n >= 0 {
+			return n, nil
+		}
+	}
+	return 0, invalid("defaults.ttlSeconds must be a whole number of seconds, 0 (no expiry) or more")
 }
 
 // queueFullRetryAfter is the Retry-After of a create refused because the queue is full.

@@ -300,3 +300,35 @@ func TestPatchTTLReachesTheBackend(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultTTL: nothing lives forever unless its create says ttlSeconds 0.
+func TestDefaultTTL(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		ttlOf := func(extra map[string]any) int64 {
+			t.Helper()
+			sb := e.createSandbox(e.admin, "fake", extra)
+			if sb.TtlSeconds == nil {
+				return 0
+			}
+			return *sb.TtlSeconds
+		}
+		if got := ttlOf(nil); got != httpapi.DefaultTTLSeconds {
+			t.Errorf("no ttlSeconds: %d, want the built-in default %d", got, httpapi.DefaultTTLSeconds)
+		}
+		if got := ttlOf(map[string]any{"ttlSeconds": 0}); got != 0 {
+			t.Errorf("explicit 0: %d, want no expiry", got)
+		}
+		e.do(e.admin, "PUT", "/v1/admin/policy", map[string]any{"defaults": map[string]any{"ttlSeconds": 600}}).want(t, http.StatusOK)
+		if got := ttlOf(nil); got != 600 {
+			t.Errorf("policy default: %d, want 600", got)
+		}
+		if got := ttlOf(map[string]any{"ttlSeconds": 30}); got != 30 {
+			t.Errorf("explicit 30: %d", got)
+		}
+		for _, bad := range []any{-1, 1.5, "1h"} {
+			e.do(e.admin, "PUT", "/v1/admin/policy", map[string]any{"defaults": map[string]any{"ttlSeconds": bad}}).
+				want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+		}
+	})
+}
