@@ -136,18 +136,7 @@ func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.ContentLength > api.MaxFileBytes {
-		return nil, tooLarge(p)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxFileBytes+1))
-	if err != nil {
-		return nil, tb.TransportError(err)
-	}
-	if len(data) > api.MaxFileBytes {
-		return nil, tooLarge(p)
-	}
-	return data, nil
+	return tb.ReadFileBody(resp, p)
 }
 
 func tooLarge(p string) error {

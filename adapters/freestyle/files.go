@@ -48,18 +48,7 @@ func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.ContentLength > api.MaxFileBytes {
-		return nil, adapters.TooLarge("freestyle: %s is %d bytes, over the %d MiB limit", clean, resp.ContentLength, api.MaxFileBytes>>20)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxFileBytes+1))
-	if err != nil {
-		return nil, a.c.TransportError(err)
-	}
-	if len(data) > api.MaxFileBytes {
-		return nil, adapters.TooLarge("freestyle: %s is over the %d MiB limit", clean, api.MaxFileBytes>>20)
-	}
-	return data, nil
+	return a.c.ReadFileBody(resp, clean)
 }
 
 // WriteFile creates the parent directories with fs/mkdir, then writes the file

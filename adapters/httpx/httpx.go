@@ -266,3 +266,23 @@ func Poll(ctx context.Context, interval time.Duration, check func(context.Contex
 		}
 	}
 }
+
+// ReadFileBody reads a file download of at most api.MaxFileBytes and closes the
+// body. A larger file is payload_too_large, never a silent cut; name is the file's
+// path for the message.
+func (c *Client) ReadFileBody(resp *http.Response, name string) ([]byte, error) {
+	defer resp.Body.Close()
+	tooLarge := adapters.TooLarge("%s: %s is larger than %d MiB, the most a file read returns", c.Provider, name, api.MaxFileBytes>>20)
+	if resp.ContentLength > api.MaxFileBytes {
+		return nil, tooLarge
+	}
+	// One byte over the limit tells a file that is too large from one that fits.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxFileBytes+1))
+	if err != nil {
+		return nil, c.TransportError(err)
+	}
+	if len(data) > api.MaxFileBytes {
+		return nil, tooLarge
+	}
+	return data, nil
+}

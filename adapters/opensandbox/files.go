@@ -55,18 +55,7 @@ func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
 		a.forgetOnOutage(ref, err)
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.ContentLength > api.MaxFileBytes {
-		return nil, tooLarge(p)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxFileBytes+1))
-	if err != nil {
-		return nil, c.TransportError(err)
-	}
-	if len(data) > api.MaxFileBytes {
-		return nil, tooLarge(p)
-	}
-	return data, nil
+	return c.ReadFileBody(resp, p)
 }
 
 func tooLarge(p string) error {
