@@ -48,9 +48,11 @@ func TestReplicasProvisionExactlyOnce(t *testing.T) {
 	deadline := time.Now().Add(budget)
 	dbURL := pgtest.SchemaURL(t)
 	const adapterToken = "replicas-test-adapter-token"
+	// Creates take long enough (1.5 s) that one seen starting in the logs is still in
+	// flight when its replica is killed, even on a loaded machine.
 	fakeURL := serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
 		"--adapter", "fake", "--config-json",
-		`{"createLatencyMs": 200, "dropCreateResponses": 3, "createErrors": ["insufficient_capacity", "sandbox_failed"]}`)
+		`{"createLatencyMs": 1500, "dropCreateResponses": 3, "createErrors": ["insufficient_capacity", "sandbox_failed"]}`)
 
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
