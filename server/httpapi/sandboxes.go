@@ -126,14 +126,6 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 			return
 		}
 	}
-	if body.TtlSeconds == nil && sb.TTLSeconds == 0 {
-		ttl, err := s.defaultTTL(ctx)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		sb.TTLSeconds = ttl
-	}
 	snapshotPool := ""
 	if sb.FromSnapshot != "" {
 		sn, err := s.loadSnapshot(ctx, sb.FromSnapshot)
@@ -149,7 +141,8 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		}
 		snapshotPool = sn.Pool
 	}
-	out, created, err := s.queueSandbox(ctx, sb, snapshotPool)
+	// Without a TTL from the request or its profile, the policy's default applies.
+	out, created, err := s.queueSandbox(ctx, sb, snapshotPool, body.TtlSeconds == nil && sb.TTLSeconds == 0)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -165,15 +158,6 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 // policy sets no defaults.ttlSeconds: nothing lives forever unless asked to, with an
 // explicit ttlSeconds of 0.
 const DefaultTTLSeconds = 24 * 60 * 60
-
-// defaultTTL is the policy's defaults.ttlSeconds, or DefaultTTLSeconds.
-func (s *Server) defaultTTL(ctx context.Context) (int64, error) {
-	policy, err := s.st.GetPolicy(ctx)
-	if err != nil {
-		return 0, errorf("get policy: %w", err)
-	}
-	return policyDefaultTTL(policy)
-}
 
 // policyDefaultTTL reads defaults.ttlSeconds of a policy; PutPolicy checks it with
 // the same function, so a stored policy always has a usable value.
@@ -197,9 +181,11 @@ func policyDefaultTTL(p store.Policy) (int64, error) {
 const queueFullRetryAfter = 5
 
 // queueSandbox validates a new sandbox, checks that some pool could ever take it,
-// admits it (project quota, queue bound) and stores it queued for the scheduler. created is false when the idempotency key named
-// an existing sandbox, which is returned instead.
-func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string) (store.Sandbox, bool, error) {
+// admits it (project quota, queue bound) and stores it queued for the scheduler.
+// With defaultTTL it takes the policy's default lifetime, read with the policy
+// placement needs anyway. created is false when the idempotency key named an
+// existing sandbox, which is returned instead.
+func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string, defaultTTL bool) (store.Sandbox, bool, error) {
 	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
 	if err != nil {
 		return sb, false, err
@@ -220,6 +206,11 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	policy, err := s.st.GetPolicy(ctx)
 	if err != nil {
 		return sb, false, errorf("get policy: %w", err)
+	}
+	if defaultTTL {
+		if sb.TTLSeconds, err = policyDefaultTTL(policy); err != nil {
+			return sb, false, err
+		}
 	}
 	active, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 	if err != nil {
