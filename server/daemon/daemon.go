@@ -5,7 +5,9 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,9 +326,14 @@ func devPools(dataDir string) []store.Pool {
 	}
 }
 
+// samePool compares pools as they are stored: as JSON. A config file's pool decodes
+// its numbers from YAML as integers where the stored copy holds float64, so a Go
+// comparison would see a change on every start and rewrite the pool.
 func samePool(a, b store.Pool) bool {
 	a.CreatedAt, a.UpdatedAt, a.Version = b.CreatedAt, b.UpdatedAt, b.Version
-	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // ensureDevAdminToken creates the first admin token of a development database,
