@@ -29,6 +29,16 @@ func EncodeCursor(id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("id:" + id))
 }
 
+// Page cuts a listing read with limit+1 rows down to limit and returns the cursor of
+// the next page, or "" when the extra row shows there is none.
+func Page(items []Sandbox, limit int) ([]Sandbox, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, EncodeCursor(items[limit-1].ID)
+}
+
 // DecodeCursor reverses EncodeCursor; "" decodes to "". Anything else is invalid_request.
 func DecodeCursor(c string) (string, error) {
 	if c == "" {

@@ -179,11 +179,7 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(items) > limit {
-		items = items[:limit]
-		next = store.EncodeCursor(items[limit-1].ID)
-	}
+	items, next := store.Page(items, limit)
 	return items, next, nil
 }
 
