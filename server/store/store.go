@@ -12,6 +12,7 @@ import (
 // which is what the row is stamped with and what time comparisons (claims, leases,
 // backoff) are made against.
 type Store interface {
+	Watcher
 	// Ping checks that the database answers (readiness).
 	Ping(ctx context.Context) error
 	// Close releases the connections. The Store must not be used afterwards.
@@ -67,6 +68,14 @@ type Store interface {
 	// written and that error is returned as is. fn may run while other writers wait, so
 	// it must be quick and must not call the Store. not_found when the sandbox is missing.
 	UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*Sandbox) error) (Sandbox, error)
+	// UpdateSandboxes is UpdateSandbox for many sandboxes in one transaction: it locks
+	// the rows of ids (in ID order, so concurrent batches cannot deadlock) and calls fn
+	// with each index and current value. A sandbox for which fn returns an error is not
+	// written, and errs[i] holds that error, as does errs[i] not_found for a missing
+	// sandbox; the others are written and out[i] holds their new value. err is set only
+	// when the transaction itself failed, and then nothing was written. The rules of
+	// UpdateSandbox apply to fn; ids must be distinct.
+	UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(i int, sb *Sandbox) error) (out []Sandbox, errs []error, err error)
 	// ClaimSandboxes atomically leases up to limit queued sandboxes that are due
 	// (NextAttemptAt <= now) and not under a live claim (ClaimExpiresAt unset or <= now),
 	// oldest NextAttemptAt then ID first, setting ClaimedBy=claimer and

@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
@@ -73,5 +75,47 @@ func TestConcurrentMigrations(t *testing.T) {
 func TestOpenBadURL(t *testing.T) {
 	if _, err := postgres.Open(context.Background(), "postgres://%zz"); err == nil {
 		t.Fatal("Open accepted a malformed URL")
+	}
+}
+
+// The change feed crosses replicas: a store hears the writes another store makes on
+// the same schema, and nothing of another schema's, even on the same database. The
+// foreign write is made first, so that if it were heard it would come before ours.
+func TestWatchAcrossReplicas(t *testing.T) {
+	ctx := t.Context()
+	u := pgtest.SchemaURL(t)
+	listener, writer := open(t, u), open(t, u)
+	stranger := open(t, pgtest.SchemaURL(t))
+	changes := make(chan store.Change, 16)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- listener.Watch(wctx, func(c store.Change) { changes <- c }) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	next := func() store.Change {
+		t.Helper()
+		select {
+		case c := <-changes:
+			return c
+		case <-ctx.Done():
+			t.Fatal("no change heard before the test's deadline")
+		}
+		return store.Change{}
+	}
+	if c := next(); c.Kind != store.ChangeResync {
+		t.Fatalf("first change %+v, want a resync", c)
+	}
+	now := time.Now()
+	if _, _, err := stranger.CreateSandbox(ctx, now, store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	sb, _, err := writer.CreateSandbox(ctx, now, store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateQueued}) {
+		t.Fatalf("heard %+v, want the other replica's create of %s", c, sb.ID)
 	}
 }

@@ -222,6 +222,17 @@ func statesArg(states []store.State) []string {
 	return out
 }
 
+// updateSandboxSQL rewrites every column but id ($1) and created_at ($26);
+// created_at only appears in the WHERE clause because PostgreSQL must be able to type
+// every parameter.
+const updateSandboxSQL = `UPDATE sandboxes SET org = $2, project = $3, state = $4,
+	pool = $5, region = $6, backend_ref = $7, template = $8, profile = $9, capabilities = $10,
+	cpu = $11, memory_mib = $12, disk_gib = $13, labels = $14, env = $15, ttl_seconds = $16,
+	expires_at = $17, from_snapshot = $18, placement = $19, attempts = $20, reason = $21,
+	next_attempt_at = $22, claimed_by = $23, claim_expires_at = $24, idempotency_key = $25,
+	updated_at = $27, state_changed_at = $28, version = $29
+	WHERE id = $1 AND created_at = $26 RETURNING ` + sandboxColumns
+
 // UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
 // one sandbox queue on the row lock, so none is lost.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
@@ -239,18 +250,74 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 		if err != nil {
 			return err
 		}
-		// Every column but id ($1) and created_at ($26) is rewritten; created_at only appears
-		// in the WHERE clause because PostgreSQL must be able to type every parameter.
-		out, err = scanSandbox(tx.QueryRow(ctx, `UPDATE sandboxes SET org = $2, project = $3, state = $4,
-			pool = $5, region = $6, backend_ref = $7, template = $8, profile = $9, capabilities = $10,
-			cpu = $11, memory_mib = $12, disk_gib = $13, labels = $14, env = $15, ttl_seconds = $16,
-			expires_at = $17, from_snapshot = $18, placement = $19, attempts = $20, reason = $21,
-			next_attempt_at = $22, claimed_by = $23, claim_expires_at = $24, idempotency_key = $25,
-			updated_at = $27, state_changed_at = $28, version = $29
-			WHERE id = $1 AND created_at = $26 RETURNING `+sandboxColumns, args...))
+		out, err = scanSandbox(tx.QueryRow(ctx, updateSandboxSQL, args...))
 		return translate(err, "sandbox", id)
 	})
 	return out, err
+}
+
+// UpdateSandboxes implements store.Store in four round trips whatever the batch size:
+// BEGIN, one SELECT ... FOR UPDATE of every row (ordered by id, the lock order),
+// one pipelined batch of UPDATEs, COMMIT.
+func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	out := make([]store.Sandbox, len(ids))
+	errs := make([]error, len(ids))
+	if len(ids) == 0 {
+		return out, errs, nil
+	}
+	index, err := store.BatchIndex(ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		clear(errs)
+		rows, err := collectSandboxes(tx.Query(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids))
+		if err != nil {
+			return err
+		}
+		found := make([]bool, len(ids))
+		var batch pgx.Batch
+		var written []int
+		for _, cur := range rows {
+			i := index[cur.ID]
+			found[i] = true
+			next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			args, err := sandboxArgs(next)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			batch.Queue(updateSandboxSQL, args...)
+			written = append(written, i)
+		}
+		for i, ok := range found {
+			if !ok {
+				errs[i] = store.NotFound("sandbox", ids[i])
+			}
+		}
+		if len(written) == 0 {
+			return nil
+		}
+		br := tx.SendBatch(ctx, &batch)
+		for _, i := range written {
+			sb, err := scanSandbox(br.QueryRow())
+			if err != nil {
+				br.Close()
+				return translate(err, "sandbox", ids[i])
+			}
+			out[i] = sb
+		}
+		return wrap(br.Close())
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, errs, nil
 }
 
 // ClaimSandboxes implements store.Store. SKIP LOCKED lets concurrent claimers pass over

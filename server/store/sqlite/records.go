@@ -149,7 +149,11 @@ func (s *Store) TouchToken(ctx context.Context, id string, now time.Time) error 
 
 // DeleteToken implements store.Store.
 func (s *Store) DeleteToken(ctx context.Context, id string) error {
-	return s.execOne(ctx, "token", id, `DELETE FROM tokens WHERE id = ?`, id)
+	if err := s.execOne(ctx, "token", id, `DELETE FROM tokens WHERE id = ?`, id); err != nil {
+		return err
+	}
+	s.feed.publish(store.Change{Kind: store.ChangeToken, ID: id})
+	return nil
 }
 
 // GetPolicy implements store.Store.
@@ -172,8 +176,12 @@ func (s *Store) PutPolicy(ctx context.Context, p store.Policy) error {
 	if err != nil {
 		return err
 	}
-	return s.exec(ctx, nil, `INSERT INTO policy (id, doc) VALUES (1, ?)
-		ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, doc)
+	if err := s.exec(ctx, nil, `INSERT INTO policy (id, doc) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, doc); err != nil {
+		return err
+	}
+	s.feed.publish(store.Change{Kind: store.ChangePolicy})
+	return nil
 }
 
 // TryLease implements store.Store in one upsert: the update only happens when the lease is

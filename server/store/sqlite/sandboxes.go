@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -126,6 +128,9 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
+	if created {
+		s.feed.publish(store.Change{Kind: store.ChangeSandbox, ID: out.ID, State: out.State})
+	}
 	return out, created, nil
 }
 
@@ -194,32 +199,83 @@ func statesArgs(states []store.State) []any {
 // UpdateSandbox implements store.Store. The write transaction is the lock: no other
 // writer, in this process or another, runs between the read and the write.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
-	var out store.Sandbox
+	var out, before store.Sandbox
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		cur, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`, id))
-		if err != nil {
-			return translate(err, "sandbox", id)
-		}
-		next, err := store.ApplyUpdate(cur, now, fn)
+		var rowErr, err error
+		before, out, rowErr, err = updateSandbox(ctx, tx, id, now, fn)
 		if err != nil {
 			return err
 		}
-		args, err := sandboxArgs(next)
-		if err != nil {
-			return err
-		}
-		// Every column but id (args[0], the key, last here) and created_at (args[25]).
-		set := append(append(append([]any{}, args[1:25]...), args[26:]...), id)
-		out, err = scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET org = ?, project = ?, state = ?,
-			pool = ?, region = ?, backend_ref = ?, template = ?, profile = ?, capabilities = ?,
-			cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,
-			expires_at = ?, from_snapshot = ?, placement = ?, attempts = ?, reason = ?,
-			next_attempt_at = ?, claimed_by = ?, claim_expires_at = ?, idempotency_key = ?,
-			updated_at = ?, state_changed_at = ?, version = ?
-			WHERE id = ? RETURNING `+sandboxColumns, set...))
-		return translate(err, "sandbox", id)
+		return rowErr
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	s.feed.sandboxWritten(before, out)
+	return out, nil
+}
+
+// UpdateSandboxes implements store.Store: one write transaction, rows in ID order.
+func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	index, err := store.BatchIndex(ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	order := slices.Sorted(maps.Keys(index))
+	out := make([]store.Sandbox, len(ids))
+	before := make([]store.Sandbox, len(ids))
+	errs := make([]error, len(ids))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, id := range order {
+			i := index[id]
+			var err error
+			before[i], out[i], errs[i], err = updateSandbox(ctx, tx, id, now, func(sb *store.Sandbox) error { return fn(i, sb) })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range ids {
+		if errs[i] == nil {
+			s.feed.sandboxWritten(before[i], out[i])
+		}
+	}
+	return out, errs, nil
+}
+
+// updateSandbox reads, changes and writes one sandbox inside tx. rowErr concerns this
+// sandbox alone (it is missing, fn refused it) and nothing was written; err means the
+// transaction itself failed.
+func updateSandbox(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn func(*store.Sandbox) error) (before, after store.Sandbox, rowErr, err error) {
+	cur, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`, id))
+	if isNoRows(err) {
+		return cur, cur, store.NotFound("sandbox", id), nil
+	}
+	if err != nil {
+		return cur, cur, nil, wrap(err)
+	}
+	next, err := store.ApplyUpdate(cur, now, fn)
+	if err != nil {
+		return cur, cur, err, nil
+	}
+	args, err := sandboxArgs(next)
+	if err != nil {
+		return cur, cur, err, nil
+	}
+	// Every column but id (args[0], the key, last here) and created_at (args[25]).
+	set := append(append(append([]any{}, args[1:25]...), args[26:]...), id)
+	out, err := scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET org = ?, project = ?, state = ?,
+		pool = ?, region = ?, backend_ref = ?, template = ?, profile = ?, capabilities = ?,
+		cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,
+		expires_at = ?, from_snapshot = ?, placement = ?, attempts = ?, reason = ?,
+		next_attempt_at = ?, claimed_by = ?, claim_expires_at = ?, idempotency_key = ?,
+		updated_at = ?, state_changed_at = ?, version = ?
+		WHERE id = ? RETURNING `+sandboxColumns, set...))
+	return cur, out, nil, translate(err, "sandbox", id)
 }
 
 // ClaimSandboxes implements store.Store as one UPDATE in a write transaction; writers are

@@ -55,6 +55,9 @@ type Store struct {
 	path  string
 	write *sql.DB // exactly one connection: the serialised writer
 	read  *sql.DB // read-only connections
+	// feed is the change feed: one daemon owns a SQLite file, so it reports the
+	// writes of this process.
+	feed feed
 }
 
 var _ store.Store = (*Store)(nil)

@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+// Reconnection backoff of Watch: a database restart should not be hammered, and a
+// replica should hear changes again within seconds of the database coming back.
+const (
+	watchRetryMin = 100 * time.Millisecond
+	watchRetryMax = 5 * time.Second
+)
+
+// Watch implements store.Watcher with LISTEN on a connection of its own, outside the
+// pool: a pooled connection would keep listening after being handed to someone else.
+// The triggers of migration 003 send the notifications. After every (re)connection,
+// fn gets a ChangeResync, since changes committed while nobody listened are lost.
+func (s *Store) Watch(ctx context.Context, fn func(store.Change)) error {
+	delay := watchRetryMin
+	for {
+		listened, err := s.listen(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if listened {
+			delay = watchRetryMin
+		}
+		fn(store.Change{Kind: store.ChangeResync, Err: err})
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, watchRetryMax)
+	}
+}
+
+// listen runs one LISTEN session until it fails or ctx ends; listened says whether
+// it got as far as listening.
+func (s *Store) listen(ctx context.Context, fn func(store.Change)) (listened bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return false, wrap(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&channel); err != nil {
+		return false, wrap(err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return false, wrap(err)
+	}
+	fn(store.Change{Kind: store.ChangeResync})
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return true, wrap(err)
+		}
+		if c, ok := parseChange(n.Payload); ok {
+			fn(c)
+		}
+	}
+}
+
+// parseChange reads a payload of migration 003's triggers.
+func parseChange(payload string) (store.Change, bool) {
+	f := strings.Fields(payload)
+	switch {
+	case len(f) == 3 && f[0] == "s":
+		return store.Change{Kind: store.ChangeSandbox, ID: f[1], State: store.State(f[2])}, true
+	case len(f) == 2 && f[0] == "t":
+		return store.Change{Kind: store.ChangeToken, ID: f[1]}, true
+	case len(f) == 1 && f[0] == "p":
+		return store.Change{Kind: store.ChangePolicy}, true
+	}
+	return store.Change{}, false
+}

@@ -1,0 +1,181 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/store"
+)
+
+// testSandboxUpdateBatch: each row gets fn with its own index; a refused or missing
+// row is reported in errs and left alone while the others are written.
+func testSandboxUpdateBatch(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	var sbs []store.Sandbox
+	for i := range 3 {
+		sb := newSandbox("proj1")
+		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sbs = append(sbs, mustCreate(t, s, sb))
+	}
+	refuse := errors.New("not this one")
+	t1 := t0.Add(time.Minute)
+	// Listed out of ID order on purpose: indexes follow the caller's list.
+	list := []string{sbs[2].ID, "sbx_missing", sbs[0].ID, sbs[1].ID}
+	out, errs, err := s.UpdateSandboxes(ctx, list, t1, func(i int, x *store.Sandbox) error {
+		if x.ID == sbs[1].ID {
+			x.Reason = "must not be written"
+			return refuse
+		}
+		x.State = store.StateProvisioning
+		x.Reason = fmt.Sprintf("index %d", i)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(list) || len(errs) != len(list) {
+		t.Fatalf("UpdateSandboxes returned %d values and %d errors for %d IDs", len(out), len(errs), len(list))
+	}
+	wantCode(t, errs[1], api.CodeNotFound)
+	if !errors.Is(errs[3], refuse) {
+		t.Fatalf("errs[3] = %v, want fn's error", errs[3])
+	}
+	for _, i := range []int{0, 2} {
+		if errs[i] != nil {
+			t.Fatalf("errs[%d] = %v", i, errs[i])
+		}
+		got := out[i]
+		if got.ID != list[i] || got.State != store.StateProvisioning || got.Reason != fmt.Sprintf("index %d", i) ||
+			got.Version != 2 || got.StateChangedAt != ts(t1) {
+			t.Fatalf("out[%d] = %s", i, show(got))
+		}
+		equal(t, "stored", must[store.Sandbox](t)(s.GetSandbox(ctx, list[i])), got)
+	}
+	equal(t, "refused row", must[store.Sandbox](t)(s.GetSandbox(ctx, sbs[1].ID)), sbs[1])
+
+	if _, _, err := s.UpdateSandboxes(ctx, []string{sbs[0].ID, sbs[0].ID}, t1, func(int, *store.Sandbox) error { return nil }); err == nil {
+		t.Fatal("UpdateSandboxes accepted the same ID twice")
+	}
+	if out, errs, err := s.UpdateSandboxes(ctx, nil, t1, func(int, *store.Sandbox) error { return nil }); err != nil || len(out)+len(errs) != 0 {
+		t.Fatalf("empty batch: %v, %v, %v", out, errs, err)
+	}
+}
+
+// testSandboxUpdateBatchConcurrent: overlapping batches from two connections, in
+// opposite orders, lose no increment and do not deadlock.
+func testSandboxUpdateBatchConcurrent(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	var list []string
+	for i := range 5 {
+		sb := newSandbox("proj1")
+		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		list = append(list, mustCreate(t, s, sb).ID)
+	}
+	reversed := make([]string, len(list))
+	for i, id := range list {
+		reversed[len(list)-1-i] = id
+	}
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			st, l := s, list
+			if i%2 == 1 {
+				st, l = other, reversed
+			}
+			_, errs, err := st.UpdateSandboxes(ctx, l, t0.Add(time.Second), func(_ int, x *store.Sandbox) error {
+				x.Attempts++
+				return nil
+			})
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range list {
+		if got := must[store.Sandbox](t)(s.GetSandbox(ctx, id)); got.Attempts != n {
+			t.Fatalf("sandbox %s: attempts %d after %d concurrent batches", id, got.Attempts, n)
+		}
+	}
+}
+
+// testWatch: a listener hears a resync first, then every create and state change,
+// the deletion of a token and a policy write made through the store; a write that
+// keeps the state is not reported. (Drivers shared by replicas test the feed across
+// stores themselves.)
+func testWatch(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	changes := make(chan store.Change, 64)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Watch(wctx, func(c store.Change) {
+			changes <- c
+		})
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Watch returned %v after its context ended, want context.Canceled", err)
+		}
+	})
+	next := func() store.Change {
+		t.Helper()
+		select {
+		case c := <-changes:
+			return c
+		case <-ctx.Done():
+			t.Fatal("no change reported before the test's deadline")
+		}
+		return store.Change{}
+	}
+	if c := next(); c.Kind != store.ChangeResync || c.Err != nil {
+		t.Fatalf("first change %+v, want a resync without error", c)
+	}
+
+	sb := mustCreate(t, s, newSandbox("proj1"))
+	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateQueued}) {
+		t.Fatalf("after create: %+v", c)
+	}
+	// Not a state change: nothing to report. The state change that follows must be
+	// the next change heard.
+	must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t0, func(x *store.Sandbox) error { x.Reason = "x"; return nil }))
+	must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t0, func(x *store.Sandbox) error { x.State = store.StateProvisioning; return nil }))
+	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateProvisioning}) {
+		t.Fatalf("after a state change: %+v", c)
+	}
+	if _, _, err := s.UpdateSandboxes(ctx, []string{sb.ID}, t0, func(_ int, x *store.Sandbox) error { x.State = store.StateRunning; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateRunning}) {
+		t.Fatalf("after a batch update: %+v", c)
+	}
+
+	tok := must[store.Token](t)(s.CreateToken(ctx, t0, store.Token{ID: ids.New("tok"), Name: "w", Hash: []byte("0123456789abcdef0123456789abcdef"), Scope: store.ScopeAdmin}))
+	if err := s.DeleteToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(); c != (store.Change{Kind: store.ChangeToken, ID: tok.ID}) {
+		t.Fatalf("after deleting a token: %+v", c)
+	}
+	if err := s.PutPolicy(ctx, store.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(); c.Kind != store.ChangePolicy {
+		t.Fatalf("after writing the policy: %+v", c)
+	}
+}
