@@ -599,6 +599,15 @@ type WriteSandboxFileParams struct {
 	Path Path `form:"path" json:"path"`
 }
 
+// WaitSandboxParams defines parameters for WaitSandbox.
+type WaitSandboxParams struct {
+	// State The states to wait for (repeat or comma-separate).
+	State []SandboxState `form:"state" json:"state"`
+
+	// TimeoutSeconds How long to wait at most; 0 answers at once.
+	TimeoutSeconds *int `form:"timeoutSeconds,omitempty" json:"timeoutSeconds,omitempty"`
+}
+
 // PutPolicyJSONRequestBody defines body for PutPolicy for application/json ContentType.
 type PutPolicyJSONRequestBody = Policy
 
@@ -859,6 +868,9 @@ type ClientInterface interface {
 
 	// StopSandbox request
 	StopSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WaitSandbox request
+	WaitSandbox(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSnapshot request
 	DeleteSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1505,6 +1517,18 @@ func (c *RawClient) StartSandbox(ctx context.Context, id SandboxID, reqEditors .
 
 func (c *RawClient) StopSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStopSandboxRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *RawClient) WaitSandbox(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWaitSandboxRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3235,6 +3259,74 @@ func NewStopSandboxRequest(server string, id SandboxID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewWaitSandboxRequest generates requests for WaitSandbox
+func NewWaitSandboxRequest(server string, id SandboxID, params *WaitSandboxParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sandboxes/%s/wait", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if queryFrag, err := runtime.StyleParamWithLocation("form", true, "state", runtime.ParamLocationQuery, params.State); err != nil {
+			return nil, err
+		} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+			return nil, err
+		} else {
+			for k, v := range parsed {
+				for _, v2 := range v {
+					queryValues.Add(k, v2)
+				}
+			}
+		}
+
+		if params.TimeoutSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "timeoutSeconds", runtime.ParamLocationQuery, *params.TimeoutSeconds); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteSnapshotRequest generates requests for DeleteSnapshot
 func NewDeleteSnapshotRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -3494,6 +3586,9 @@ type ClientWithResponsesInterface interface {
 
 	// StopSandboxWithResponse request
 	StopSandboxWithResponse(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*StopSandboxResponse, error)
+
+	// WaitSandboxWithResponse request
+	WaitSandboxWithResponse(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*WaitSandboxResponse, error)
 
 	// DeleteSnapshotWithResponse request
 	DeleteSnapshotWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSnapshotResponse, error)
@@ -4485,6 +4580,30 @@ func (r StopSandboxResponse) StatusCode() int {
 	return 0
 }
 
+type WaitSandboxResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *SandboxResponse
+	JSON400      *ErrorResponse
+	JSON404      *ErrorResponse
+}
+
+// Status returns HTTPResponse.Status
+func (r WaitSandboxResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WaitSandboxResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type DeleteSnapshotResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5001,6 +5120,15 @@ func (c *ClientWithResponses) StopSandboxWithResponse(ctx context.Context, id Sa
 		return nil, err
 	}
 	return ParseStopSandboxResponse(rsp)
+}
+
+// WaitSandboxWithResponse request returning *WaitSandboxResponse
+func (c *ClientWithResponses) WaitSandboxWithResponse(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*WaitSandboxResponse, error) {
+	rsp, err := c.WaitSandbox(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWaitSandboxResponse(rsp)
 }
 
 // DeleteSnapshotWithResponse request returning *DeleteSnapshotResponse
@@ -6648,6 +6776,46 @@ func ParseStopSandboxResponse(rsp *http.Response) (*StopSandboxResponse, error) 
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseWaitSandboxResponse parses an HTTP response from a WaitSandboxWithResponse call
+func ParseWaitSandboxResponse(rsp *http.Response) (*WaitSandboxResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WaitSandboxResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SandboxResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	}
 

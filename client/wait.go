@@ -12,26 +12,27 @@ import (
 // failed or terminated without that being one of the states waited for.
 var ErrTerminalState = errors.New("sandbox reached a terminal state")
 
-// Polling starts fast because a devhost sandbox is running within a scheduler pass or
-// two, and slows down so a long provisioning does not hammer the daemon.
-const (
-	waitFirstDelay = 100 * time.Millisecond
-	waitMaxDelay   = 2 * time.Second
-)
+// maxWaitSeconds is the longest wait asked of the daemon in one request (the API's
+// maximum is 60 s): short enough for proxies that cut idle requests, long enough that
+// a slow provisioning costs a request per half-minute.
+const maxWaitSeconds = 30
 
-// WaitForState polls the sandbox until its state is one of states and returns it. If
-// it reaches failed or terminated instead, it returns the sandbox and an error
-// (wrapping ErrTerminalState) naming the state and the daemon's reason. When ctx ends
-// first, it returns the last sandbox seen, if any, with the context's error; an API
-// error (a 404, say) ends the wait at once.
+// WaitForState waits until the sandbox's state is one of states and returns it. It
+// asks the daemon's wait route, which answers as soon as the state changes (the
+// daemon hears of it from its store, whichever replica made the change), so the wait
+// ends within milliseconds of the change and costs one request per change or per
+// half-minute. If the sandbox reaches failed or terminated instead, it returns the
+// sandbox and an error (wrapping ErrTerminalState) naming the state and the daemon's
+// reason. When ctx ends first, it returns the last sandbox seen, if any, with the
+// context's error; an API error (a 404, say) ends the wait at once.
 func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxState) (*Sandbox, error) {
 	if len(states) == 0 {
 		return nil, errors.New("differently: WaitForState needs at least one state")
 	}
-	delay := waitFirstDelay
 	var last *Sandbox
 	for {
-		sb, err := c.GetSandbox(ctx, id)
+		secs := c.waitSeconds(ctx)
+		sb, err := decode[Sandbox](c.API.ClientInterface.WaitSandbox(ctx, id, &WaitSandboxParams{State: states, TimeoutSeconds: &secs}))
 		if err != nil {
 			if ctx.Err() != nil && last != nil {
 				return last, waitTimeout(id, states, last, ctx.Err())
@@ -49,11 +50,24 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 			}
 			return sb, fmt.Errorf("differently: sandbox %s is %s, not %s%s: %w", id, sb.State, statesText(states), reason, ErrTerminalState)
 		}
-		if err := c.opts.sleep(ctx, delay); err != nil {
+		if err := ctx.Err(); err != nil {
 			return sb, waitTimeout(id, states, sb, err)
 		}
-		delay = min(delay*3/2, waitMaxDelay)
 	}
+}
+
+// waitSeconds is how long one wait request may last: maxWaitSeconds, less when the
+// context or the HTTP client's own timeout ends sooner, and at least a second so
+// that the daemon never answers at once with nothing new.
+func (c *Client) waitSeconds(ctx context.Context) int {
+	limit := maxWaitSeconds * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl))
+	}
+	if hc := c.opts.httpClient; hc != nil && hc.Timeout > 0 {
+		limit = min(limit, hc.Timeout/2)
+	}
+	return max(1, int(limit/time.Second))
 }
 
 func waitTimeout(id string, states []SandboxState, sb *Sandbox, err error) error {

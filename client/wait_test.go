@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,11 +17,23 @@ import (
 	"github.com/different-ai/differently/client"
 )
 
-// sandboxServer answers GET /v1/sandboxes/sbx_1 with the state states[n] on the n-th
-// call (the last one repeating), and the given reason.
+// sandboxServer answers the wait route for sbx_1 with the state states[n] on the
+// n-th call (the last one repeating), and the given reason. Every request's query is
+// passed to seen, if set.
 func sandboxServer(t *testing.T, reason string, states ...string) *httptest.Server {
+	return sandboxServerSeeing(t, nil, reason, states...)
+}
+
+func sandboxServerSeeing(t *testing.T, seen func(*http.Request), reason string, states ...string) *httptest.Server {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/sandboxes/sbx_1/wait" {
+			http.Error(w, "unexpected path "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		if seen != nil {
+			seen(r)
+		}
 		n := min(int(calls.Add(1))-1, len(states)-1)
 		body := strings.Replace(sandboxJSON, `"state":"running"`,
 			fmt.Sprintf(`"state":%q,"reason":%q`, states[n], reason), 1)
@@ -30,21 +44,49 @@ func sandboxServer(t *testing.T, reason string, states ...string) *httptest.Serv
 	return srv
 }
 
-func TestWaitForStateBacksOff(t *testing.T) {
-	srv := sandboxServer(t, "", "queued", "provisioning", "provisioning", "provisioning", "provisioning",
-		"provisioning", "provisioning", "provisioning", "provisioning", "running")
+// WaitForState asks the wait route again after each answer that is not the state
+// it waits for, naming every state and a bounded timeout, and never sleeps: the
+// daemon's route does the waiting.
+func TestWaitForStateAsksTheWaitRoute(t *testing.T) {
+	var mu sync.Mutex
+	var queries []string
+	srv := sandboxServerSeeing(t, func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		queries = append(queries, r.URL.RawQuery)
+	}, "", "queued", "provisioning", "provisioning", "running")
 	var w waits
 	c := newTestClient(t, srv.URL, &w)
 	sb, err := c.WaitForState(t.Context(), "sbx_1", client.Stopped, client.Running)
 	if err != nil || sb.State != client.Running {
 		t.Fatalf("wait: %+v, %v", sb, err)
 	}
-	// 100 ms, then ×1.5 each poll, capped at 2 s.
-	us := time.Microsecond
-	want := []time.Duration{100000 * us, 150000 * us, 225000 * us, 337500 * us, 506250 * us,
-		759375 * us, 1139062500 * time.Nanosecond, 1708593750 * time.Nanosecond, 2 * time.Second}
-	if got := w.get(); !slices.Equal(got, want) {
-		t.Fatalf("waits %v, want %v", got, want)
+	if got := w.get(); len(got) != 0 {
+		t.Fatalf("WaitForState slept %v; the wait route does the waiting", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(queries) != 4 {
+		t.Fatalf("%d requests, want 4: %q", len(queries), queries)
+	}
+	for _, q := range queries {
+		v, err := url.ParseQuery(q)
+		if err != nil || !slices.Equal(v["state"], []string{"stopped", "running"}) || v.Get("timeoutSeconds") != "30" {
+			t.Fatalf("query %q, want both states and timeoutSeconds=30", q)
+		}
+	}
+
+	// A context ending sooner shortens the wait asked for.
+	queries = nil
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 5500*time.Millisecond)
+	defer cancel()
+	if _, err := c.WaitForState(ctx, "sbx_1", client.Running); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(queries) != 1 || !strings.Contains(queries[0], "timeoutSeconds=5") {
+		t.Fatalf("with 5.5 s left the client asked %q, want timeoutSeconds=5", queries)
 	}
 }
 
@@ -64,21 +106,22 @@ func TestWaitForStateTerminal(t *testing.T) {
 }
 
 func TestWaitForStateBoundedByContext(t *testing.T) {
-	srv := sandboxServer(t, "no capacity", "queued")
 	ctx, cancel := context.WithCancel(t.Context())
-	polls := 0
-	c, err := client.New(srv.URL, "t", client.WithSleep(func(ctx context.Context, d time.Duration) error {
-		if polls++; polls == 3 {
+	var calls atomic.Int32
+	// The daemon answers "queued" (its timeout passed); on the third answer the
+	// caller gives up.
+	srv := sandboxServerSeeing(t, func(*http.Request) {
+		if calls.Add(1) == 3 {
 			cancel()
 		}
-		return ctx.Err()
-	}))
+	}, "no capacity", "queued")
+	c, err := client.New(srv.URL, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb, err := c.WaitForState(ctx, "sbx_1", client.Running)
-	if !errors.Is(err, context.Canceled) || sb == nil || sb.State != client.Queued || polls != 3 {
-		t.Fatalf("wait: %+v, %v after %d polls", sb, err, polls)
+	if !errors.Is(err, context.Canceled) || sb == nil || sb.State != client.Queued || calls.Load() != 3 {
+		t.Fatalf("wait: %+v, %v after %d requests", sb, err, calls.Load())
 	}
 	if _, err := c.WaitForState(t.Context(), "sbx_1"); err == nil {
 		t.Fatal("waiting for no state at all was accepted")

@@ -25,6 +25,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
@@ -75,6 +76,7 @@ type Daemon struct {
 	pools      *pools.Manager
 	sched      *scheduler.Scheduler
 	reconciler *reconcile.Reconciler
+	changes    *changes.Hub
 	srv        *http.Server
 	ln         net.Listener
 	// AdminToken is the secret of the admin token created by this start, if any.
@@ -179,10 +181,25 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Logger:           log,
 		Metrics:          metrics,
 	})
+	// The change feed wakes the scheduler for work any replica queued (a create, a
+	// delete), and the API's waiters and caches.
+	d.changes = changes.New()
+	d.changes.Listen(func(c store.Change) {
+		switch c.Kind {
+		case store.ChangeSandbox:
+			d.sched.Wake(c.State)
+		case store.ChangeResync:
+			if c.Err != nil {
+				log.Warn("change feed interrupted; reconnecting", "error", c.Err)
+			}
+			d.sched.Notify()
+		}
+	})
 	handler, err := httpapi.New(httpapi.Options{
 		Store:        d.st,
 		Pools:        d.pools,
 		Scheduler:    d.sched,
+		Changes:      d.changes,
 		Reconciler:   d.reconciler,
 		Clock:        opts.Clock,
 		Installation: installation,
@@ -211,6 +228,8 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Long waits answer at once on shutdown instead of holding it up.
+	d.srv.RegisterOnShutdown(d.changes.Close)
 	return d, nil
 }
 
@@ -236,6 +255,7 @@ func (d *Daemon) URL() string {
 func (d *Daemon) Run(ctx context.Context) error {
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
+	loops.Go(func() { _ = d.changes.Run(loopCtx, d.st) })
 	loops.Go(func() { d.pools.Run(loopCtx) })
 	loops.Go(func() { d.sched.Run(loopCtx) })
 	loops.Go(func() { d.reconciler.Run(loopCtx) })

@@ -80,6 +80,8 @@ func (s *Server) PutPolicy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
+	// Dropped on this replica at once; the others hear of it through the change feed.
+	defer s.cache.forgetPolicy()
 	if err := s.st.PutPolicy(ctx, p); err != nil {
 		s.writeError(w, r, err)
 		return

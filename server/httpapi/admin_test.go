@@ -238,7 +238,7 @@ func TestOperations(t *testing.T) {
 			t.Fatalf("report %+v", rep)
 		}
 		// Without a reconciler the route says so.
-		h, err := httpapi.New(httpapi.Options{Store: st, Pools: e.pools})
+		h, err := httpapi.New(httpapi.Options{Store: st, Pools: e.pools, Changes: feed(t, st)})
 		if err != nil {
 			t.Fatal(err)
 		}

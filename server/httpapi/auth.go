@@ -81,7 +81,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 		return principal{}, unauth
 	}
 	hash := HashSecret(secret)
-	tok, err := s.st.TokenByHash(r.Context(), hash)
+	tok, err := s.tokenByHash(r.Context(), hash)
 	if api.IsCode(err, api.CodeNotFound) {
 		return principal{}, unauth
 	}
@@ -133,6 +133,7 @@ func (s *Server) touch(ctx context.Context, id string) {
 }
 
 func (s *Server) forgetToken(id string) {
+	s.cache.forgetToken(id)
 	s.touches.mu.Lock()
 	delete(s.touches.last, id)
 	s.touches.mu.Unlock()

@@ -602,6 +602,15 @@ type WriteSandboxFileParams struct {
 	Path Path `form:"path" json:"path"`
 }
 
+// WaitSandboxParams defines parameters for WaitSandbox.
+type WaitSandboxParams struct {
+	// State The states to wait for (repeat or comma-separate).
+	State []SandboxState `form:"state" json:"state"`
+
+	// TimeoutSeconds How long to wait at most; 0 answers at once.
+	TimeoutSeconds *int `form:"timeoutSeconds,omitempty" json:"timeoutSeconds,omitempty"`
+}
+
 // PutPolicyJSONRequestBody defines body for PutPolicy for application/json ContentType.
 type PutPolicyJSONRequestBody = Policy
 
@@ -766,6 +775,9 @@ type ServerInterface interface {
 	// Stop, keeping the disk (lifecycle.stop-start).
 	// (POST /v1/sandboxes/{id}/stop)
 	StopSandbox(w http.ResponseWriter, r *http.Request, id SandboxID)
+	// Wait until the sandbox is in one of the given states, or in a terminal state (failed, terminated) it cannot leave, or until timeoutSeconds pass; then answer with the sandbox as it is. A timeout is not an error: compare the state and ask again. The daemon wakes the waiter on the change itself, on any replica, instead of polling.
+	// (GET /v1/sandboxes/{id}/wait)
+	WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params WaitSandboxParams)
 
 	// (DELETE /v1/snapshots/{id})
 	DeleteSnapshot(w http.ResponseWriter, r *http.Request, id string)
@@ -1003,6 +1015,12 @@ func (_ Unimplemented) StartSandbox(w http.ResponseWriter, r *http.Request, id S
 // Stop, keeping the disk (lifecycle.stop-start).
 // (POST /v1/sandboxes/{id}/stop)
 func (_ Unimplemented) StopSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// Wait until the sandbox is in one of the given states, or in a terminal state (failed, terminated) it cannot leave, or until timeoutSeconds pass; then answer with the sandbox as it is. A timeout is not an error: compare the state and ask again. The daemon wakes the waiter on the change itself, on any replica, instead of polling.
+// (GET /v1/sandboxes/{id}/wait)
+func (_ Unimplemented) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params WaitSandboxParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2295,6 +2313,63 @@ func (siw *ServerInterfaceWrapper) StopSandbox(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// WaitSandbox operation middleware
+func (siw *ServerInterfaceWrapper) WaitSandbox(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "id" -------------
+	var id SandboxID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WaitSandboxParams
+
+	// ------------- Required query parameter "state" -------------
+
+	if paramValue := r.URL.Query().Get("state"); paramValue != "" {
+
+	} else {
+		siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "state"})
+		return
+	}
+
+	err = runtime.BindQueryParameter("form", true, true, "state", r.URL.Query(), &params.State)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "state", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "timeoutSeconds" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "timeoutSeconds", r.URL.Query(), &params.TimeoutSeconds)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "timeoutSeconds", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WaitSandbox(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DeleteSnapshot operation middleware
 func (siw *ServerInterfaceWrapper) DeleteSnapshot(w http.ResponseWriter, r *http.Request) {
 
@@ -2594,6 +2669,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/sandboxes/{id}/stop", wrapper.StopSandbox)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/sandboxes/{id}/wait", wrapper.WaitSandbox)
+	})
+	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/snapshots/{id}", wrapper.DeleteSnapshot)
 	})
 	r.Group(func(r chi.Router) {
@@ -2606,108 +2684,112 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+w9W3PbNpd/BcPdmTgztCw7ztetM31wbm32S1qv40wfYk8KkUcSahJgAVCymvF/38GN",
-	"BClQN1Nu+k2fEou4nvs5OAf4GiUsLxgFKkV09jUqMMc5SOD6rwssp+rfFETCSSEJo9FZdI4KLKeIUEFS",
-	"QHIKSGCajtjdIIojolr8UQJfRHFEcQ7RWaSaR3HE4Y+ScEijM8lLiCORTCHHany5KFQ7ITmhk+j+Po4+",
-	"mhHfvVaf9Zh2EDskSbca8F41FgWjAvTG3nDO+KX9Rf2QMCqBSvVfXBQZSbDa7NHvQu34qzfyf3MYR2fR",
-	"fx3VcDsyX8WRHvUNnUHGCjCztiBHEag2g+g+ji5YRpJF74sww4Zmv5oCKjKcQA5UokK3syth2R7WwbIg",
-	"DFDBWGbm5WxMMuh/ajNux+zmo1vA75DIfSxAjdu5APVRL8CSee8LsOOGF1Bxq1oAxYWYsv5B4AbuWIL9",
-	"atYgsSxF/yvQw4bm/+XfAy1kbEs10HmKCwn8HR0zLQY5K4BLYqRFo/eScIkjIliGO7/eEpoGPxScSZaw",
-	"LPhR8lLI4JcZcBGeS3Uzv7CRob84eoULnBC5WN7ViJU0BX9pI8YywFR1G3OAVxef1Mcx4zmW0VmUsnKU",
-	"QVRNQst8BNy1/gA544sP5GWjD6HyX6d1F0IlTEyfDPMJCPl2q4m8TtvNFwQNE/IDSyFbhk1SlD+xkodX",
-	"lRNK8jKPzoaBFeZ6WT+Slzv1Dy6TQwpUEpyJ5YUCnS0r6J9xDoiNtWoGOiOcUS3yZ5gTPMoATVmWEjox",
-	"uhsSDhIximAGfIE4aIYb1EBcRV5a5QXgx1JYXhehM5yR9IvS2yBkjEqKSzlVm0uwhDRGY8ZHJE2Bxogy",
-	"+WWsSDRGrp+QWEKMCrzIGE6/SMa+aIJQA4myKBiXkH5JcIFHJCNyEaM/SibxF7hLAFI1vt9OrVdzbaxE",
-	"8oykwL+UFM8wyRSQ1LQSOMXZMiSUQJGYGITgNCVqGJxdeDAwFskSvHIQAk8gzLy1PfPZQLBuf9MeK47u",
-	"Difs0P6ICzIwqPB+PyS52qox65QhF02InJajQcLyo5SMx8CBykNM6j+yxREuiF5M05hZJjyH+LUG0dLW",
-	"TNebEDXdQfJmZiV/S2ZTQBmhmq4xEpIDziFFcAfJACnLJsNCmhYJ5pyAQHBH5CuWAmLcmV1xW7JjiYNC",
-	"ttre8hc7qvfRk2pmYYYzFYt/joRMWanwJWQK3N+3J+xJDukvpQzJ4vsNMF+BrT/s30Fyadh0GfeYT5b1",
-	"YnRZUpQSDonMFjGaEzllpVS4mkKWaddAQi7Cys7uhXO8UH8nLM+x0ZrLc6iR0dGI0CMxRYfJIMSeyTys",
-	"cq24DLNs98JqChUyJWE1r3DISvkREkZTPVqO74yc/+5kOAyK/W71FEayw0jPaBZlFsByWhrx+EFsqNHX",
-	"cYYm/xDoLIt0QbWLM7SRRLXmCMiLUhalRGwGHB2jD+QlKoBbuYHmWKCklB7p+OzWkFVuT/ESI8c+hPy1",
-	"3GyKTA333nD5lmQQtl+JeE14GII5S69IDk1DBUs4VIAPcVZuEVy1LgmVz06CBGF89ZDla+MKy5RA/oTd",
-	"7LkWjI05LwYVUB4OZjtkBev3JCQbKyFX/WeVgqyWtyQEW3RoRgvpzLeM33qSOizaxjgT0FZ+zjFpMo5z",
-	"3JD6/AKlRNyi+RSoNhaV646mWCCimcfpONUocrZvUMNleASrzKVNZK+UmSddl0hkK/mqnH8XCgkouCxj",
-	"c0gvGMuauFyruThMCKMB7XieJFBIbX3bNsrshDFwDikaEy7kNjoyuCET+dmOCPRW39xZS3dp2e9Bojnj",
-	"t2jCkGQIbENNCAJhiXCWDQYhQaps5DEuM7m9kexmqeDfXNNgMMA0VfRIEaPZQi1MTkHAwwHIAr6gZfzg",
-	"mInnXa/i88oL18YNHZPJ1kBJfG915VxVQ9WLg9JJ53JzCZ80/c2VU3lNFd7GY0gkmcFbwLLksIZ3OOD0",
-	"F5otWluueGm80SjtXlPAmZxqjHRM4JEosfpy1Sb90JCWZEJWXm/HDL7cE/KCsxGswMDaQXJ894rRpOQc",
-	"qGHwZV2b47uPEnOpugQbdCpjI47C6thECgNRMBe5BIGYpxrkVIkEDsp7RxJ4TqgiP+WBjTHJIB1079db",
-	"axX8cgqm4GSGpQKWkw1BLVMW6XbU3tKyGkZxxfFuIUsYaILb582KvT3yrWkyxCI3HYKoD/PCxOB3Ni1U",
-	"9wssk+mWOuWxJdyO4mo3+bLMjKsMjyXGXN14BS/uxhNdau5jAcm2lsIqPfgPxnfE+C5ieWdSWCHrwvzP",
-	"5W6uhfOvqhDIv54/f/bcs9GPgza6vz49RPeq6sOi5swlz9YHV1Wj4ND24HA5nu1iymRb4tnBAOt2m32P",
-	"ZaXcrxqag29W8gTWMstl1VDtA/IiUzQV3ORqT2yZyntSzA00+DtrLMkHuj/1Coz3omzdqfPu+taMsINs",
-	"btNny/dMU0iVl4SRgcwTgdicIr/XAH2UTLmiQp+OIOVhuRhuWpozWBDbhXG/UXptAueTgNQEOBx0UMpA",
-	"aAtWgER13xdoiH5AVHnBBeELBYuHByFspkDgBE3IYBSBl5Ai9VWfhGSZMb7NME8Eqkz2uGF/UxCI0CQr",
-	"9TEYCEly/QELNGYcAU6mrusToYdvbK/7RHYH+ZZCkmEeCtr+OgU5Be5vScdqi1K+QJiikrq+1ecpVqgy",
-	"B33hMESnOGV8Evxdj2VjI7+Mo7PPGyV7/J/udX/TTjZ4o09VxwSyFBGBcDbHC4EKDgKoRAeKpEqakZxI",
-	"SJ8OdhKWcVS6Q8UNFvpJt21LJQWM2MnZCkMOGG4GY7J1CS/1354kaRXz21mS1jhZJ0pbES+FCu3VzpUz",
-	"28Fd6z1dZE+5kWQTTdVGfFS4Xj6MTIrSsIQOm2kRsmXyQUrE7Y8mIyI4yiZSyoVxPzx4nFb0oB5nRyG5",
-	"g16sWHlzBl6xgE+Oy9pSq1c66SSMDaSxRwAbWGX5lik7DYSuMd/rtrFevz9bvc4Q714qbZvovMDqmKbl",
-	"XLTD8m1HlRX2THBzW6W2cbbrl1k9vXkPxosppuI1ZLD1KgvWkS6miajcdjhxS4oirIgXdVBvjo01xB1i",
-	"UnSgxLwl4FjpX+tGPg2exuu8nVdTTCfbLXDJI2Rht21tL9FBaJ6h2SGKfaDMXl18skagg80TgZxge4iw",
-	"foiAfpgJ2nFseul5Vn2em7q81GWelcqAlyIcux7h5BZoeqlkeMcpzI7e+Xore8xZ7uNb/5izFDJkT6Gc",
-	"BNey3MJtf9azdj5AbNNFbaHKxw0msIazZfo4tO0ysnfzDTvlX1FHbkLfnI8VOoOyScVhAWjVGJpjbRTy",
-	"SuYRiuaMpyIo8FbE7nbzbrUE3TDp+6Nu+82FcHTFhvEyHELcvpqRHEt1S9GeSkRsE9+xMHmlOzwwqLK5",
-	"WNk2zaxFe5xIOGQ0W3jEVW+pzc1dufXo3WskmRJJknHQcixIrD1yeTvslBOKJLsFKvRB/ZlmKcYnmBKh",
-	"M6fQgVWf6Np5CNdR2IjYUWDUcqGjEOSJQMrrPUOKwX2Ua6sdu9CZTjCItchXDSuCRQfGtR9ZH/9pjBzf",
-	"xV61TbuV0R0VD6IxyTLncBJR+QQZ4BkIVFIBcoDOKSrpLWVz6haPiECtrOow8GoRuBGOXHRFMhcTI9vg",
-	"6pFDeO/JGJQMUosUFqCMJoB4SSmhkwF6D2OJWCmr3RnMxwgyAVa7ZyRZ1PacGNQz2mYnp2jKSi4GaHjW",
-	"cxjQiqk+gidV6c+yWKJwJ1+VXAQzmzeOrdgJdjkY3kHUtPJ/QbOUsLUKerygkFxFLm+VRUfZXJnyHHI2",
-	"02467AGfH53adgd11knTcJkRQRg1CQSWULVGZNoli6MCl0L/x0UNTIM6hqAWqq2RYC6EryJaem17o7PD",
-	"QHQZhJvnAXYacNbQepd25oW+XFjnfJNIRRvwHHC6WH8oqo2Ueil2h/78tc1SgzHIJRb8O1kedWamDZo5",
-	"yG4K6PsVK+pFyFTVfTuHaG153tJCRPX7alTZdqGhr5Q62yfdZ1jIT6KnU91OD2mF2yISW5TjCAIrPe6Z",
-	"1htSuh5mHSlrcO5Ex9/Yns0Ia7aYBkhSl8gFcuCmyhRTlsYLk4iqLMMpFlNllmmrOw2aR9LR5yoWM0Tc",
-	"3oLpGrslde6lDya3K9iZw694KWRXEHcp73j54G4pDXi7OOnqEHF3LpP99irDJF8R7LfNkMALgdhY4R6y",
-	"cRDfq+uDO5mEMtmVGpQAmYH4lfHb7kPU2vnI8QKVlZ3LMn2Oak5ZTVZTfRtAHK6yCUXJrpQvp2soGX8i",
-	"kACpLJQYzack0RyASzllnEgsyQwGuydfNra7dfy3SWhxZzz4XjNVyYlcfFQMYIukAXNDJ5orNGTMT9UA",
-	"UykLU2XusokD1y6Uo4wk6PzinavLfV2HSFHCqOQsUxijcOYdHo0ZRxIoplLEJuU+vqYGVcaBNH6bauYw",
-	"IQbofz/+8rMpfPrp6urC1MuZRdsOA6QTmLWHe01/+3ptyh2vozP09VpXnl5HMbp2xafmD1vxeh3d3//2",
-	"wtAOSwGlkJDUGtBGJaOD0+Hwmi4V+54Oj5cLfk+Hz/yi39PhqV/4ezr8vh7IVv+eHj8LVQCfnpx0VgGf",
-	"nnx/TdulwM/1coLlwM+Hz4IlwU8H6Fx/VAyVYM4X1/S3S5B8cXg+lsB/QwfW/Xwam7SKO5wXGdT1M9r+",
-	"VyQwx0Rxi4drItC4zLLBNdX4G7HUxSDsgbFyxk/RB/IyRtr1ty0kQ8fDofp9cK00gyQyU2TpE9j5xbvI",
-	"uzggOtY6uACKCxKdRc8Gw8GzyJRlaao/MgnLf6r/T4zmq8CjLPToR5A/2Satm1VOhsMuvVK1O2rd+ODz",
-	"XnT2+SaORJnnmC+0bz8DCkK8QJiKOXCh5EsGzo9PQCjRw5UPZynNhGTxROi0BrdsEd2oaY5ykJwkYtXO",
-	"Ptgm4Z15d1NIuJNHRYZJ61aKwO0zTZFgZxis3PkFZ7mS5KVAdtGIGCpS8ypvlQltiCFjgK7ctvZ/VuLz",
-	"0rToA51x9Hz4bH235iU8q0Ch1kYMFaj9p1jiERY6+sUBJ1NdVqUEYk4mHNvkik5YzI6PtOl4VFQFU11A",
-	"sSVVuwCldb2PdsnsiozheqPslDIw70Xpz6tp+iVLF3u5Iah5hdJ9HxuNo9NNui1jvw2eFq6sRRdElTJ3",
-	"jZm4lmkfdqORtqsDHG2yvMxxudK32hPQEjJuBZVpilzV2MAA61kfwFKGjQhAxjg1uhBkX9Rkqwk2oqfj",
-	"TejJu41qR2raDayq1/f7odyjr8q8vTfWYQbGsG9iyiSEWEz597B9/hq8VW3MeKLr0is0VeEi64wv1bbf",
-	"LOHjNHDHgg6JppY4Tx8Pir68V0uo/JUB+lXxVG0rCUmyDDGKiNSGVgI/KHKr86u0PZrXZbXL3NIt8S2n",
-	"bC8G22R72hNfB0iheRme9Zw2vw7vRtt6Jnzf0j3q5z1LC3Ny0J/66Udc/CWEbpKikGA5mINBZeeOdGaw",
-	"+RPdAhSKmAlHM5yVIMLk3G1IfCOC/z8dk/ZkqpUZRqix0A+UPaDYVOt/FzpKMKVMokQTwdMQYpuKxBxb",
-	"rrGCXKN9GkJe0Uy3LWQaxa6gZLTQAOjT5glCZ3NNa1MDHkMn3m+lgroWtgkPta7U/Bsooi7J5UFhD8LL",
-	"K7XqTX6FYP9YtmtTrZicDcb1bX6VWLI5IwckhbxgCohPB6gu5M9xatKEEJEIMM8IcKN/dGIKkWiCjVWW",
-	"byKrfodErpVVptF+ZVVVlhKQVW4JvphifGIuF3movKoRYkRiu3jJpBOBE5cm40aBeoobhVyVR6ljmDHS",
-	"tTjGk2Rh+zaIi6OvjE/uj77avzcTkTZR7+/mNizVibnELVMohi5hXJrCPy+YWBWUrS3f2NKn6ALjZkKl",
-	"cUXxXydUrhoVLkukiL2k6QE6bxK0LiFQhI6KUiK4I0IKRHLF1KRxXaAeFh1U6NOe7NMOm3etPjLpplvc",
-	"Ox4cpfDQ149i84bbg2KraqV6VGzfCA2+NnTRYFhPy1UM3tJx58alMp+sY6WGGcbNeryVYrQqfzE1SKFg",
-	"W1W69DOb71OptUukAoqtLkrDQiB9nqbZNCVpPyrtFcsLBUOoIp9PBCJUSEwTEEZnNYL1lM1jhJ3W43rl",
-	"a4FuDixXWhFXpskewV1nVIRu1TdnsAdGvBlP3WRniKeDHUK1VzbDYx/Cwc/k2Txc2/fUadfjBBrZlaY2",
-	"QBw84EBhySDGFGkkKJlRpzjfAjVXCNursIk9aCPCnjmiKhd/PakefSXpBpZVjeX1dtWM3fbteq5XnVs+",
-	"sHHTBIXLGOmyiPzUoH0yrjdNKFCBk6mTXHrJhvZcto4RVHOXTmPSLjJQlotEEt+CvhlxsCo00aiY7ZRg",
-	"H71a2RZm2pdgZwtTiaBzLUCgAw4FYK0E9aXJhwLUCNLYTHBXZPq+VoO+0CmCy2atAbpNlnlda9SuLJWL",
-	"zB5S5JGyq5obuYXFDzqc+QLZDehKFU1tSChJirMNN6BzwMMbWF//2l5l8PUaE0JdaTWuLapgFOqHPzpe",
-	"yamrotYaqG0YKBMmfBR0rK+edtcwHQ8bN1EHb2EKT5GYuoE1Nu/eONkvkAi/qqL8EDauXbfBQ8zU44ep",
-	"G10d7TnwFOa6mgcLZf2YtSq/EkmSg69YanmxzkxwZR5rJMY54iA5UX6ZUYGVXSZwDugWFuhA/WQzSywN",
-	"PlW9Sk5F3bL9xNMUcKqz4Cx9vHP2drI4/DcsGoSS47v3QCdyGp2dPH8ehwmnf2unWfvXlzPUfrLnPo5O",
-	"hic79Xs86tz9PHynQM7xTnOdnOzU6/vHe7+rnUPYuKeIlVmKJsxkXjLzUkXlkNrMJZtRqSOL2oyo2NHU",
-	"hBupZbOnHmdPoUTHF2ZdXmrjVimM5sbT1D4i540SSKG35XqS6fHQCMZM+fd8oYbGE0zoIKR0an113xS9",
-	"5+JWp17iSmKhd9qkN6VXSuzq0kBl2lVFWJC61LoRTm4nXHnLXWK5bdltaPDX8rolcnYVHacPjOa5WGbj",
-	"AT9UiXH5okrpBeRq5DgrJ1Pk1aPpythgVLSpybr8gE6oDB8TKh3at6lXQ4PWTY7qBwvXZVf4e96b0us3",
-	"x6JH3fVXplmY8lPlKynSvrp6r0uq4U4CTSFVP6CElVQKcwpG2XwrIXAEd+aCqgdRTtDme3MHSafFF3br",
-	"9DtEvuR0ZVPDKI6OTXkF6BLSTECodmpPVpn/js3m9Nnj1PrVFTWxP9DdIU23H8w8utQRzeJ6pliRm9am",
-	"BiU/HFfPVyklCmqEh/kqj8VRu9p1zx8aab4s9d2c5k0olwvogKlLsUyUjgj082tdPGGgioDqV+409JVB",
-	"NiYUZ+bjdoy9Pu3GMudbm3qznQTQz+zu1X1+uyJd57V+s4vxBQKqXMXHp8bnu/nbfavtFbg/8rAQpIFL",
-	"wKlHA9sFNVkiQR7WT8fVOK1Ki0eEYi3f19aWKNFj7zUZLWSFzdNH5PdvAZvx5lwXPKjVl/C0MbqJNnwg",
-	"Mtdpw8AJgVqqBPr4SuSvJo8OhrVVsf1bYW8Zv92v9e4/5nW//Gz5Y3qLuxoJzx8aPK0eIPPvX1Puuok8",
-	"YERhXv1e3c7nbr2K3Xs0Omppnhrfhnr0rSv7IZ8LNfQ34PE+JmZ7MP/ecoA/beDaXHiCbqGQ6CAjY0gW",
-	"SQYDjbRDZXDnzWShDfDNuMlS3IfTVrAK4RfuqHMfifj1Mx2P7FE13uIInst8unxvajTde9Mm7ePva2GG",
-	"ycjQ3n7o6FKP/Y/g2D4dVMFNn7fpXE/vCGtzxDq9ssb9q1rt8wzUv8Cpw/Kv33CoFt5H5kgNhQdHRled",
-	"abpbpfYUGm1eydVXvaob9u8UHX24RPQIooNxJHZ3RfdNLfp1rX/k4daGtQKbjj7qKwZ3lIeSFfvCKiv+",
-	"Qer2SGVFrKt0nIGlX2z2jGOFsUPNjWtNY8fUm55p+vJ6XZTCvneADhhHONP3kaAJo/C0f/3UedrYud7h",
-	"rmJ+f1q1j5zM5pUq9W1Wn28UG+prc+xs+tk8fZXV2dHR8cl3g+FgODg++5/vhkPNsnbJX6vzpYp67uP6",
-	"x2o/3o8mI9L7wbuP5f7m/v8DAAD//7LQ6cyBjgAA",
+	"H4sIAAAAAAAC/+x9W3MbN7LwX0HN91VZqhpRlCzvnsiVB8WONz5rJzqyXHmIVA400ySxmgFmAQwprkv/",
+	"/RQawNyI4U2k4pzKky0Orn3vRjfwNUpEXggOXKvo/GtUUElz0CDxr0uqJ+bfFFQiWaGZ4NF5dEEKqieE",
+	"ccVSIHoCRFGe3omHQRRHzLT4dwlyHsURpzlE55FpHsWRhH+XTEIanWtZQhypZAI5NePreWHaKS0ZH0eP",
+	"j3H0yY74/q35jGO6QdyQLN1owEfTWBWCK8CN/SilkFfuF/NDIrgGrs1/aVFkLKFms8f/UmbHXxsj/38J",
+	"o+g8+n/HNdyO7Vd1jKP+yKeQiQLsrB3IcQKmzSB6jKNLkbFkvvNF2GFDs19PgBQZTSAHrkmB7dxKRLaH",
+	"dYgsCANSCJHZeaUYsQx2P7Udt2d2+9Ev4F+Q6H0swIzbuwDzERfgyHznC3DjhhdQcatZAKeFmojdg8AP",
+	"3LME99WuQVNdqt2vAIcNzf/LPwcoZFxLM9BFSgsN8j0fCRSDUhQgNbPSotV7QbjEEVMio71f7xlPgx8K",
+	"KbRIRBb8qGWpdPDLFKQKz2W62V/EnaW/OHpDC5owPV/c1Z0oeQrNpd0JkQHlpttIAry5/Gw+joTMqY7O",
+	"o1SUdxlE1SS8zO9A+tYfIRdy/pH90OrDuP7bWd2FcQ1j2yejcgxKv9tookanzeYLgkYo/VGkkC3CJinK",
+	"n0Qpw6vKGWd5mUfnw8AKc1zWP9gPW/UPLlNCClwzmqnFhQKfLiron2kORIxQNQOfMik4ivwplYzeZUAm",
+	"IksZH1vdDYkETQQnMAU5JxKQ4QY1EJeRF6q8APxECovrYnxKM5Z+MXoblI5JyWmpJ2ZzCdWQxmQk5B1L",
+	"U+Ax4UJ/GRkSjYnvpzTVEJOCzjNB0y9aiC9IEGYgVRaFkBrSLwkt6B3LmJ7H5N+l0PQLPCQAqRm/2c6s",
+	"F7k2NiJ5ylKQX0pOp5RlBkhmWg2S02wREkagaMosQmiaMjMMzS4bMLAWyQK8clCKjiHMvLU985uFYN3+",
+	"tjtWHD0cjcWR+5EWbGBR0fj9iOVmq9asM4ZcNGZ6Ut4NEpEfp2w0AglcH1FW/5HNj2nBcDFtY2aR8Dzi",
+	"VxpEC1uzXW9D1PQAyY9TJ/k7MpsDyRhHuqZEaQk0h5TAAyQDYiybjCptWyRUSgaKwAPTb0QKREhvdsVd",
+	"yU41DQrZanuLX9yojY8NqWYXZjnTsPhvkdKpKA2+lE5BNvfdEPYsh/SXUodk8eMamK/AtjvsP0ByZdl0",
+	"EfdUjhf1YnRVcpIyCYnO5jGZMT0RpTa4mkCWoWugIVdhZef2IiWdm78TkefUas3FOczI5PiO8WM1IUfJ",
+	"IMSeySyscp24DLNs/8JqClU6ZWE1b3AoSv0JEsFTHC2nD1bO//10OAyK/X71FEayx8iO0azKLIDltLTi",
+	"8aNaU6Ov4gwk/xDoHIv0QbWPM9BI4qg5AvKi1EWpiZiCJCfkI/uBFCCd3CAzqkhS6gbpNNmtJav8nuIF",
+	"Ro6bEGqu5XZdZCLcd4bLdyyDsP3K1FsmwxDMRXrNcmgbKlTDkQF8iLNyh+Cqdcm4fnkaJAjrq4csXxdX",
+	"WKQE9h/Yzp7rwNia82pQAeXpYHZDVrD+wEKysRJy1X+WKchqeQtCsEOHdrSQznwn5H1DUodF24hmCrrK",
+	"zzsmbcbxjhsxn1+TlKl7MpsAR2PRuO5kQhVhyDxex5lGkbd9gxouo3ewzFxaR/ZqnTWk6wKJbCRfjfPv",
+	"QyEBBZdlYgbppRBZG5crNZeEMRM8oB0vkgQKjda3a2PMThiBlJCSEZNKb6IjgxuykZ/NiAC3+uODs3QX",
+	"lv0BNJkJeU/GgmhBwDVEQlCEakKzbDAICVJjI49omenNjWQ/SwX/9poGgwHlqaFHTgTP5mZhegIKng5A",
+	"EfAFHeMHx0wa3vUyPq+8cDRu+IiNNwZK0vRWl85VNTS9JBiddKHXl/BJ299cOlWjqcHbaASJZlN4B1SX",
+	"ElbwjgSa/sKzeWfLFS+N1hql22sCNNMTxEjPBA0SZU5fLttkMzSEkkzpyuvtmaEp95S+lOIOlmBg5SA5",
+	"fXgjeFJKCdwy+KKuzenDJ02lNl2CDXqVsRVHYXVsI4WBKJiPXIIioqEa9MSIBAnGeycaZM64IT/jgY0o",
+	"yyAd9O+3sdYq+OUVTCHZlGoDLC8bglqmLNLNqL2jZRFGccXxfiELGGiDu8mbFXs3yLemyRCL3PYIol2Y",
+	"FzYGv7VpYbpfUp1MNtQpzy3hthRX28mXRWZcZngsMObyxkt4cTue6FNznwpINrUUlunBvzC+Jca3Ectb",
+	"k8ISWRfmf6m3cy28f1WFQP726tXLVw0b/SRoozfXh0P0r6o+LGrPXMpsdXDVNAoO7Q4OF+PZPqbMNiWe",
+	"LQywfre56bEslftVQ3vwLUqZwEpmuaoamn1AXmSGpoKbXO6JLVL5jhRzCw3NnbWW1AR6c+olGN+JsvWn",
+	"ztvrWzvCFrK5S58d3zNNITVeEiUWMi8UETNOmr0G5JMWxhVVeDpCjIflY7hpac9gQW0Wxv1G6bUNnM8K",
+	"Uhvg8NAhqQCFFqwCTeq+r8mQfE+48YILJucGFk8PQrhMgcAJmtLBKIIsISXmK56EZJk1vu0wLxSpTPa4",
+	"ZX9zUITxJCvxGAyUZjl+oIqMhCRAk4nv+kLh8K3t9Z/IbiHfUkgyKkNB218noCcgm1vCWG1R6teEclJy",
+	"37f6PKEGVfagLxyG6BWnQo6Dv+NYLjbyyyg6/22tZI//wV6Pt91kgx/xVHXEIEsJU4RmMzpXpJCggGty",
+	"YEiq5BnLmYb0cLCVsIyj0h8qrrHQz9i2K5UMMGIvZysMeWD4GazJ1ie8zH93JEmrmN/WkrTGySpR2ol4",
+	"GVSgVzszzmwPd632dIk75SZajJGqrfiocL14GJkUpWUJDJuhCNkw+SBl6v4fNiMiOMo6UsqHcT8+eZxO",
+	"9KAeZ0shuYVerFh5fQZesoDPnsu6UmundNJLGGtI4wYBrGGV5Rum7LQQusJ8r9vGuP7mbPU6Q7x7ZbRt",
+	"gnmB1TFNx7nohuW7jqoo3Jng+rZKbeNs1i9zenr9HkIWE8rVW8hg41UWoiddDImo3HQ4dc+KIqyI53VQ",
+	"b0atNSQ9YlJyYMS8I+DY6F/nRh4GT+Mxb+fNhPLxZgtc8AhF2G1b2Uv1EFrD0OwRxU2gTN9cfnZGoIfN",
+	"C0W8YHuKsH6KgH6aCdpzbHrV8Kx2eW7q81IXeVYbA16rcOz6jib3wNMrI8N7TmG29M5XW9kjKfImvvHH",
+	"XKSQEXcK5SU4ynIHt/1Zz+h8gNqki9lClY8bTGANZ8vs4tC2z8jezjfslX9FHbkJffM+VugMyiUVhwWg",
+	"U2NkRtEolJXMY5zMhExVUOAtid1t592iBF0z6fsTtv3mQjhYsWG9DI8Qv692JMdR3UK0pxIRm8R3HEze",
+	"YIcnBlXWFyubppl1aE8yDUeCZ/MGcdVb6nJzX249ef+WaGFEkhYSUI4FiXWHXN4NO+WMEy3ugSs8qD9H",
+	"lhJyTDlTmDlFDpz6JDfeQ7iJwkbElgKjlgs9hSAvFDFe7zkxDN5EOVrt1IfOMMEgRpFvGlYESw6sa3/n",
+	"fPzDmHi+ixvVNt1WVndUPEhGLMu8w8lU5RNkQKegSMkV6AG54KTk91zMuF88YYp0sqrDwKtF4Fo48tEV",
+	"LXxMjG2Cq2cO4X1gIzAyyCxSOYAKngCRJeeMjwfkA4w0EaWudmcxHxPIFDjtnrFkXttzalDP6JqdnpGJ",
+	"KKUakOH5jsOATkztInhSlf4siiUOD/pNKVUws3nt2IqbYJuD4S1ETSf/F5CllKtVwPGCQnIZubwzFh0X",
+	"M2PKS8jFFN102AM+P3m17Q/qnJOGcJkyxQS3CQSOUFEjCnTJ4qigpcL/+KiBbVDHEMxC0RoJ5kI0VURH",
+	"r21udPYYiD6DcP08wF4Dzhla79PevNAf5s45XydS0QW8BJrOVx+KopFSL8XtsDl/bbPUYAxyiQP/VpZH",
+	"nZnpgmYesusC+nHJinYiZKrqvq1DtK48b2Ehqvp9Oapcu9DQ10ad7ZPuM6r0Z7WjU91eD2mJ26ISV5Tj",
+	"CYIaPd4wrdekdBxmFSkjOLei429sz3aEFVtMAySJJXKBHLiJMcWMpfHaJqIay3BC1cSYZWh1p0HzSHv6",
+	"XMZiloi7W7BdY7+k3r3sgsndCrbm8GtZKt0XxF3IO148uFtIA94sTro8RNyfy+S+vckoy5cE+10zouhc",
+	"ETEyuIdsFMT38vrgXibhQvelBiXApqB+FfK+/xC1dj5yOidlZeeKDM9R7SmrzWqqbwOIw1U2oSjZtfHl",
+	"sIZSyBeKKNDGQonJbMIS5ABa6omQTFPNpjDYPvmytd2N479tQot748GPyFSlZHr+yTCAK5IGKi2dIFcg",
+	"ZOxP1QATrQtbZe6ziQPXLpR3GUvIxeV7X5f7tg6RkkRwLUVmMMbhvHF4NBKSaOCUaxXblPv4hltUWQfS",
+	"+m2mmceEGpD//vTLz7bw6afr60tbL2cX7ToMCCYwo4d7w3//emPLHW+ic/L1BitPb6KY3PjiU/uHq3i9",
+	"iR4ff39taUekQFJIWOoMaKuSycHZcHjDF4p9z4YniwW/Z8OXzaLfs+FZs/D3bPhdPZCr/j07eRmqAD47",
+	"Pe2tAj47/e6Gd0uBX+FyguXAr4YvgyXBhwNygR8NQyVUyvkN//0KtJwfXYw0yN/JgXM/D2ObVvFA8yKD",
+	"un4G7X9DAjPKDLc0cM0UGZVZNrjhiL87kfoYhDswNs74GfnIfogJuv6uhRbkZDg0vw9ujGbQTGeGLJsE",
+	"dnH5PmpcHBCdoA4ugNOCRefRy8Fw8DKyZVlI9cc2Yfk/5v9jq/kq8BgLPfoH6J9ck87NKqfDYZ9eqdod",
+	"d258aPJedP7bbRypMs+pnKNvPwUOSr0mlKsZSGXkSwbej09AGdEjjQ/nKM2GZOlYYVqDX7aKbs00xzlo",
+	"yRK1bGcfXZPwzhp3U2h40MdFRlnnVorA7TNtkeBmGCzd+aUUuZHkpSJu0YRZKjLzGm9VKDTEiDVAl24b",
+	"/Z+l+LyyLXaBzjh6NXy5ulv7Ep5loDBrY5YKzP5TqukdVRj9kkCTCZZVGYGYs7GkLrmiFxbTk2M0HY+L",
+	"qmCqDyiupGoboHSu90GXzK3IGq63xk4pA/Nels15kaZ/EOl8LzcEta9QetzFRuPobJ1ui9jvgqeDK2fR",
+	"BVFlzF1rJq5k2qfdaIR2dYCjbZaXPS43+hY9AZSQcSeozFPiq8YGFlgvdwEsY9ioAGSsU4OFIPuiJldN",
+	"sBY9naxDT43bqLakpu3Aanp9tx/KPf5qzNtHax1mYA37NqZsQojDVPMett++Bm9VGwmZYF16haYqXOSc",
+	"8YXa9tsFfJwF7ljAkGjqiPPs+aDYlPdmCZW/MiC/Gp6qbSWlWZYRwQnTaGgl8L0htzq/Cu3RvC6rXeSW",
+	"fonvOGVzMdgl27Md8XWAFNqX4TnPaf3r8G7R1rPh+47uMT/vWVrYk4PdqZ/diIs/hNBtUhRRIgd7MGjs",
+	"3DvMDLZ/knuAwhAzk2RKsxJUmJz7DYlvRPD/X8ekO5nqZIYxbi30A2MPGDZF/e9DRwnlXGiSIBEchhDb",
+	"ViT22HKFFeQb7dMQahTN9NtCtlHsC0ru5giAXdo8Qeisr2ldasBz6MTHjVRQ38LW4aHOlZp/AkXUJ7ka",
+	"UNiD8GqUWu1MfoVg/1y2a1ut2JwNIfE2v0osuZyRA5ZCXggDxMMBqQv5c5raNCHCNAEqMwbS6h9MTGGa",
+	"jKm1yvJ1ZNW/INErZZVttF9ZVZWlBGSVX0JTTAk5tpeLPFVe1QixIrFbvGTTicCLS5txY0A9oa1Crsqj",
+	"xBhmTLAWx3qSImzfBnFx/FXI8ePxV/f3eiLSJer92dyGhToxn7hlC8XIFYxKW/jXCCZWBWUryzc29Cn6",
+	"wLieUGldUfzHCZXrVoXLAinSRtL0gFy0CRpLCAyhk6LUBB6Y0oqw3DA1a10XiMOSgwp96Mke9ti8K/WR",
+	"TTfd4N7x4ChFA327UWyN4fag2KpaqR0qtm+EBt9aumgxbEPLVQze0XEX1qWyn5xjZYYZxu16vKVitCp/",
+	"sTVIoWBbVbr0s5jtU6l1S6QCiq0uSqNKETxPQzZNWboblfZG5IWBIVSRzxeKMK405Qkoq7NawXouZjGh",
+	"XutJXPlKoNsDy6VWxLVtskdw1xkVoVv17RnsgRVv1lO32RnqcLBFqPbaZXjsQzg0M3nWD9fueuq073EC",
+	"RHalqS0QB084UFgwiCkniAQjM+oU53vg9gphdxU2cwdtTLkzR1Ll4q8m1eOvLF3DsqqxvNqumor7Xbue",
+	"q1Xnhg9s3LZB4TNG+iyiZmrQPhm3MU0oUEGTiZdcuGRLez5bxwqqmU+nsWkXGRjLRRNN7wFvRhwsC020",
+	"KmZ7JdinRq1sBzPdS7Czua1EwFwLUORAQgEUlSBemnykwIygrc0ED0WG97Va9IVOEXw2aw3QTbLM61qj",
+	"bmWpnmfukCKPjF3V3sg9zL/HcOZr4jaAlSpIbUQZSUqzNTeAOeDhDayuf+2uMvh6jQ2hLrUaVxZVCA71",
+	"wx89r+TUVVErDdQuDIwJEz4KOsGrp/01TCfD1k3UwVuYwlMktm5ghc27N05uFkiEX1UxfogY1a7b4Clm",
+	"6snT1A1WRzcceA4zrOahylg/dq3GrySa5dBULLW8WGUm+DKPFRLjgkjQkhm/zKrAyi5TNAdyD3NyYH5y",
+	"mSWOBg9Nr1JyVbfsPvE0AZpiFpyjj/fe3k7mR/+EeYtQcvrwAfhYT6Lz01ev4jDh7N7aadf+7coZ6j7Z",
+	"8xhHp8PTrfo9H3Vufx6+VSDnZKu5Tk+36vXd873f1c0hbN1TJMosJWNhMy+Ffamickhd5pLLqMTIIpoR",
+	"FTvamnArtVz21PPsKZTo+Nquq5HauFEKo73xNHWPyDVGCaTQu3I9LXA8cgcjYfx7OTdD0zFlfBBSOrW+",
+	"emyL3gt1j6mXtJJY5D2a9Lb0yohdLA00pl1VhAWpT627o8n9WBpvuU8sdy27NQ3+Wl53RM62ouPsidE8",
+	"H8tsPeBHKjGuX1cpvUB8jZwU5XhCGvVoWBkbjIq2NVmfH9ALleFzQqVH+7b1amjQuslx/WDhquyK5p73",
+	"pvR2m2OxQ931R6ZZ2PJT4ysZ0r6+/oAl1fCggaeQmh9IIkqulT0F42K2kRA4hgd7QdWTKCdo8/34AEmv",
+	"xRd26/Adoqbk9GVTwyiOTmx5BWAJaaYgVDu1J6us+Y7N+vS5w6nx1RUzcXOghyOebj6YfXSpJ5olcabY",
+	"kBtqU4uS70+q56uMEgUzwtN8lefiqG3tuldPjTRflXg3p30TyucCemBiKZaN0jFFfn6LxRMWqgQ4vnKH",
+	"0DcG2YhxmtmPmzH26rQbx5zvXOrNZhIAn9ndq/v8bkm6zlt8s0vIOQFuXMXnp8ZX2/nbu1bbS3B/3MBC",
+	"kAaugKYNGtgsqCkSDfqofjquxmlVWnzHOEX5vrK2xIged6/J3VxX2Dx7Rn7/FrAZr891wYNavISni9F1",
+	"tOETkblKGwZOCMxSNfDnVyJ/NHn0MKyrit29FfZOyPv9Wu/Nx7weF58tf05vcVsj4dVTg6fVA2TN+9eM",
+	"u24jD5RwmFW/V7fz+VuvYv8eDUYt7VPjm1AP3rqyH/K5NEN/Ax7vc2J2B+bfOwnwHxe4theekHsoNDnI",
+	"2AiSeZLBAJF2ZAzuvJ0stAa+hbRZivtw2gpRIfzSH3XuIxG/fqbjmT2q1lscwXOZz1cfbI2mf2/apn38",
+	"eS3MMBlZ2tsPHV3h2H8Jjs3TQQ3c8LwNcz0bR1jrI9brlRXuX9Vqn2egzQuceiz/+g2HauG7yBypofDk",
+	"yOiyM01/q9SeQqPtK7l2Va/qh/0zRUefLhEbBNHDOJr6u6J3TS34utZf8nBjw9qADaOPeMXglvJQi2Jf",
+	"WBXFX0jdHKmiiLFKxxtY+GJzwzg2GDtCbtzQNJ5R1h/w+pUyvWYOyvWkSlfzx7wjIXeXutafpbhVKlvO",
+	"+Hvb72TjvLafxIxkwp6L4kapJrlQ+jUZVvfXuBPovjQwzXIQpa4fMwskdb1s5nT9bdWLKrd/uiO/FoUb",
+	"SiMl1yxrRQRslq7LszAfxmwK3BEanrowTqg/nc7cSfaBv7+9PrU+JEz7Uly8bxk7uwlbyMBc+te2Nsyd",
+	"OTTSqVygAtM6mBqQC9/bLNUMTjnBe7bODb0XvozBrgsraNS9y3jAbOSUQi44mdF7d72WIShMLbG3b9kz",
+	"TXvtHEY9KJ9jJQRLaIyZ+EBTA5xCZBnj4yV5Zk8OmXtrYN1kiKahtyq86R5KIQdCEprhRUZkLDgc7t6w",
+	"7U1T6F3vcFv7cH/m+C6Sudt3MdXX4P12a6QJ3rflZsP3NvEOvPPj45PTvw+Gg+Hg5Py//j4coq53S/5a",
+	"Ce2K8oz09D9W+2n8aFOpGz80LnJ6vH383wAAAP//hLFI7LqSAAA=",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

@@ -24,6 +24,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -120,6 +121,25 @@ type countingWaker struct{ n atomic.Int64 }
 
 func (w *countingWaker) Notify() { w.n.Add(1) }
 
+func (w *countingWaker) Wake(store.State) { w.n.Add(1) }
+
+// feed returns a change hub fed by st's change feed until the test ends.
+func feed(t testing.TB, st store.Store) *changes.Hub {
+	t.Helper()
+	hub := changes.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hub.Run(ctx, st)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return hub
+}
+
 type stubReconciler struct{}
 
 func (stubReconciler) Reconcile(context.Context) (reconcile.Report, error) {
@@ -181,7 +201,7 @@ func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *en
 	e.inst = inst
 	e.admin = e.token(store.Token{Scope: store.ScopeAdmin, Name: "admin"})
 	opts := httpapi.Options{
-		Store: st, Pools: e.pools, Scheduler: e.waker, Reconciler: stubReconciler{}, Clock: clk,
+		Store: st, Pools: e.pools, Scheduler: e.waker, Changes: feed(t, st), Reconciler: stubReconciler{}, Clock: clk,
 		Installation: inst, AdapterKinds: func() []string { return []string{"devhost", "fake"} },
 		DevOnlyKinds: []string{"devhost"}, Dev: false,
 	}

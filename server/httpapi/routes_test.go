@@ -17,7 +17,7 @@ import (
 func TestRoutesMatchDocument(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(t, st)
-		h, err := httpapi.New(httpapi.Options{Store: e.st, Pools: e.pools})
+		h, err := httpapi.New(httpapi.Options{Store: e.st, Pools: e.pools, Changes: feed(t, e.st)})
 		if err != nil {
 			t.Fatal(err)
 		}

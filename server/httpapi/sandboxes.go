@@ -203,7 +203,7 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	if err := validateEnv(sb.Env); err != nil {
 		return sb, false, err
 	}
-	policy, err := s.st.GetPolicy(ctx)
+	policy, err := s.policy(ctx)
 	if err != nil {
 		return sb, false, errorf("get policy: %w", err)
 	}
@@ -212,14 +212,13 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 			return sb, false, err
 		}
 	}
-	active, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
-	if err != nil {
-		return sb, false, errorf("count sandboxes: %w", err)
-	}
+	// Here placement only decides whether some pool could ever take the sandbox. How
+	// many sandboxes each pool runs only matters to which pool takes it and when,
+	// which the scheduler decides with its own count, so none is made per create.
 	d := placement.Place(placement.Request{
 		Capabilities: sb.Capabilities, Template: sb.Template, Resources: sb.Resources,
 		Placement: sb.Placement, SnapshotPool: snapshotPool,
-	}, s.pools.Views(), policy, active)
+	}, s.pools.Views(), policy, nil)
 	if d.Code != "" {
 		e := api.Errorf(d.Code, "%s", d.Reason)
 		if len(d.Rejected) > 0 {
@@ -256,7 +255,7 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		return sb, false, conflict("Idempotency-Key %q is already in use", sb.IdempotencyKey)
 	}
 	if created {
-		s.waker.Notify()
+		s.waker.Wake(out.State)
 	}
 	return out, created, nil
 }
@@ -280,16 +279,12 @@ func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params Li
 		}
 		f.Limit = *params.Limit
 	}
-	for _, v := range deref(params.State) {
-		for _, st := range strings.Split(string(v), ",") {
-			st = strings.TrimSpace(st)
-			if !store.State(st).Valid() {
-				s.writeError(w, r, invalid("unknown state %q", st))
-				return
-			}
-			f.States = append(f.States, store.State(st))
-		}
+	states, err := parseStates(deref(params.State))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	f.States = states
 	for _, l := range deref(params.Label) {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
@@ -432,7 +427,22 @@ func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id Sandbo
 		s.writeError(w, r, err)
 		return
 	default:
-		s.waker.Notify()
+		s.waker.Wake(out.State)
 	}
 	writeJSON(w, http.StatusAccepted, s.toSandbox(out))
+}
+
+// parseStates reads a repeated, possibly comma-separated state parameter.
+func parseStates(vals []SandboxState) ([]store.State, error) {
+	var out []store.State
+	for _, v := range vals {
+		for _, st := range strings.Split(string(v), ",") {
+			st = strings.TrimSpace(st)
+			if !store.State(st).Valid() {
+				return nil, invalid("unknown state %q", st)
+			}
+			out = append(out, store.State(st))
+		}
+	}
+	return out, nil
 }

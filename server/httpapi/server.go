@@ -17,6 +17,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
@@ -36,7 +37,10 @@ type PoolSource interface {
 // Waker wakes the scheduler so that queued or terminating sandboxes are handled now
 // rather than at its next tick.
 type Waker interface {
+	// Notify wakes every loop (a pool or the policy changed).
 	Notify()
+	// Wake wakes the loop that acts on sandboxes entering state.
+	Wake(state store.State)
 }
 
 // Reconciler runs one reconcile pass on demand (POST /v1/admin/reconcile).
@@ -53,6 +57,10 @@ type Options struct {
 	// Scheduler is woken after changes it must act on; nil means nobody is woken (the
 	// scheduler then finds the work on its next tick).
 	Scheduler Waker
+	// Changes is the replica's change hub, fed by the store's change feed: the wait
+	// route wakes on it, and the token and policy caches are dropped on its token,
+	// policy and resync changes. Required.
+	Changes *changes.Hub
 	// Reconciler may be nil: POST /v1/admin/reconcile then answers 503
 	// provider_unavailable, because no pass can run on this replica.
 	Reconciler Reconciler
@@ -84,6 +92,7 @@ type Server struct {
 	st       store.Store
 	pools    PoolSource
 	waker    Waker
+	changes  *changes.Hub
 	rec      Reconciler
 	clock    clock.Clock
 	inst     string
@@ -94,6 +103,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	metrics  *httpMetrics
 	touches  touchCache
+	cache    caches
 	// maxQueued is Options.MaxQueued with its default.
 	maxQueued int
 	router    *chi.Mux
@@ -108,14 +118,15 @@ const DefaultMaxQueued = 10000
 
 type nopWaker struct{}
 
-func (nopWaker) Notify() {}
+func (nopWaker) Notify()          {}
+func (nopWaker) Wake(store.State) {}
 
 // New builds the API's handler: a chi router with the generated routes and the
 // middlewares every request passes (metrics, panic recovery, authentication, body
 // limits).
 func New(opts Options) (http.Handler, error) {
-	if opts.Store == nil || opts.Pools == nil {
-		return nil, errors.New("httpapi: Options.Store and Options.Pools are required")
+	if opts.Store == nil || opts.Pools == nil || opts.Changes == nil {
+		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
 		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, rec: opts.Reconciler,
@@ -125,6 +136,9 @@ func New(opts Options) (http.Handler, error) {
 	if s.waker == nil {
 		s.waker = nopWaker{}
 	}
+	s.changes = opts.Changes
+	// The hub lives as long as the daemon, and so does this server: nothing to stop.
+	s.changes.Listen(s.cache.onChange)
 	s.maxQueued = opts.MaxQueued
 	if s.maxQueued <= 0 {
 		s.maxQueued = DefaultMaxQueued

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,15 +12,19 @@ import (
 )
 
 // stalledPools is the pool view of a replica that claimed a batch and then stopped,
-// as if killed before placing it: Views blocks until released.
+// as if killed before placing it: the pass's second call of Views (the first counts
+// start slots before the claim, the second is placement's) blocks until released.
 type stalledPools struct {
 	*testPools
 	entered, release chan struct{}
+	calls            atomic.Int32
 }
 
 func (p *stalledPools) Views() []pools.View {
-	close(p.entered)
-	<-p.release
+	if p.calls.Add(1) == 2 {
+		close(p.entered)
+		<-p.release
+	}
 	return p.testPools.Views()
 }
 

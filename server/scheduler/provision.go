@@ -26,11 +26,13 @@ const (
 	outError
 )
 
-// job is one Create to make: the sandbox already moved to provisioning on view's pool.
+// job is one Create to make on view's pool; start moves the sandbox to provisioning
+// there and fills req.
 type job struct {
-	sb   store.Sandbox
-	view pools.View
-	req  adapters.CreateRequest
+	sb          store.Sandbox
+	view        pools.View
+	snapshotRef string
+	req         adapters.CreateRequest
 	// claimedAt is when this pass claimed the sandbox (differently_provision_seconds).
 	claimedAt time.Time
 }
@@ -55,7 +57,14 @@ type job struct {
 func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 	res := Result{Pass: PassProvision}
 	now := s.clk.Now()
-	claimed, err := s.st.ClaimSandboxes(ctx, now, s.opts.ReplicaID, s.opts.ClaimLease, s.opts.BatchSize)
+	// Claim no more than this replica can start now: a sandbox claimed without a
+	// start slot would only be handed back. releaseSlot wakes the loop when a slot
+	// frees.
+	limit := min(s.opts.BatchSize, s.freeSlots(s.pools.Views()))
+	if limit == 0 {
+		return res, nil
+	}
+	claimed, err := s.st.ClaimSandboxes(ctx, now, s.opts.ReplicaID, s.opts.ClaimLease, limit)
 	if err != nil {
 		return res, fmt.Errorf("claim sandboxes: %w", err)
 	}
@@ -105,26 +114,50 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 			res.Errors++
 		}
 	}
+	// Placement decides one sandbox at a time so that each sees the pools the
+	// previous ones took (active). The writes and Creates then run concurrently, and
+	// the writes of the pass meet in the batcher's transactions.
 	var wg sync.WaitGroup
-	// Placement runs one sandbox at a time so that each sees the pools the previous
-	// ones took (active); the Creates then run concurrently.
 	for _, sb := range claimed {
-		j, o := s.place(ctx, sb, views, policy, active)
-		if j == nil {
+		d := s.decide(ctx, sb, views, policy, active)
+		wg.Go(func() {
+			if d.job == nil {
+				tally(d.apply(ctx, s))
+				return
+			}
+			j, o := s.start(ctx, *d.job)
+			if j != nil {
+				j.claimedAt = claimedAt
+				o = s.create(ctx, *j)
+			}
 			tally(o)
-			continue
-		}
-		j.claimedAt = claimedAt
-		wg.Go(func() { tally(s.create(ctx, *j)) })
+		})
 	}
 	wg.Wait()
 }
 
-// place decides where sb goes and moves it to provisioning there, or records why it
-// waits or fails.
-func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.View, policy store.Policy, active map[string]int) (*job, outcome) {
+// decision is what placement made of one claimed sandbox: a Create to make (job),
+// or else a requeue or failure to record (apply).
+type decision struct {
+	job   *job
+	apply func(ctx context.Context, s *Scheduler) outcome
+}
+
+// decide places sb. A sandbox given a pool holds one of that pool's start slots on
+// this replica and counts in active from here on.
+func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.View, policy store.Policy, active map[string]int) decision {
 	log := s.log.With("sandbox", sb.ID)
 	now := s.clk.Now()
+	requeue := func(reason string) decision {
+		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
+			return s.requeue(ctx, sb.ID, "", reason, now.Add(RequeueDelay))
+		}}
+	}
+	fail := func(reason string) decision {
+		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
+			return s.fail(ctx, sb.ID, "", reason, false)
+		}}
+	}
 	req := placement.Request{
 		Capabilities: sb.Capabilities,
 		Template:     sb.Template,
@@ -136,10 +169,10 @@ func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.V
 		snap, err := s.st.GetSnapshot(ctx, sb.FromSnapshot)
 		switch {
 		case api.IsCode(err, api.CodeNotFound):
-			return nil, s.fail(ctx, sb.ID, "", fmt.Sprintf("snapshot %s does not exist", sb.FromSnapshot), false)
+			return fail(fmt.Sprintf("snapshot %s does not exist", sb.FromSnapshot))
 		case err != nil:
 			log.Error("load snapshot", "snapshot", sb.FromSnapshot, "error", err)
-			return nil, s.requeue(ctx, sb.ID, "", "waiting: the snapshot to restore could not be read", now.Add(RequeueDelay))
+			return requeue("waiting: the snapshot to restore could not be read")
 		}
 		req.SnapshotPool, snapshotRef = snap.Pool, snap.BackendRef
 	}
@@ -147,9 +180,9 @@ func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.V
 	d := placement.Place(req, views, policy, active)
 	switch {
 	case d.Wait:
-		return nil, s.requeue(ctx, sb.ID, "", d.Reason, now.Add(RequeueDelay))
+		return requeue(d.Reason)
 	case len(d.Pools) == 0:
-		return nil, s.fail(ctx, sb.ID, "", d.Reason, false)
+		return fail(d.Reason)
 	}
 	ranked := s.preferOthers(sb.ID, d.Pools, now)
 
@@ -157,26 +190,26 @@ func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.V
 	for _, v := range views {
 		byName[v.Pool.Name] = v
 	}
-	var view pools.View
-	got := false
 	for _, name := range ranked {
-		if view = byName[name]; s.acquire(view) {
-			got = true
-			break
+		if view := byName[name]; s.acquire(view) {
+			active[name]++
+			return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef}}
 		}
 	}
-	if !got {
-		reason := fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", "))
-		return nil, s.requeue(ctx, sb.ID, "", reason, now.Add(RequeueDelay))
-	}
+	return requeue(fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", ")))
+}
 
-	pool := view.Pool.Name
-	cur, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+// start moves a placed sandbox to provisioning on its pool and returns the Create to
+// make; when the sandbox is no longer ours, or the write failed, it releases the
+// pool's start slot and returns what became of the sandbox instead.
+func (s *Scheduler) start(ctx context.Context, j job) (*job, outcome) {
+	pool := j.view.Pool.Name
+	cur, ok, err := s.update(ctx, j.sb.ID, func(cur *store.Sandbox) error {
 		if !s.ours(cur, store.StateQueued) {
 			return errStale
 		}
 		cur.State = store.StateProvisioning
-		cur.Pool, cur.Region = pool, view.Pool.Region
+		cur.Pool, cur.Region = pool, j.view.Pool.Region
 		cur.Reason = ""
 		// The short placement claim becomes one that outlasts the Create.
 		exp := s.clk.Now().Add(s.opts.ProvisionTimeout + provisionLeaseMargin)
@@ -186,13 +219,14 @@ func (s *Scheduler) place(ctx context.Context, sb store.Sandbox, views []pools.V
 	if !ok {
 		s.releaseSlot(pool)
 		if err != nil {
-			log.Error("move to provisioning", "pool", pool, "error", err)
+			s.log.Error("move to provisioning", "sandbox", j.sb.ID, "pool", pool, "error", err)
 			return nil, outError
 		}
 		return nil, outNone
 	}
-	active[pool]++
-	return &job{sb: cur, view: view, req: s.createRequest(cur, snapshotRef)}, outNone
+	j.sb = cur
+	j.req = s.createRequest(cur, j.snapshotRef)
+	return &j, outNone
 }
 
 func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters.CreateRequest {
@@ -416,27 +450,47 @@ func message(err error) string {
 	return err.Error()
 }
 
+func maxStarting(v pools.View) int {
+	if v.Pool.MaxStarting > 0 {
+		return v.Pool.MaxStarting
+	}
+	return DefaultMaxStarting
+}
+
 // acquire takes one of the pool's start slots on this replica.
 func (s *Scheduler) acquire(v pools.View) bool {
-	limit := v.Pool.MaxStarting
-	if limit <= 0 {
-		limit = DefaultMaxStarting
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.starting[v.Pool.Name] >= limit {
+	if s.starting[v.Pool.Name] >= maxStarting(v) {
 		return false
 	}
 	s.starting[v.Pool.Name]++
 	return true
 }
 
+// releaseSlot gives a start slot back and wakes the provisioning loop, which may
+// have left sandboxes queued for want of one.
 func (s *Scheduler) releaseSlot(pool string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.starting[pool]--; s.starting[pool] <= 0 {
 		delete(s.starting, pool)
 	}
+	s.mu.Unlock()
+	wake(s.wakeProvision)
+}
+
+// freeSlots counts the start slots free on this replica over the pools that can take
+// work (healthy, with an adapter).
+func (s *Scheduler) freeSlots(views []pools.View) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	free := 0
+	for _, v := range views {
+		if v.Healthy && v.Adapter != nil {
+			free += max(0, maxStarting(v)-s.starting[v.Pool.Name])
+		}
+	}
+	return free
 }
 
 // preferOthers moves a pool that just answered insufficient_capacity for this

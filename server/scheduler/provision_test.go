@@ -270,27 +270,55 @@ func TestProvisionTriesNextPoolAfterCapacityShortage(t *testing.T) {
 }
 
 func TestProvisionRespectsMaxStarting(t *testing.T) {
-	fk := fake.New(fake.Config{})
-	v := view("fake", fk)
-	v.Pool.MaxStarting = 1
-	e := newEnv(t, Options{}, v)
-	sb := e.create(t, store.Sandbox{})
-	// Another Create holds the pool's only start slot.
-	if !e.s.acquire(v) {
-		t.Fatal("could not take the slot")
+	a, b := fake.New(fake.Config{}), fake.New(fake.Config{})
+	va, vb := view("a", a), view("b", b)
+	va.Pool.MaxStarting, vb.Pool.MaxStarting = 1, 1
+	e := newEnv(t, Options{}, va, vb)
+	onA := e.create(t, store.Sandbox{Placement: store.Placement{AllowedPools: []string{"a"}}})
+	// Other Creates hold both pools' only start slots: the pass claims nothing, since
+	// it could start nothing.
+	if !e.s.acquire(va) || !e.s.acquire(vb) {
+		t.Fatal("could not take the slots")
 	}
+	if r := e.provision(t); r.Claimed != 0 {
+		t.Fatalf("with no start slot free the pass claimed: %+v", r)
+	}
+	wantState(t, e.get(t, onA.ID), store.StateQueued)
+
+	// b's slot frees, but the sandbox may only go to a: claimed, then handed back
+	// uncounted to wait for a's slot.
+	e.s.releaseSlot("b")
 	if r := e.provision(t); r.Requeued != 1 {
 		t.Fatalf("result = %+v", r)
 	}
-	got := e.get(t, sb.ID)
+	got := e.get(t, onA.ID)
 	wantState(t, got, store.StateQueued)
-	if !strings.Contains(got.Reason, "maxStarting") || got.Attempts != 0 {
-		t.Errorf("reason %q attempts %d", got.Reason, got.Attempts)
+	if !strings.Contains(got.Reason, "maxStarting") || got.Attempts != 0 || got.ClaimedBy != "" {
+		t.Errorf("reason %q attempts %d claimed by %q", got.Reason, got.Attempts, got.ClaimedBy)
 	}
-	e.s.releaseSlot("fake")
+	e.s.releaseSlot("a")
 	e.clk.Advance(RequeueDelay)
 	e.provision(t)
-	wantState(t, e.get(t, sb.ID), store.StateRunning)
+	wantState(t, e.get(t, onA.ID), store.StateRunning)
+}
+
+// A freed start slot wakes the provisioning loop.
+func TestReleaseSlotWakesProvisioning(t *testing.T) {
+	v := view("fake", fake.New(fake.Config{}))
+	e := newEnv(t, Options{}, v)
+	if !e.s.acquire(v) {
+		t.Fatal("could not take a slot")
+	}
+	select {
+	case <-e.s.wakeProvision:
+	default:
+	}
+	e.s.releaseSlot("fake")
+	select {
+	case <-e.s.wakeProvision:
+	default:
+		t.Fatal("releasing a slot did not wake the provisioning loop")
+	}
 }
 
 func TestProvisionFromSnapshot(t *testing.T) {

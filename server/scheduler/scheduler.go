@@ -149,6 +149,7 @@ type Scheduler struct {
 	opts  Options
 	log   *slog.Logger
 	m     *schedMetrics
+	batch *batcher
 
 	wakeProvision chan struct{}
 	wakeHousekeep chan struct{}
@@ -209,6 +210,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}
 	return &Scheduler{
 		st: st, pools: ps, clk: clk, opts: opts, m: m,
+		batch:         &batcher{st: st, now: clk.Now},
 		log:           log.With("replica", opts.ReplicaID),
 		wakeProvision: make(chan struct{}, 1),
 		wakeHousekeep: make(chan struct{}, 1),
@@ -217,47 +219,70 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}, nil
 }
 
-// Notify wakes Run's loops now instead of at the next tick, after a create or a
-// delete. It never blocks; wake-ups arriving while one is pending merge into it.
+// Notify wakes Run's loops now instead of at the next tick, after a change either
+// may act on (a pool or the policy changed, the change feed resynchronised). It
+// never blocks; wake-ups arriving while one is pending merge into it.
 func (s *Scheduler) Notify() {
-	for _, c := range []chan struct{}{s.wakeProvision, s.wakeHousekeep} {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+	wake(s.wakeProvision)
+	wake(s.wakeHousekeep)
+}
+
+// Wake wakes the loop that acts on sandboxes entering state: provisioning for
+// queued, termination for terminating. Other states need no action.
+func (s *Scheduler) Wake(state store.State) {
+	switch state {
+	case store.StateQueued:
+		wake(s.wakeProvision)
+	case store.StateTerminating:
+		wake(s.wakeHousekeep)
+	}
+}
+
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
 // Run provisions, expires and terminates until ctx is done, then returns once every
 // pass in flight has ended. Provisioning runs in its own loop so that a slow Create
-// (up to ProvisionTimeout) never delays deletes and expiry.
+// (up to ProvisionTimeout) never delays deletes and expiry. Expiry, which reads every
+// sandbox that may expire, runs on the tick only; a wake-up (a delete) runs just the
+// termination pass.
 func (s *Scheduler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.loop(ctx, s.wakeProvision, func(ctx context.Context) {
+		s.loop(ctx, s.wakeProvision, func(ctx context.Context, _ bool) {
 			s.report(s.ProvisionOnce(ctx))
 		})
 	})
 	wg.Go(func() {
-		s.loop(ctx, s.wakeHousekeep, func(ctx context.Context) {
-			// Expiry first, so that an expired sandbox is deleted in the same pass.
-			s.report(s.ExpireOnce(ctx))
+		s.loop(ctx, s.wakeHousekeep, func(ctx context.Context, tick bool) {
+			if tick {
+				// Expiry first, so that an expired sandbox is deleted in the same pass.
+				s.report(s.ExpireOnce(ctx))
+			}
 			s.report(s.TerminateOnce(ctx))
 		})
 	})
 	wg.Wait()
 }
 
-func (s *Scheduler) loop(ctx context.Context, wake <-chan struct{}, pass func(context.Context)) {
+// loop runs pass at once (as a tick), then after every tick or wake-up.
+func (s *Scheduler) loop(ctx context.Context, wake <-chan struct{}, pass func(ctx context.Context, tick bool)) {
 	t := time.NewTicker(s.opts.Tick)
 	defer t.Stop()
+	tick := true
 	for {
-		pass(ctx)
+		pass(ctx, tick)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			tick = true
 		case <-wake:
+			tick = false
 		}
 	}
 }
@@ -276,10 +301,12 @@ func (s *Scheduler) report(r Result, err error) {
 	}
 }
 
-// update applies fn to the sandbox under the store's row lock. A guard failure
-// (errStale) is not an error for the caller: the sandbox is simply no longer ours.
+// update applies fn to the sandbox under the store's row lock, in a transaction
+// shared with the other writes of this replica made meanwhile (batcher). A guard
+// failure (errStale) is not an error for the caller: the sandbox is simply no longer
+// ours.
 func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
-	sb, err := s.st.UpdateSandbox(ctx, id, s.clk.Now(), fn)
+	sb, err := s.batch.update(ctx, id, fn)
 	if errors.Is(err, errStale) {
 		return store.Sandbox{}, false, nil
 	}
