@@ -51,7 +51,8 @@ type job struct {
 // its attempts reach MaxAttempts.
 //
 // A sandbox whose ranked pools all have maxStarting Creates in flight on this
-// replica is requeued uncounted after RequeueDelay. Because the pass waits for its
+// replica is handed back uncounted, due at once: the next pass, woken when a start
+// slot frees, takes it. Because the pass waits for its
 // Creates, one slow Create delays this replica's next claim (never its deletes: Run
 // provisions in a loop of its own); pipelining claims is left to the scheduler issue.
 func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
@@ -148,11 +149,12 @@ type decision struct {
 func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.View, policy store.Policy, active map[string]int) decision {
 	log := s.log.With("sandbox", sb.ID)
 	now := s.clk.Now()
-	requeue := func(reason string) decision {
+	requeueAt := func(reason string, at time.Time) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
-			return s.requeue(ctx, sb.ID, "", reason, now.Add(RequeueDelay))
+			return s.requeue(ctx, sb.ID, "", reason, at)
 		}}
 	}
+	requeue := func(reason string) decision { return requeueAt(reason, now.Add(RequeueDelay)) }
 	fail := func(reason string) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
 			return s.fail(ctx, sb.ID, "", reason, false)
@@ -196,7 +198,9 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 			return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef}}
 		}
 	}
-	return requeue(fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", ")))
+	// Due again at once: the slot that frees first wakes the loop (releaseSlot), and
+	// whichever pass runs then, on this replica or another, takes the sandbox.
+	return requeueAt(fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", ")), now)
 }
 
 // start moves a placed sandbox to provisioning on its pool and returns the Create to

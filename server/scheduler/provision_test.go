@@ -286,7 +286,7 @@ func TestProvisionRespectsMaxStarting(t *testing.T) {
 	wantState(t, e.get(t, onA.ID), store.StateQueued)
 
 	// b's slot frees, but the sandbox may only go to a: claimed, then handed back
-	// uncounted to wait for a's slot.
+	// uncounted for a later pass.
 	e.s.releaseSlot("b")
 	if r := e.provision(t); r.Requeued != 1 {
 		t.Fatalf("result = %+v", r)
@@ -296,8 +296,8 @@ func TestProvisionRespectsMaxStarting(t *testing.T) {
 	if !strings.Contains(got.Reason, "maxStarting") || got.Attempts != 0 || got.ClaimedBy != "" {
 		t.Errorf("reason %q attempts %d claimed by %q", got.Reason, got.Attempts, got.ClaimedBy)
 	}
+	// Due at once: the pass after a's slot frees starts it, with no delay.
 	e.s.releaseSlot("a")
-	e.clk.Advance(RequeueDelay)
 	e.provision(t)
 	wantState(t, e.get(t, onA.ID), store.StateRunning)
 }

@@ -58,11 +58,16 @@ type Profile struct {
 type Admission struct {
 	// Quota is the project's quota (zero when the project was never put).
 	Quota Quota
-	// Usage is the project's usage without the new sandbox.
+	// Usage is the project's usage without the new sandbox. It is read only when the
+	// quota limits something, and zero otherwise: an unlimited project's creates need
+	// neither the sum nor the project lock that keeps it exact.
 	Usage Usage
 	// Queued counts the queued sandboxes of every project.
 	Queued int
 }
+
+// Limited reports whether the quota bounds anything.
+func (q Quota) Limited() bool { return q != Quota{} }
 
 // ValidateProject checks what the schema cannot.
 func ValidateProject(p Project) error {

@@ -95,10 +95,11 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	return out, created, nil
 }
 
-// CreateSandboxAdmitted implements store.Store. The project's advisory lock (see
-// lockProject) serialises the admissions of one project across connections and
-// replicas; READ COMMITTED gives each statement after it a fresh snapshot, so the usage
-// read includes every sandbox admitted before the lock was granted.
+// CreateSandboxAdmitted implements store.Store. For a project with a quota, the
+// project's advisory lock (see admission) serialises its admissions across
+// connections and replicas; READ COMMITTED gives each statement after it a fresh
+// snapshot, so the usage read includes every sandbox admitted before the lock was
+// granted.
 func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission) error) (store.Sandbox, bool, error) {
 	sb, err := store.NormalizeSandbox(now, sb)
 	if err != nil {
@@ -107,9 +108,6 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	var out store.Sandbox
 	var created bool
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := lockProject(ctx, tx, sb.Org, sb.Project); err != nil {
-			return err
-		}
 		if sb.IdempotencyKey != "" {
 			out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 				WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))

@@ -22,31 +22,46 @@ func lockProject(ctx context.Context, tx pgx.Tx, org, name string) error {
 	return wrap(err)
 }
 
-// usage sums the project's non-terminal sandboxes (the sandboxes_tenant_state index).
+// usage sums the project's non-terminal sandboxes. The states are listed rather than
+// excluded so that the sandboxes_tenant_state index is scanned for live rows only,
+// however many terminated ones the project has.
 func usage(ctx context.Context, q querier, org, name string) (store.Usage, error) {
 	var u store.Usage
 	err := q.QueryRow(ctx, `SELECT count(*), coalesce(sum(cpu), 0), coalesce(sum(memory_mib), 0)::bigint,
 			coalesce(sum(disk_gib), 0)::bigint
-		FROM sandboxes WHERE org = $1 AND project = $2 AND state NOT IN ('terminated', 'failed')`,
-		org, name).Scan(&u.Sandboxes, &u.CPU, &u.MemoryMiB, &u.DiskGiB)
+		FROM sandboxes WHERE org = $1 AND project = $2 AND state = ANY($3)`,
+		org, name, statesArg(store.NonTerminalStates)).Scan(&u.Sandboxes, &u.CPU, &u.MemoryMiB, &u.DiskGiB)
 	return u, wrap(err)
 }
 
+// admission reads the project's quota and the queue's length in one statement (the
+// partial index sandboxes_claim holds exactly the queued rows). Only a project whose
+// quota limits something is then locked (lockProject), its quota read again under
+// the lock, and its usage summed: the lock serialises that project's creates, which
+// unlimited projects need not pay for. A quota put while an unlimited create is under
+// way applies from the next create on, as if put just after this one.
 func admission(ctx context.Context, tx pgx.Tx, org, name string) (store.Admission, error) {
 	var a store.Admission
-	var err error
-	if a.Usage, err = usage(ctx, tx, org, name); err != nil {
+	readQuota := func() error {
+		err := tx.QueryRow(ctx, `SELECT coalesce(p.quota_sandboxes, 0), coalesce(p.quota_cpu, 0),
+				coalesce(p.quota_memory_mib, 0), coalesce(p.quota_disk_gib, 0),
+				(SELECT count(*) FROM sandboxes WHERE state = 'queued')
+			FROM (VALUES (1)) AS one LEFT JOIN projects p ON p.org = $1 AND p.name = $2`, org, name).
+			Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB, &a.Queued)
+		return wrap(err)
+	}
+	if err := readQuota(); err != nil || !a.Quota.Limited() {
 		return a, err
 	}
-	err = tx.QueryRow(ctx, `SELECT quota_sandboxes, quota_cpu, quota_memory_mib, quota_disk_gib
-		FROM projects WHERE org = $1 AND name = $2`, org, name).
-		Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB)
-	if err != nil && !isNoRows(err) {
-		return a, wrap(err)
+	if err := lockProject(ctx, tx, org, name); err != nil {
+		return a, err
 	}
-	// The partial index sandboxes_claim holds exactly the queued rows.
-	err = tx.QueryRow(ctx, `SELECT count(*) FROM sandboxes WHERE state = 'queued'`).Scan(&a.Queued)
-	return a, wrap(err)
+	if err := readQuota(); err != nil {
+		return a, err
+	}
+	var err error
+	a.Usage, err = usage(ctx, tx, org, name)
+	return a, err
 }
 
 // ProjectUsage implements store.Store.

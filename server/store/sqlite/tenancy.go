@@ -25,18 +25,20 @@ func usage(ctx context.Context, q rowQuerier, org, name string) (store.Usage, er
 
 func admission(ctx context.Context, tx *sql.Tx, org, name string) (store.Admission, error) {
 	var a store.Admission
-	var err error
-	if a.Usage, err = usage(ctx, tx, org, name); err != nil {
-		return a, err
-	}
-	err = tx.QueryRowContext(ctx, `SELECT quota_sandboxes, quota_cpu, quota_memory_mib, quota_disk_gib
+	err := tx.QueryRowContext(ctx, `SELECT quota_sandboxes, quota_cpu, quota_memory_mib, quota_disk_gib
 		FROM projects WHERE org = ? AND name = ?`, org, name).
 		Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB)
 	if err != nil && !isNoRows(err) {
 		return a, wrap(err)
 	}
-	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE state = 'queued'`).Scan(&a.Queued)
-	return a, wrap(err)
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE state = 'queued'`).Scan(&a.Queued); err != nil {
+		return a, wrap(err)
+	}
+	if !a.Quota.Limited() {
+		return a, nil
+	}
+	a.Usage, err = usage(ctx, tx, org, name)
+	return a, err
 }
 
 // ProjectUsage implements store.Store.

@@ -1,0 +1,4 @@
+-- Counting and listing by state (the scheduler's per-pool counts, its listings of
+-- terminating and expirable sandboxes) reads the live rows only, however many
+-- terminated ones pile up.
+CREATE INDEX sandboxes_state_pool ON sandboxes (state, pool);
