@@ -17,15 +17,16 @@ const floorTxPerLifecycle = 6
 var errFloorGuard = errors.New("floor: the sandbox is not in the state this step expects")
 
 // floorLifecycle issues the store transactions one sandbox lifecycle needs, and no
-// more: create it queued, claim it, move it to provisioning on the pool, to running
+// more, one sandbox at a time: create it queued (with the admission read the API's
+// create makes), claim it, move it to provisioning on the pool, to running
 // with its instance, to terminating (the delete) and to terminated. Reads the daemon
 // makes on the way (token lookups, GETs, policy and pool counts, lists) are left out,
 // so the floor is the best a daemon issuing these writes one by one could do.
 func floorLifecycle(ctx context.Context, st store.Store, claimer string) error {
-	if _, _, err := st.CreateSandbox(ctx, time.Now(), store.Sandbox{
+	if _, _, err := st.CreateSandboxAdmitted(ctx, time.Now(), store.Sandbox{
 		ID: ids.New("sbx"), Org: "default", Project: "default",
 		Placement: store.Placement{AllowedPools: []string{"fake"}},
-	}); err != nil {
+	}, nil); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	// Claim one queued sandbox: this worker's or, as in the daemon, any due one. Every

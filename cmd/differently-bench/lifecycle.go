@@ -94,10 +94,10 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	f.SchedulerPassesPerS = round(float64(d.passes.Load()-pass0) / wall.Seconds())
 	f.SchedulerRequeues = int(d.requeued.Load() - rq0)
 	if f.SchedulerRequeues > 0 {
-		res.note("the scheduler requeued sandboxes %d times during the lifecycles (each waits scheduler.RequeueDelay, 2 s); on the zero-latency fake pool the likely cause is its maxStarting limit (default 8 Creates in flight per replica)", f.SchedulerRequeues)
+		res.note("the scheduler handed sandboxes back to the queue %d times during the lifecycles; on the zero-latency fake pool the cause is its maxStarting limit (default 8 Creates in flight per replica), and such a sandbox is due again at once", f.SchedulerRequeues)
 	}
 	if f.CreateToRunningP50Ms > 5*max(f.CreateToRunningServerP50Ms, 1) {
-		res.note("create→running is dominated by client.WaitForState's polling (first re-poll after 100 ms, then ×1.5): the daemon itself reached running in %v ms at p50", f.CreateToRunningServerP50Ms)
+		res.note("create→running seen by the client is far above the daemon's own (%v ms at p50): the time is spent between the daemon and the client (HTTP, the wait route's wake-up)", f.CreateToRunningServerP50Ms)
 	}
 	return nil
 }

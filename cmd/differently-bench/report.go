@@ -24,7 +24,7 @@ type figures struct {
 	N     int    `json:"n"`
 	C     int    `json:"c"`
 	// Create to running as the daemon saw it: the running row's updatedAt minus its
-	// createdAt, free of the client's polling.
+	// createdAt, free of the client's waiting.
 	CreateToRunningServerP50Ms float64 `json:"create_to_running_server_p50_ms"`
 	CreateToRunningServerP99Ms float64 `json:"create_to_running_server_p99_ms"`
 	LifecycleP50Ms             float64 `json:"lifecycle_p50_ms"`
@@ -95,15 +95,15 @@ func printTable(w io.Writer, o options, r *result) {
 	}
 	fmt.Fprintln(tw, "figure\tvalue\tunit\tnote")
 	fmt.Fprintln(tw, "------\t-----\t----\t----")
-	row("create→running p50", f.CreateToRunningP50Ms, "ms", "client-observed, client.WaitForState polling")
+	row("create→running p50", f.CreateToRunningP50Ms, "ms", "client-observed, through client.WaitForState (the wait route)")
 	row("create→running p99", f.CreateToRunningP99Ms, "ms", "")
 	row("create→running p50 (daemon)", f.CreateToRunningServerP50Ms, "ms", "running row updatedAt − createdAt")
 	row("create→running p99 (daemon)", f.CreateToRunningServerP99Ms, "ms", "")
 	row("lifecycles/s", f.LifecyclesPerS, "1/s", fmt.Sprintf("create, wait running, exec true, delete, wait terminated; %.1f s", f.LifecyclesS))
 	row("lifecycle p50 / p99", fmt.Sprintf("%v / %v", f.LifecycleP50Ms, f.LifecycleP99Ms), "ms", "")
-	row("HTTP requests per lifecycle", f.HTTPRequestsPerLifecycle, "", "polls included")
+	row("HTTP requests per lifecycle", f.HTTPRequestsPerLifecycle, "", "waits included")
 	row("scheduler passes/s", f.SchedulerPassesPerS, "1/s", "during the lifecycles")
-	row("scheduler requeues", f.SchedulerRequeues, "", "during the lifecycles; each waits 2 s")
+	row("scheduler requeues", f.SchedulerRequeues, "", "during the lifecycles; hand-backs for want of a start slot")
 	row("peak RSS after lifecycles", f.PeakRSSMiB, "MiB", "VmHWM: daemon + client + store driver")
 	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
 	row("exec on the adapter p50", f.ExecDirectP50Ms, "ms", "fake.Adapter.Exec directly")

@@ -76,8 +76,12 @@ func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 	s.sweepAvoid(now)
 	policy, err := s.st.GetPolicy(ctx)
 	if err == nil {
-		var active map[string]int
-		active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
+		// Placement counts a pool's sandboxes only against its maxConcurrency: when no
+		// pool sets one, the count would change nothing and is not made.
+		active := map[string]int{}
+		if slices.ContainsFunc(s.pools.Views(), func(v pools.View) bool { return v.Pool.MaxConcurrency > 0 }) {
+			active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
+		}
 		if err == nil {
 			s.provision(ctx, claimed, now, policy, active, &res)
 			return res, nil

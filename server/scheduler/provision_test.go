@@ -384,3 +384,28 @@ func TestProvisionDeletedDuringCreate(t *testing.T) {
 		t.Errorf("instances = %d", fk.Instances())
 	}
 }
+
+// maxConcurrency counts the pool's live sandboxes, read from the store each pass: a
+// full pool makes the sandbox wait, and a sandbox ending frees its place.
+func TestProvisionRespectsMaxConcurrency(t *testing.T) {
+	v := view("fake", fake.New(fake.Config{}))
+	v.Pool.MaxConcurrency = 1
+	e := newEnv(t, Options{}, v)
+	first := e.create(t, store.Sandbox{})
+	if r := e.provision(t); r.Started != 1 {
+		t.Fatalf("first pass: %+v", r)
+	}
+	e.clk.Advance(time.Millisecond)
+	second := e.create(t, store.Sandbox{})
+	if r := e.provision(t); r.Requeued != 1 {
+		t.Fatalf("with the pool full: %+v", r)
+	}
+	if got := e.get(t, second.ID); got.State != store.StateQueued || !strings.Contains(got.Reason, "maxConcurrency") {
+		t.Fatalf("second sandbox %s: %q", got.State, got.Reason)
+	}
+	e.set(t, first.ID, func(sb *store.Sandbox) { sb.State = store.StateTerminated })
+	e.clk.Advance(RequeueDelay)
+	if r := e.provision(t); r.Started != 1 {
+		t.Fatalf("after the first ended: %+v", r)
+	}
+}
