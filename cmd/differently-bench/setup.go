@@ -110,6 +110,13 @@ func startDaemon(ctx context.Context, dataDir, dbURL string, conc int) (*running
 			return nil, fmt.Errorf("the development daemon has no %q pool (it has %v)", want, names)
 		}
 	}
+	// The fake pool starts a sandbox in no time, so it may start as many at once as
+	// the benchmark runs lifecycles; the default maxStarting (8 per replica) is for
+	// backends whose starts take seconds.
+	if _, err := r.client.PatchPool(ctx, "fake", client.PoolPatch{MaxStarting: &conc}); err != nil {
+		r.stop()
+		return nil, fmt.Errorf("set the fake pool's maxStarting: %w", err)
+	}
 	return r, nil
 }
 

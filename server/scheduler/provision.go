@@ -52,26 +52,39 @@ type job struct {
 //
 // A sandbox whose ranked pools all have maxStarting Creates in flight on this
 // replica is handed back uncounted, due at once: the next pass, woken when a start
-// slot frees, takes it. Because the pass waits for its
-// Creates, one slow Create delays this replica's next claim (never its deletes: Run
-// provisions in a loop of its own); pipelining claims is left to the scheduler issue.
+// slot frees, takes it.
 func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
-	res := Result{Pass: PassProvision}
+	creates, res, err := s.placePass(ctx)
+	if creates != nil {
+		res = creates()
+	}
+	return res, err
+}
+
+// placePass is the first half of a provisioning pass: it claims, places, and moves
+// the placed sandboxes to provisioning. The second half, the Creates and their
+// outcomes, is returned as creates (nil when there are none), which returns the
+// whole pass's Result once they have ended. Run starts the next pass while the
+// Creates of this one run; the halves that read and write placement (pool load,
+// start slots) never overlap, since each pass's sandboxes are provisioning, and so
+// counted, before the next pass places anything.
+func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res Result, err error) {
+	res = Result{Pass: PassProvision}
 	now := s.clk.Now()
 	// Claim no more than this replica can start now: a sandbox claimed without a
 	// start slot would only be handed back. releaseSlot wakes the loop when a slot
 	// frees.
 	limit := min(s.opts.BatchSize, s.freeSlots(s.pools.Views()))
 	if limit == 0 {
-		return res, nil
+		return nil, res, nil
 	}
 	claimed, err := s.st.ClaimSandboxes(ctx, now, s.opts.ReplicaID, s.opts.ClaimLease, limit)
 	if err != nil {
-		return res, fmt.Errorf("claim sandboxes: %w", err)
+		return nil, res, fmt.Errorf("claim sandboxes: %w", err)
 	}
 	res.Claimed = len(claimed)
 	if len(claimed) == 0 {
-		return res, nil
+		return nil, res, nil
 	}
 	s.sweepAvoid(now)
 	policy, err := s.st.GetPolicy(ctx)
@@ -83,8 +96,7 @@ func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 			active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 		}
 		if err == nil {
-			s.provision(ctx, claimed, now, policy, active, &res)
-			return res, nil
+			return s.provision(ctx, claimed, now, policy, active, res), res, nil
 		}
 	}
 	// Hand the claims back rather than letting them block the sandboxes for a lease.
@@ -99,10 +111,12 @@ func (s *Scheduler) ProvisionOnce(ctx context.Context) (Result, error) {
 			s.log.Error("release claim", "sandbox", sb.ID, "error", rerr)
 		}
 	}
-	return res, fmt.Errorf("load policy and pool load: %w", err)
+	return nil, res, fmt.Errorf("load policy and pool load: %w", err)
 }
 
-func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, claimedAt time.Time, policy store.Policy, active map[string]int, res *Result) {
+// provision places the claimed sandboxes and moves them to provisioning, and returns
+// the function that makes their Creates.
+func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, claimedAt time.Time, policy store.Policy, active map[string]int, res Result) func() Result {
 	views := s.pools.Views()
 	var mu sync.Mutex
 	tally := func(o outcome) {
@@ -120,10 +134,11 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 		}
 	}
 	// Placement decides one sandbox at a time so that each sees the pools the
-	// previous ones took (active). The writes and Creates then run concurrently, and
-	// the writes of the pass meet in the batcher's transactions.
+	// previous ones took (active). The writes then run concurrently, meeting in the
+	// batcher's transactions, and so do the Creates.
 	var wg sync.WaitGroup
-	for _, sb := range claimed {
+	jobs := make([]*job, len(claimed))
+	for i, sb := range claimed {
 		d := s.decide(ctx, sb, views, policy, active)
 		wg.Go(func() {
 			if d.job == nil {
@@ -133,12 +148,23 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 			j, o := s.start(ctx, *d.job)
 			if j != nil {
 				j.claimedAt = claimedAt
-				o = s.create(ctx, *j)
+				jobs[i] = j
+				return
 			}
 			tally(o)
 		})
 	}
 	wg.Wait()
+	return func() Result {
+		var wg sync.WaitGroup
+		for _, j := range jobs {
+			if j != nil {
+				wg.Go(func() { tally(s.create(ctx, *j)) })
+			}
+		}
+		wg.Wait()
+		return res
+	}
 }
 
 // decision is what placement made of one claimed sandbox: a Create to make (job),

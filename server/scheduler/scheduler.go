@@ -246,15 +246,23 @@ func wake(c chan struct{}) {
 }
 
 // Run provisions, expires and terminates until ctx is done, then returns once every
-// pass in flight has ended. Provisioning runs in its own loop so that a slow Create
-// (up to ProvisionTimeout) never delays deletes and expiry. Expiry, which reads every
+// pass and Create in flight has ended. Provisioning runs in its own loop so that a
+// slow Create (up to ProvisionTimeout) never delays deletes and expiry, and a pass's
+// Creates do not hold up the next pass. Expiry, which reads every
 // sandbox that may expire, runs on the tick only; a wake-up (a delete) runs just the
 // termination pass.
 func (s *Scheduler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	// The Creates of a pass run while the next pass claims and places: a slow
+	// backend holds its start slots, not this replica's other pools. wg owns them.
 	wg.Go(func() {
 		s.loop(ctx, s.wakeProvision, func(ctx context.Context, _ bool) {
-			s.report(s.ProvisionOnce(ctx))
+			creates, res, err := s.placePass(ctx)
+			if creates == nil {
+				s.report(res, err)
+				return
+			}
+			wg.Go(func() { s.report(creates(), err) })
 		})
 	})
 	wg.Go(func() {
