@@ -34,18 +34,20 @@ func New() *Hub {
 type Sub struct {
 	// C receives a value after each change of the sandbox, or of everything (a
 	// resync); wake-ups arriving while one is pending merge into it.
-	C   <-chan struct{}
-	c   chan struct{}
-	id  string
-	hub *Hub
+	C          <-chan struct{}
+	c          chan struct{}
+	id         string
+	hub        *Hub
+	interested func(store.State) bool
 }
 
-// Sandbox subscribes to the changes of sandbox id. Subscribe before reading the
-// sandbox: a change committed between the read and the subscription would be missed.
-// Close the Sub when done.
-func (h *Hub) Sandbox(id string) *Sub {
+// Sandbox subscribes to the changes of sandbox id into the states for which
+// interested returns true (nil: every change). A resync wakes every subscription.
+// Subscribe before reading the sandbox: a change committed between the read and the
+// subscription would be missed. Close the Sub when done.
+func (h *Hub) Sandbox(id string, interested func(store.State) bool) *Sub {
 	c := make(chan struct{}, 1)
-	s := &Sub{C: c, c: c, id: id, hub: h}
+	s := &Sub{C: c, c: c, id: id, hub: h, interested: interested}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	subs := h.bySandbox[id]
@@ -92,7 +94,9 @@ func (h *Hub) Publish(c store.Change) {
 	switch c.Kind {
 	case store.ChangeSandbox:
 		for s := range h.bySandbox[c.ID] {
-			s.wake()
+			if s.interested == nil || s.interested(c.State) {
+				s.wake()
+			}
 		}
 	case store.ChangeResync:
 		for _, subs := range h.bySandbox {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/different-ai/differently/server/store"
 )
 
 // defaultWaitSeconds is how long a wait lasts when the request names no timeout.
@@ -32,7 +34,9 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		return
 	}
 	ctx := r.Context()
-	sub := s.changes.Sandbox(id)
+	// Only a change into a state that would end the wait is worth a read; the
+	// states passed through on the way (provisioning, say) are not.
+	sub := s.changes.Sandbox(id, func(st store.State) bool { return slices.Contains(want, st) || st.IsTerminal() })
 	defer sub.Close()
 	timeout := time.NewTimer(time.Duration(secs) * time.Second)
 	defer timeout.Stop()
