@@ -324,12 +324,12 @@ func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbo
 	return sb, true, nil
 }
 
-// listAll pages through every sandbox in states.
-func (s *Scheduler) listAll(ctx context.Context, states []store.State) ([]store.Sandbox, error) {
+// listAll pages through every sandbox f selects (its Limit and Cursor are set here).
+func (s *Scheduler) listAll(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, error) {
 	var out []store.Sandbox
-	cursor := ""
+	f.Limit, f.Cursor = store.MaxLimit, ""
 	for {
-		page, next, err := s.st.ListSandboxes(ctx, store.SandboxFilter{States: states, Limit: store.MaxLimit, Cursor: cursor})
+		page, next, err := s.st.ListSandboxes(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -337,6 +337,6 @@ func (s *Scheduler) listAll(ctx context.Context, states []store.State) ([]store.
 		if next == "" {
 			return out, nil
 		}
-		cursor = next
+		f.Cursor = next
 	}
 }

@@ -28,8 +28,8 @@ const deleteFailedPrefix = "delete failed: "
 // unless its TTL is unset, stopped and paused sandboxes included.
 var expirable = []store.State{store.StateRunning, store.StateStopped, store.StatePaused, store.StateQueued}
 
-// expiryListed are the states ExpireOnce lists: the expirable ones, and provisioning
-// for differently_sandboxes.
+// expiryListed are the states whose counts ExpireOnce publishes: the expirable ones,
+// and provisioning, for differently_sandboxes.
 var expiryListed = append([]store.State{store.StateProvisioning}, expirable...)
 
 // TerminateOnce deletes the instance of every terminating sandbox and marks it
@@ -40,7 +40,7 @@ var expiryListed = append([]store.State{store.StateProvisioning}, expirable...)
 // claim.
 func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 	res := Result{Pass: PassTerminate}
-	sbs, err := s.listAll(ctx, []store.State{store.StateTerminating})
+	sbs, err := s.listAll(ctx, store.SandboxFilter{States: []store.State{store.StateTerminating}})
 	if err != nil {
 		return res, fmt.Errorf("list terminating sandboxes: %w", err)
 	}
@@ -195,25 +195,23 @@ func shortDuration(d time.Duration) string {
 
 // ExpireOnce moves every sandbox whose TTL has run out to terminating; TerminateOnce
 // then deletes it. Provisioning sandboxes are left to finish: their expiry is set
-// only once they run.
+// only once they run. It reads only the expired sandboxes (an index serves the
+// query), however many live ones there are.
 //
-// Its listing also feeds differently_sandboxes for every non-terminal state but
-// terminating (TerminateOnce's listing does that one): the housekeeping loop reads
-// these rows anyway, so queue depth costs no query of its own. Provisioning rows are
-// listed only for the count; there are at most a few per pool and replica
-// (maxStarting).
+// It also refreshes differently_sandboxes for every non-terminal state but
+// terminating (TerminateOnce's listing does that one) from one count by state.
 func (s *Scheduler) ExpireOnce(ctx context.Context) (Result, error) {
 	res := Result{Pass: PassExpire}
-	sbs, err := s.listAll(ctx, expiryListed)
-	if err != nil {
-		return res, fmt.Errorf("list expirable sandboxes: %w", err)
-	}
 	now := s.clk.Now()
-	counts := map[store.State]int{}
-	for _, sb := range sbs {
-		counts[sb.State]++
+	counts, err := s.st.CountSandboxesByState(ctx, expiryListed)
+	if err != nil {
+		return res, fmt.Errorf("count sandboxes: %w", err)
 	}
 	defer func() { s.m.setDepth(expiryListed, counts) }()
+	sbs, err := s.listAll(ctx, store.SandboxFilter{States: expirable, ExpiresBy: &now})
+	if err != nil {
+		return res, fmt.Errorf("list expired sandboxes: %w", err)
+	}
 	for _, sb := range sbs {
 		if !expired(&sb, now) {
 			continue

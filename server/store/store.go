@@ -86,6 +86,9 @@ type Store interface {
 	// CountSandboxesByPool counts the sandboxes in any of states, by pool name ("" for
 	// sandboxes not yet placed). Pools with no such sandbox are absent from the map.
 	CountSandboxesByPool(ctx context.Context, states []State) (map[string]int, error)
+	// CountSandboxesByState counts the sandboxes in any of states, by state. States
+	// with no sandbox are absent from the map.
+	CountSandboxesByState(ctx context.Context, states []State) (map[State]int, error)
 
 	// PutProject creates or replaces the project (org, name): CreatedAt is kept on a
 	// replace, UpdatedAt=now, Version bumped (1 on create).

@@ -120,6 +120,8 @@ type SandboxFilter struct {
 	Pool    string
 	// Labels must all be present with exactly these values.
 	Labels map[string]string
+	// ExpiresBy, when set, keeps only sandboxes with an expiry at or before it.
+	ExpiresBy *time.Time
 	// Limit is the page size: DefaultLimit when 0, at most MaxLimit.
 	Limit int
 	// Cursor is the NextCursor of the previous page; "" starts at the beginning.

@@ -194,6 +194,9 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if len(f.States) > 0 {
 		add("state = ANY($%d)", statesArg(f.States))
 	}
+	if f.ExpiresBy != nil {
+		add("expires_at <= $%d", store.Timestamp(*f.ExpiresBy))
+	}
 	if len(f.Labels) > 0 {
 		b, err := store.MarshalJSON(f.Labels)
 		if err != nil {
@@ -360,19 +363,37 @@ func prefixed(prefix, columns string) string {
 
 // CountSandboxesByPool implements store.Store.
 func (s *Store) CountSandboxesByPool(ctx context.Context, states []store.State) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT pool, count(*) FROM sandboxes WHERE state = ANY($1) GROUP BY pool`, statesArg(states))
+	return s.countBy(ctx, "pool", states)
+}
+
+// CountSandboxesByState implements store.Store.
+func (s *Store) CountSandboxesByState(ctx context.Context, states []store.State) (map[store.State]int, error) {
+	byName, err := s.countBy(ctx, "state", states)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[store.State]int, len(byName))
+	for st, n := range byName {
+		out[store.State(st)] = n
+	}
+	return out, nil
+}
+
+// countBy counts the sandboxes in states grouped by column, a constant of this file.
+func (s *Store) countBy(ctx context.Context, column string, states []store.State) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+column+`, count(*) FROM sandboxes WHERE state = ANY($1) GROUP BY `+column, statesArg(states))
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
-		var pool string
+		var key string
 		var n int
-		if err := rows.Scan(&pool, &n); err != nil {
+		if err := rows.Scan(&key, &n); err != nil {
 			return nil, wrap(err)
 		}
-		out[pool] = n
+		out[key] = n
 	}
 	return out, wrap(rows.Err())
 }

@@ -169,6 +169,9 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if len(f.States) > 0 {
 		add("state IN ("+placeholders(len(f.States))+")", statesArgs(f.States)...)
 	}
+	if f.ExpiresBy != nil {
+		add("expires_at IS NOT NULL AND expires_at <= ?", micros(*f.ExpiresBy))
+	}
 	keys := make([]string, 0, len(f.Labels))
 	for k := range f.Labels {
 		keys = append(keys, k)
@@ -312,23 +315,41 @@ func (s *Store) ClaimSandboxes(ctx context.Context, now time.Time, claimer strin
 
 // CountSandboxesByPool implements store.Store.
 func (s *Store) CountSandboxesByPool(ctx context.Context, states []store.State) (map[string]int, error) {
+	return s.countBy(ctx, "pool", states)
+}
+
+// CountSandboxesByState implements store.Store.
+func (s *Store) CountSandboxesByState(ctx context.Context, states []store.State) (map[store.State]int, error) {
+	byName, err := s.countBy(ctx, "state", states)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[store.State]int, len(byName))
+	for st, n := range byName {
+		out[store.State(st)] = n
+	}
+	return out, nil
+}
+
+// countBy counts the sandboxes in states grouped by column, a constant of this file.
+func (s *Store) countBy(ctx context.Context, column string, states []store.State) (map[string]int, error) {
 	out := map[string]int{}
 	if len(states) == 0 {
 		return out, nil
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT pool, count(*) FROM sandboxes WHERE state IN (`+
-		placeholders(len(states))+`) GROUP BY pool`, statesArgs(states)...)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+column+`, count(*) FROM sandboxes WHERE state IN (`+
+		placeholders(len(states))+`) GROUP BY `+column, statesArgs(states)...)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var pool string
+		var key string
 		var n int
-		if err := rows.Scan(&pool, &n); err != nil {
+		if err := rows.Scan(&key, &n); err != nil {
 			return nil, wrap(err)
 		}
-		out[pool] = n
+		out[key] = n
 	}
 	return out, wrap(rows.Err())
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -240,4 +241,36 @@ func testSandboxCount(t *testing.T, d Driver) {
 	equal(t, "non-terminal", got, map[string]int{"alpha": 2, "beta": 1, "": 1})
 	got = must[map[string]int](t)(s.CountSandboxesByPool(ctx, nil))
 	equal(t, "no states", got, map[string]int{})
+	byState := must[map[store.State]int](t)(s.CountSandboxesByState(ctx, store.NonTerminalStates))
+	equal(t, "by state", byState, map[store.State]int{store.StateRunning: 2, store.StateProvisioning: 1, store.StateQueued: 1})
+	byState = must[map[store.State]int](t)(s.CountSandboxesByState(ctx, nil))
+	equal(t, "by state, no states", byState, map[store.State]int{})
+}
+
+// testSandboxListExpiresBy: the expiry filter keeps sandboxes expiring at or before
+// the time given, and never one without an expiry.
+func testSandboxListExpiresBy(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	var want []string
+	for i, exp := range []*time.Time{at(-time.Minute), at(0), at(time.Minute), nil} {
+		sb := newSandbox("proj1")
+		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb.State, sb.ExpiresAt = store.StateRunning, exp
+		mustCreate(t, s, sb)
+		if i < 2 {
+			want = append(want, sb.ID)
+		}
+	}
+	now := t0
+	page, _, err := s.ListSandboxes(ctx, store.SandboxFilter{States: []store.State{store.StateRunning}, ExpiresBy: &now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sb := range page {
+		got = append(got, sb.ID)
+	}
+	equal(t, "expired by t0", got, want)
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxClaim", testSandboxClaim},
 		{"SandboxClaimConcurrent", testSandboxClaimConcurrent},
 		{"SandboxCount", testSandboxCount},
+		{"SandboxListExpiresBy", testSandboxListExpiresBy},
 		{"ProjectRoundTrip", testProjectRoundTrip},
 		{"ProjectUsageAndDelete", testProjectUsageAndDelete},
 		{"SandboxAdmission", testSandboxAdmission},
