@@ -246,7 +246,7 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 	if a.chanceLocked(a.cfg.CreateErrorRate) {
 		code := a.pickLocked(a.cfg.CreateErrorCodes)
 		a.mu.Unlock()
-		return adapters.Instance{}, api.Errorf(code, "fake: injected create failure (createErrorRate)")
+		return adapters.Instance{}, api.Errorf(code, "fake: injected create failure (createErrorRate: %s)", code)
 	}
 	for {
 		in, ok := a.byID[req.ID]
@@ -439,7 +439,8 @@ func (a *Adapter) Delete(_ context.Context, ref string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.chanceLocked(a.cfg.DeleteErrorRate) {
-		return api.Errorf(a.pickLocked(a.cfg.DeleteErrorCodes), "fake: injected delete failure (deleteErrorRate)")
+		code := a.pickLocked(a.cfg.DeleteErrorCodes)
+		return api.Errorf(code, "fake: injected delete failure (deleteErrorRate: %s)", code)
 	}
 	if in, ok := a.byRef[ref]; ok {
 		a.removeLocked(in)
