@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
 )
 
 // This file holds what the multi-replica tests share: a fleet of daemon child
@@ -52,6 +55,8 @@ type fleet struct {
 	calls []apiCall
 	// races are the data race reports of any daemon, killed ones included.
 	races []string
+	// repairs are the reconcilers' log lines about what they deleted or changed.
+	repairs []string
 }
 
 // daemonProc is one daemon child process; the fields below cmd are guarded by fleet.mu.
@@ -266,6 +271,8 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 		p.lastReconcile = time.Now()
 	case strings.Contains(l, `msg="request failed"`):
 		p.requestFailed = append(p.requestFailed, l)
+	case strings.Contains(l, `msg="reconcile deleted instance"`), strings.Contains(l, `msg="reconcile changed sandbox"`):
+		f.repairs = append(f.repairs, l)
 	case claimingPass.MatchString(l):
 		close(f.claimed)
 		f.claimed = make(chan struct{})
@@ -286,6 +293,51 @@ func (f *fleet) createLines() int {
 		n += p.creates
 	}
 	return n
+}
+
+// claims lists the non-terminal sandboxes under a claim, by claiming replica ID.
+func (f *fleet) claims() map[string][]store.Sandbox {
+	f.t.Helper()
+	ctx := f.t.Context()
+	st, err := postgres.Open(ctx, f.dbURL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer st.Close()
+	out := map[string][]store.Sandbox{}
+	filter := store.SandboxFilter{States: store.NonTerminalStates, Limit: store.MaxLimit}
+	for {
+		page, next, err := st.ListSandboxes(ctx, filter)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		for _, sb := range page {
+			if sb.ClaimedBy != "" {
+				out[sb.ClaimedBy] = append(out[sb.ClaimedBy], sb)
+			}
+		}
+		if next == "" {
+			return out
+		}
+		filter.Cursor = next
+	}
+}
+
+// heldBy lists the sandboxes whose claim names p's replica, as "ID (state)". A
+// daemon that has not logged its replica ID yet is reported holding nothing.
+func (f *fleet) heldBy(p *daemonProc) []string {
+	f.t.Helper()
+	f.mu.Lock()
+	replica := p.replica
+	f.mu.Unlock()
+	if replica == "" {
+		return nil
+	}
+	var held []string
+	for _, sb := range f.claims()[replica] {
+		held = append(held, fmt.Sprintf("%s (%s)", sb.ID, sb.State))
+	}
+	return held
 }
 
 // claimedSignal returns a channel closed when the next provisioning pass that

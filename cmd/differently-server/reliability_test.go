@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/different-ai/differently/adapters/adapterhttp"
 	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
@@ -164,9 +166,13 @@ pools:
 		close(creatorsDone)
 	}()
 
-	// Chaos, driven from the test's goroutine by the daemons' log lines.
+	// Chaos, driven from the test's goroutine by the daemons' log lines. The first
+	// victim is the replica with the most sandboxes provisioning, so that at least
+	// one death surely leaves Creates in flight for the others to recover; the other
+	// victims are the plan's.
 	step, down := 0, -1
 	restarts := make([]int, len(slots))
+	heldProvisioning := 0
 	f.waitFor("every create answered and every planned kill and restart done", deadline, func() (bool, string) {
 		n := f.createLines()
 		for step < len(plan) {
@@ -174,8 +180,16 @@ pools:
 			switch {
 			case down < 0 && n >= s.killAt:
 				down = s.victim
+				if step == 0 {
+					down = busiest(f, slots, down)
+				}
 				f.kill(slots[down])
-				t.Logf("%s: killed %s after %d Creates", time.Since(began).Round(time.Millisecond), slots[down].name, n)
+				held := map[string]int{}
+				for _, h := range f.heldBy(slots[down]) {
+					held[h[strings.LastIndex(h, "(")+1:len(h)-1]]++
+				}
+				heldProvisioning += held["provisioning"]
+				t.Logf("%s: killed %s after %d Creates, holding %v", time.Since(began).Round(time.Millisecond), slots[down].name, n, held)
 				continue
 			case down >= 0 && n >= s.restartAt:
 				restarts[down]++
@@ -198,6 +212,9 @@ pools:
 		t.FailNow()
 	}
 	t.Logf("%s: every create answered, chaos over", time.Since(began).Round(time.Millisecond))
+	if heldProvisioning == 0 {
+		t.Errorf("no replica died while provisioning: the run did not exercise recovery from a crash mid-Create")
+	}
 
 	f.waitFor("no sandbox queued, provisioning or terminating", deadline, func() (bool, string) {
 		open := f.listQuery(f.live()[0], "state=queued&state=provisioning&state=terminating")
@@ -246,10 +263,36 @@ pools:
 
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
 	checkAnswers(t, f)
+	checkRepairs(t, f)
 	if len(f.races) > 0 {
 		t.Errorf("daemons %v reported data races", f.races)
 	}
 	t.Logf("%s: checked; %d Creates started fleet-wide", time.Since(began).Round(time.Millisecond), f.createLines())
+}
+
+// busiest returns the index of the slot whose replica has the most sandboxes
+// provisioning, preferring def on a tie.
+func busiest(f *fleet, slots []*daemonProc, def int) int {
+	claims := f.claims()
+	count := func(p *daemonProc) int {
+		f.mu.Lock()
+		replica := p.replica
+		f.mu.Unlock()
+		n := 0
+		for _, sb := range claims[replica] {
+			if replica != "" && sb.State == store.StateProvisioning {
+				n++
+			}
+		}
+		return n
+	}
+	best, most := def, count(slots[def])
+	for i, p := range slots {
+		if n := count(p); n > most {
+			best, most = i, n
+		}
+	}
+	return best
 }
 
 // reliabilitySeed is DIFFERENTLY_RELIABILITY_SEED, or a fresh seed.
@@ -523,6 +566,35 @@ func checkAnswers(t *testing.T, f *fleet) {
 		}
 	}
 	t.Logf("%d API calls; allowed 5xx: %v; %d unanswered by killed replicas", len(f.calls), allowed, unanswered)
+}
+
+// actionAttr is the reconcile action a repair line names.
+var actionAttr = regexp.MustCompile(` action=(\S+)`)
+
+// checkRepairs judges what the reconcilers repaired during the run. Adopting and
+// requeueing the sandboxes of a killed replica, and deleting orphans (instances made
+// for a sandbox that was deleted or requeued while its Create's answer was lost),
+// are their job here. A second instance of one sandbox, an instance lost from the
+// backend, or a state the backend changed would each mean an invariant broke at some
+// point, even if a later pass repaired it.
+func checkRepairs(t *testing.T, f *fleet) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	counts := map[string]int{}
+	for _, l := range f.repairs {
+		action := "?"
+		if m := actionAttr.FindStringSubmatch(l); m != nil {
+			action = m[1]
+		}
+		counts[action]++
+		switch reconcile.ActionKind(action) {
+		case reconcile.Adopt, reconcile.Requeue, reconcile.DeleteOrphan:
+		default:
+			t.Errorf("a reconciler had to repair what should never break: %s", l)
+		}
+	}
+	t.Logf("reconcilers' repairs during the run: %v", counts)
 }
 
 // explainedBy reports whether p logged, for a 500 on path, a failure that names an

@@ -9,7 +9,6 @@ import (
 
 	"github.com/different-ai/differently/adapters/adapterhttp"
 	"github.com/different-ai/differently/internal/pgtest"
-	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
@@ -211,40 +210,6 @@ pools:
 		return false, "no reconcile pass since " + leader.name + " died"
 	})
 	t.Logf("leader %s killed; %s reconciled %s later", leader.name, successor.name, time.Since(killedAt).Round(10*time.Millisecond))
-}
-
-// heldBy lists the sandboxes whose claim names p's replica.
-func (f *fleet) heldBy(p *daemonProc) []string {
-	f.t.Helper()
-	f.mu.Lock()
-	replica := p.replica
-	f.mu.Unlock()
-	if replica == "" {
-		f.t.Fatalf("%s logged no replica ID", p.name)
-	}
-	ctx := f.t.Context()
-	st, err := postgres.Open(ctx, f.dbURL)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer st.Close()
-	var held []string
-	filter := store.SandboxFilter{States: store.NonTerminalStates, Limit: store.MaxLimit}
-	for {
-		page, next, err := st.ListSandboxes(ctx, filter)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		for _, sb := range page {
-			if sb.ClaimedBy == replica {
-				held = append(held, fmt.Sprintf("%s (%s)", sb.ID, sb.State))
-			}
-		}
-		if next == "" {
-			return held
-		}
-		filter.Cursor = next
-	}
 }
 
 // latestLeader is the live daemon that logged the most recent reconcile pass.
