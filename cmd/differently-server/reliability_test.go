@@ -31,14 +31,18 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 // HTTP protocol, inject every Create error code, lost Create answers, Delete and
 // List failures and latency at random, while replicas are SIGKILLed and restarted at
 // random points and some sandboxes are deleted mid-flight. Once everything has
-// settled and a reconcile pass finds nothing left to do:
+// settled and a reconcile pass finds nothing left to do (and again after every
+// sandbox left is deleted, when the backends must end empty):
 //
 //   - every sandbox is running, terminated (only if the test deleted it) or failed
 //     with a reason the faults explain: an injected invalid_request, which fails a
 //     sandbox at once, or retryable faults that used up maxAttempts (rare: the rates
 //     and maxAttempts 10 make that unlikely);
 //   - every backend instance belongs to a running sandbox on that pool that names it
-//     as its backendRef, and every running sandbox has exactly that one instance;
+//     as its backendRef, and every running sandbox has exactly that one instance,
+//     in which exec works;
+//   - no reconciler ever had to delete a second instance of a sandbox, fail one
+//     whose instance disappeared or follow a state the backend changed;
 //   - every API answer of 5xx is one the contract allows: 503 with Retry-After from
 //     a full create queue, and from POST /v1/admin/reconcile the backend's own error
 //     passed through (503 provider_unavailable, or 500 when the backend answered
@@ -55,14 +59,14 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 // provisioning pass that claimed work (or the Retry-After delay, if sooner).
 func TestReliability(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the reliability harness takes about a minute and a half")
+		t.Skip("the reliability harness takes about a minute")
 	}
 	const (
 		sandboxes = 300
 		creators  = 12  // concurrent API clients
 		deleteP   = 0.2 // share of sandboxes deleted mid-flight
 		kills     = 4
-		// budget bounds the whole test; a run takes about 90 s under -race. The
+		// budget bounds the whole test; a run takes 55 to 75 s under -race. The
 		// sandboxes a killed replica was creating wait out provisionTimeoutSeconds plus
 		// the reconciler's 30 s adoption margin before another replica takes them
 		// over, so the replicas die early in the run.
@@ -126,8 +130,9 @@ pools:
 			plan[i].restartAt = min(plan[i].restartAt, plan[i+1].killAt)
 		}
 	}
-	// Deletes: sandbox index is deleted once after creates have been answered, which
-	// catches it queued, provisioning, backing off or running.
+	// Deletes: a deletion's sandbox is deleted once as many creates as its after
+	// field says have been answered, which catches it queued, provisioning, backing
+	// off or running.
 	var deletions []deletion
 	for i := range sandboxes {
 		if rng.Float64() < deleteP {
@@ -164,6 +169,11 @@ pools:
 		wg.Wait()
 		w.deleteRest(ctx) // deletions whose turn never came
 		close(creatorsDone)
+	}()
+	// A test that fails early stops its clients before it ends: they report to t.
+	defer func() {
+		cancel()
+		<-creatorsDone
 	}()
 
 	// Chaos, driven from the test's goroutine by the daemons' log lines. The first
@@ -216,20 +226,65 @@ pools:
 		t.Errorf("no replica died while provisioning: the run did not exercise recovery from a crash mid-Create")
 	}
 
+	settle(t, f, began, deadline)
+	reconcileClean(t, ctx, f, began, len(pools))
+	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
+	w.execAll(ctx, f.list(f.live()[0]))
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Delete everything left through the API, as a last wave under the same faults:
+	// the backends must end empty.
+	all := f.list(f.live()[0])
+	var last []string
+	for id, sb := range all {
+		if sb.State == "running" {
+			last = append(last, id)
+		}
+	}
+	slices.Sort(last)
+	for _, id := range last {
+		w.markDeleted(id)
+		w.delete(ctx, id)
+	}
+	settle(t, f, began, deadline)
+	reconcileClean(t, ctx, f, began, len(pools))
+	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
+
+	checkAnswers(t, f)
+	checkRepairs(t, f)
+	if len(f.races) > 0 {
+		t.Errorf("daemons %v reported data races", f.races)
+	}
+	t.Logf("%s: checked; %d Creates started fleet-wide", time.Since(began).Round(time.Millisecond), f.createLines())
+}
+
+// settle waits until no sandbox is queued, provisioning or terminating, and logs
+// the last one to settle.
+func settle(t *testing.T, f *fleet, began, deadline time.Time) {
+	t.Helper()
+	var lastOpen apiSandbox
 	f.waitFor("no sandbox queued, provisioning or terminating", deadline, func() (bool, string) {
 		open := f.listQuery(f.live()[0], "state=queued&state=provisioning&state=terminating")
 		byState := map[string][]string{}
 		for id, sb := range open {
 			byState[sb.State] = append(byState[sb.State], id)
+			lastOpen = sb
 		}
 		return len(open) == 0, summary(byState)
 	})
-	t.Logf("%s: settled", time.Since(began).Round(time.Millisecond))
+	t.Logf("%s: settled; the last sandbox to settle was %s (%s after %d attempts: %q)", time.Since(began).Round(time.Millisecond),
+		lastOpen.ID, lastOpen.State, lastOpen.Attempts, lastOpen.Reason)
+}
 
-	// Reconcile until a pass lists every pool and has nothing left to do. After the
-	// settling, deleting orphans (instances of sandboxes deleted while their Create's
-	// answer was lost, or while a killed replica created them) is the only work a
-	// pass may find; a List or Delete the backends fail makes another pass needed.
+// reconcileClean reconciles until a pass lists every pool and has nothing left to
+// do. Once the sandboxes have settled, deleting orphans (instances of sandboxes
+// deleted while their Create's answer was lost, or while a killed replica created
+// them) is the only work a pass may find; a List or Delete the backends fail makes
+// another pass needed.
+func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began time.Time, pools int) {
+	t.Helper()
 	var orphans []string
 	for i := 0; ; i++ {
 		if i == 40 {
@@ -238,14 +293,14 @@ pools:
 		live := f.live()
 		c, data := f.do(ctx, live[i%len(live)], "POST", "/v1/admin/reconcile", "", nil)
 		if c.status != http.StatusOK {
-			t.Logf("reconcile: %s", c) // judged with every other answer below
+			t.Logf("reconcile: %s", c) // judged with every other answer by checkAnswers
 			continue
 		}
 		var rep reconcile.Report
 		if err := json.Unmarshal(data, &rep); err != nil {
 			t.Fatalf("reconcile report %q: %v", data, err)
 		}
-		clean := len(rep.Pools) == len(pools)
+		clean := len(rep.Pools) == pools
 		for _, p := range rep.Pools {
 			orphans = append(orphans, p.OrphansDeleted...)
 			if n := len(p.Adopted) + len(p.Requeued) + len(p.Lost) + len(p.StateChanged) + len(p.Duplicates); n > 0 {
@@ -260,14 +315,6 @@ pools:
 		}
 	}
 	t.Logf("%s: reconciled; %d orphans deleted on the way", time.Since(began).Round(time.Millisecond), len(orphans))
-
-	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
-	checkAnswers(t, f)
-	checkRepairs(t, f)
-	if len(f.races) > 0 {
-		t.Errorf("daemons %v reported data races", f.races)
-	}
-	t.Logf("%s: checked; %d Creates started fleet-wide", time.Since(began).Round(time.Millisecond), f.createLines())
 }
 
 // busiest returns the index of the slot whose replica has the most sandboxes
@@ -307,7 +354,8 @@ func reliabilitySeed(t *testing.T) int64 {
 	return time.Now().UnixNano() & (1<<62 - 1)
 }
 
-// deletion deletes sandbox index once after creates have been answered.
+// deletion deletes the sandbox of create number index once after creates have been
+// answered.
 type deletion struct{ index, after int }
 
 // workload creates the sandboxes through the live replicas, in turn, and deletes
@@ -343,7 +391,9 @@ func (w *workload) create(ctx context.Context, i int) {
 	key := fmt.Sprintf("reliability-%d-%d", w.seed, i)
 	for n := i; ; n++ {
 		if ctx.Err() != nil {
-			w.t.Errorf("sandbox %d was not created before the deadline", i)
+			if ctx.Err() == context.DeadlineExceeded {
+				w.t.Errorf("sandbox %d was not created before the deadline", i)
+			}
 			return
 		}
 		live := w.f.live()
@@ -419,7 +469,9 @@ func (w *workload) deleteRest(ctx context.Context) {
 func (w *workload) delete(ctx context.Context, id string) {
 	for n := len(id); ; n++ {
 		if ctx.Err() != nil {
-			w.t.Errorf("sandbox %s was not deleted before the deadline", id)
+			if ctx.Err() == context.DeadlineExceeded {
+				w.t.Errorf("sandbox %s was not deleted before the deadline", id)
+			}
 			return
 		}
 		live := w.f.live()
@@ -432,6 +484,48 @@ func (w *workload) delete(ctx context.Context, id string) {
 		}
 		return
 	}
+}
+
+func (w *workload) markDeleted(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deleted[id] = true
+}
+
+// execAll runs a command in every running sandbox, through the replicas in turn:
+// running means usable, on the pool and instance the sandbox names.
+func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
+	type job struct {
+		n  int
+		id string
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for j := range jobs {
+				id, live := j.id, w.f.live()
+				c, data := w.f.do(ctx, live[j.n%len(live)], "POST", "/v1/sandboxes/"+id+"/exec", `{"command": "echo ok"}`, nil)
+				var res struct {
+					ExitCode int    `json:"exitCode"`
+					Stdout   string `json:"stdout"`
+				}
+				if c.status != http.StatusOK || json.Unmarshal(data, &res) != nil || res.ExitCode != 0 || res.Stdout != "echo ok\n" {
+					w.t.Errorf("exec in running sandbox %s: %s: %s", id, c, data)
+				}
+			}
+		})
+	}
+	n := 0
+	for id, sb := range all {
+		if sb.State == "running" {
+			jobs <- job{n, id}
+			n++
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	w.t.Logf("exec answered in all %d running sandboxes", n)
 }
 
 // acceptableFailure says why a failed sandbox may have failed under the injected
