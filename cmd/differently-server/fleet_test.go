@@ -57,6 +57,8 @@ type fleet struct {
 	races []string
 	// repairs are the reconcilers' log lines about what they deleted or changed.
 	repairs []string
+	// logged counts the WARN and ERROR lines of every live daemon by level and msg.
+	logged map[string]int
 }
 
 // daemonProc is one daemon child process; the fields below cmd are guarded by fleet.mu.
@@ -109,6 +111,7 @@ var (
 	replicaAttr    = regexp.MustCompile(`replica=(\S+)`)
 	firstAttempt   = regexp.MustCompile(` attempts=0( |$)`)
 	claimingPass   = regexp.MustCompile(`msg="scheduler pass" .*pass=provision claimed=[1-9]`)
+	warnOrError    = regexp.MustCompile(`level=(WARN|ERROR) msg=("[^"]*"|\S+)`)
 	raceReportLine = "WARNING: DATA RACE"
 )
 
@@ -276,6 +279,12 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 	case claimingPass.MatchString(l):
 		close(f.claimed)
 		f.claimed = make(chan struct{})
+	}
+	if m := warnOrError.FindStringSubmatch(l); m != nil {
+		if f.logged == nil {
+			f.logged = map[string]int{}
+		}
+		f.logged[m[1]+" "+m[2]]++
 	}
 	f.mu.Unlock()
 	select {

@@ -254,6 +254,7 @@ pools:
 
 	checkAnswers(t, f)
 	checkRepairs(t, f)
+	t.Logf("warnings and errors the daemons logged: %v", f.logged)
 	if len(f.races) > 0 {
 		t.Errorf("daemons %v reported data races", f.races)
 	}
