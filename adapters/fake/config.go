@@ -25,6 +25,17 @@ type Config struct {
 	ListError           bool
 	HealthError         bool
 
+	// Faults drawn at random; see the package documentation. FaultSeed seeds the
+	// draws, so one seed gives the same faults for the same sequence of calls.
+	FaultSeed              uint64
+	CreateLatencyJitter    time.Duration
+	CreateErrorRate        float64
+	CreateErrorCodes       []api.Code // nil: every code in InjectableCreateCodes
+	DropCreateResponseRate float64
+	DeleteErrorRate        float64
+	DeleteErrorCodes       []api.Code // nil: every code in InjectableDeleteCodes
+	ListErrorRate          float64
+
 	// Features nil means DefaultFeatures; an empty non-nil list declares nothing.
 	Features  []string
 	Templates []string
@@ -63,14 +74,23 @@ func DefaultFeatures() []string {
 	}
 }
 
-// injectableCodes are the codes createErrors may name: the ones Create can
-// legitimately return, so that injected faults exercise real scheduler paths.
-var injectableCodes = []api.Code{
-	api.CodeInsufficientCapacity,
-	api.CodeSandboxFailed,
-	api.CodeProviderUnavailable,
-	api.CodeInvalidRequest,
-	api.CodeInternal,
+// InjectableCreateCodes are the codes createErrors and createErrorCodes may name:
+// the ones Create can legitimately return, so that injected faults exercise real
+// scheduler paths.
+func InjectableCreateCodes() []api.Code {
+	return []api.Code{
+		api.CodeInsufficientCapacity,
+		api.CodeSandboxFailed,
+		api.CodeProviderUnavailable,
+		api.CodeInvalidRequest,
+		api.CodeInternal,
+	}
+}
+
+// InjectableDeleteCodes are the codes deleteErrorCodes may name: an outage, or an
+// error the control plane cannot classify. Delete never answers not_found.
+func InjectableDeleteCodes() []api.Code {
+	return []api.Code{api.CodeProviderUnavailable, api.CodeInternal}
 }
 
 // FromConfig builds an adapter from pool config keys.
@@ -98,11 +118,18 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 		MaxDiskGiB:     r.Int("maxDiskGiB", 0),
 		Region:         r.String("region", ""),
 	}
-	if ms := r.Int("createLatencyMs", 0); ms > math.MaxInt64/int64(time.Millisecond) {
-		r.Check("createLatencyMs", fmt.Errorf("%d ms is too long", ms))
-	} else {
-		c.CreateLatency = time.Duration(ms) * time.Millisecond
+	c.CreateLatency = millis(r, "createLatencyMs")
+	c.CreateLatencyJitter = millis(r, "createLatencyJitterMs")
+	if c.CreateLatency > math.MaxInt64-c.CreateLatencyJitter {
+		r.Check("createLatencyJitterMs", fmt.Errorf("createLatencyMs plus createLatencyJitterMs is too long"))
 	}
+	c.FaultSeed = uint64(r.Int("faultSeed", 0))
+	c.CreateErrorRate = rate(r, "createErrorRate")
+	c.DropCreateResponseRate = rate(r, "dropCreateResponseRate")
+	c.DeleteErrorRate = rate(r, "deleteErrorRate")
+	c.ListErrorRate = rate(r, "listErrorRate")
+	c.CreateErrorCodes = codeList(r, "createErrorCodes", InjectableCreateCodes())
+	c.DeleteErrorCodes = codeList(r, "deleteErrorCodes", InjectableDeleteCodes())
 	if n := r.Int("dropCreateResponses", 0); n > math.MaxInt32 {
 		r.Check("dropCreateResponses", fmt.Errorf("%d is too large", n))
 	} else {
@@ -110,7 +137,7 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	}
 	if r.Has("createErrors") {
 		var err error
-		c.CreateErrors, err = toCodes(r.Strings("createErrors"))
+		c.CreateErrors, err = toCodes(r.Strings("createErrors"), InjectableCreateCodes())
 		r.Check("createErrors", err)
 	}
 	if r.Has("features") {
@@ -125,11 +152,49 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	return c, nil
 }
 
-func toCodes(names []string) ([]api.Code, error) {
+// millis reads a duration in whole milliseconds.
+func millis(r *poolconfig.Reader, key string) time.Duration {
+	ms := r.Int(key, 0)
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		r.Check(key, fmt.Errorf("%d ms is too long", ms))
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// rate reads a probability: a number from 0 to 1.
+func rate(r *poolconfig.Reader, key string) float64 {
+	p := r.Float(key, 0)
+	if p > 1 {
+		r.Check(key, fmt.Errorf("%v is not a probability: want a number from 0 to 1", p))
+		return 0
+	}
+	return p
+}
+
+// codeList reads a non-empty list of codes out of allowed; nil when unset.
+func codeList(r *poolconfig.Reader, key string, allowed []api.Code) []api.Code {
+	if !r.Has(key) {
+		return nil
+	}
+	names := r.Strings(key)
+	if names == nil {
+		return nil // not a list: Strings recorded the problem
+	}
+	if len(names) == 0 {
+		r.Check(key, fmt.Errorf("name at least one code of %v, or leave the key out for all of them", allowed))
+		return nil
+	}
+	codes, err := toCodes(names, allowed)
+	r.Check(key, err)
+	return codes
+}
+
+func toCodes(names []string, allowed []api.Code) ([]api.Code, error) {
 	out := make([]api.Code, 0, len(names))
 	for _, name := range names {
-		if !slices.Contains(injectableCodes, api.Code(name)) {
-			return nil, fmt.Errorf("%q is not one of %v", name, injectableCodes)
+		if !slices.Contains(allowed, api.Code(name)) {
+			return nil, fmt.Errorf("%q is not one of %v", name, allowed)
 		}
 		out = append(out, api.Code(name))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,14 @@ func TestParseConfigKeys(t *testing.T) {
 		{"dropCreateResponses", map[string]any{"dropCreateResponses": 2.0}, Config{DropCreateResponses: 2}},
 		{"listError", map[string]any{"listError": true}, Config{ListError: true}},
 		{"healthError", map[string]any{"healthError": true}, Config{HealthError: true}},
+		{"faultSeed", map[string]any{"faultSeed": json.Number("42")}, Config{FaultSeed: 42}},
+		{"rates", map[string]any{"createErrorRate": 0.25, "dropCreateResponseRate": 1, "deleteErrorRate": json.Number("0.5"), "listErrorRate": 0},
+			Config{CreateErrorRate: 0.25, DropCreateResponseRate: 1, DeleteErrorRate: 0.5}},
+		{"createLatencyJitterMs", map[string]any{"createLatencyMs": 100, "createLatencyJitterMs": 50},
+			Config{CreateLatency: 100 * time.Millisecond, CreateLatencyJitter: 50 * time.Millisecond}},
+		{"createErrorCodes", map[string]any{"createErrorCodes": []any{"invalid_request", "sandbox_failed"}},
+			Config{CreateErrorCodes: []api.Code{api.CodeInvalidRequest, api.CodeSandboxFailed}}},
+		{"deleteErrorCodes", map[string]any{"deleteErrorCodes": []any{"internal"}}, Config{DeleteErrorCodes: []api.Code{api.CodeInternal}}},
 		{"features", map[string]any{"features": []any{"exec", "gpu", "isolation.none"}}, Config{Features: []string{"exec", "gpu", "isolation.none"}}},
 		{"features empty", map[string]any{"features": []any{}}, Config{Features: []string{}}},
 		{"templates", map[string]any{"templates": []any{"python", "node"}}, Config{Templates: []string{"python", "node"}}},
@@ -86,6 +95,21 @@ func TestParseConfigRejects(t *testing.T) {
 		{"listError string", "listError", "true"},
 		{"healthError int", "healthError", 1},
 		{"createErrors unknown code", "createErrors", []any{"not_found"}},
+		{"faultSeed negative", "faultSeed", -1},
+		{"faultSeed fractional", "faultSeed", 1.5},
+		{"createErrorRate over 1", "createErrorRate", 1.5},
+		{"createErrorRate negative", "createErrorRate", -0.1},
+		{"createErrorRate string", "createErrorRate", "10%"},
+		{"dropCreateResponseRate over 1", "dropCreateResponseRate", json.Number("2")},
+		{"deleteErrorRate NaN", "deleteErrorRate", math.NaN()},
+		{"listErrorRate bool", "listErrorRate", true},
+		{"jitter negative", "createLatencyJitterMs", -5},
+		{"jitter overflow", "createLatencyJitterMs", int64(math.MaxInt64)},
+		{"createErrorCodes empty", "createErrorCodes", []any{}},
+		{"createErrorCodes unknown", "createErrorCodes", []any{"not_found"}},
+		{"createErrorCodes not a list", "createErrorCodes", "internal"},
+		{"deleteErrorCodes not a delete code", "deleteErrorCodes", []any{"sandbox_failed"}},
+		{"deleteErrorCodes empty", "deleteErrorCodes", []any{}},
 		{"createErrors not a list", "createErrors", "internal"},
 		{"createErrors non-string item", "createErrors", []any{1}},
 		{"features unknown", "features", []any{"exec", "teleport"}},
@@ -105,6 +129,27 @@ func TestParseConfigRejects(t *testing.T) {
 				t.Errorf("details.key = %v, want %q (%v)", e.Details["key"], tt.key, err)
 			}
 		})
+	}
+}
+
+func TestParseConfigRejectsClearly(t *testing.T) {
+	tests := []struct {
+		in   map[string]any
+		key  string
+		want string
+	}{
+		{map[string]any{"createErrorRate": 1.5}, "createErrorRate", "not a probability: want a number from 0 to 1"},
+		{map[string]any{"deleteErrorCodes": []any{}}, "deleteErrorCodes", "name at least one code"},
+		{map[string]any{"deleteErrorCodes": []any{"not_found"}}, "deleteErrorCodes", `"not_found" is not one of [provider_unavailable internal]`},
+		{map[string]any{"createLatencyMs": int64(math.MaxInt64 / int64(time.Millisecond)), "createLatencyJitterMs": int64(math.MaxInt64 / int64(time.Millisecond))},
+			"createLatencyJitterMs", "too long"},
+	}
+	for _, tt := range tests {
+		_, err := ParseConfig(tt.in)
+		e := api.AsError(err)
+		if e == nil || e.Details["key"] != tt.key || !strings.Contains(e.Message, tt.want) {
+			t.Errorf("ParseConfig(%v) = %v, want key %s and %q", tt.in, err, tt.key, tt.want)
+		}
 	}
 }
 

@@ -33,6 +33,34 @@
 //     with the same sandbox ID returns the existing instance.
 //   - listError (bool): List fails with provider_unavailable.
 //   - healthError (bool): Health fails with provider_unavailable.
+//
+// Faults drawn at random, so that a long run meets them throughout rather than only
+// at its start. Rates are probabilities from 0 to 1 (0, the default, turns the fault
+// off); a rate outside that range is rejected. They combine with the keys above,
+// which apply first.
+//
+//   - faultSeed (integer): seeds the draws (default 0). Every draw comes from one
+//     generator under the adapter's lock, so a seed gives the same faults for the
+//     same sequence of calls; with concurrent callers, which call meets which fault
+//     follows the order in which they reach the adapter. A rate of 0 draws nothing,
+//     so turning one fault off does not move the others.
+//   - createErrorRate (number): each Create fails with this probability, before it
+//     looks for an existing instance, with a code drawn uniformly from
+//     createErrorCodes. No instance is made.
+//   - createErrorCodes (list of codes): the codes createErrorRate draws from; any
+//     of those createErrors allows. Default: all five. An empty list is rejected.
+//   - dropCreateResponseRate (number): each Create that would succeed (making a new
+//     instance or finding the existing one) answers provider_unavailable instead,
+//     with this probability, as if the response were lost. The instance exists.
+//   - createLatencyJitterMs (integer): each Create that makes a new instance takes
+//     createLatencyMs plus a duration drawn uniformly from 0 to this many
+//     milliseconds.
+//   - deleteErrorRate (number): each Delete fails with this probability, with a code
+//     drawn uniformly from deleteErrorCodes, and deletes nothing.
+//   - deleteErrorCodes (list of codes): provider_unavailable, internal or both (the
+//     default).
+//   - listErrorRate (number): each List fails with provider_unavailable with this
+//     probability.
 //   - features (list): declared features, checked against the known names. Default:
 //     every feature the fake implements (exec, exec.stream, files,
 //     lifecycle.stop-start, persistence.disk, lifecycle.pause-resume, snapshots.disk,
@@ -53,11 +81,13 @@
 // # Behaviour
 //
 // Create works in this order: the request is checked (invalid_request, never
-// consuming an injected fault); the next createErrors code, if any, is returned; an
-// existing instance for the sandbox ID is returned (after waiting for it if it is
-// still being created); the snapshot and the capacity are checked; the instance is
-// registered as pending, the latency runs, and the instance becomes running. A
-// dropCreateResponses loss is reported last, with the instance already made.
+// consuming an injected fault); the next createErrors code, if any, is returned;
+// createErrorRate is drawn; an existing instance for the sandbox ID is returned
+// (after waiting for it if it is still being created), unless dropCreateResponseRate
+// loses the answer; the snapshot and the capacity are checked; the instance is
+// registered as pending, the latency (with its jitter) runs, and the instance
+// becomes running. A dropCreateResponses loss, then a dropCreateResponseRate one,
+// is reported last, with the instance already made.
 //
 // Exec and ExecStream answer invalid_state unless the instance is running. The
 // default exec prints the command (or the args joined by spaces) and a newline on

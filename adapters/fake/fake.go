@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type Adapter struct {
 	dropsLeft   int
 	listError   bool
 	healthError bool
+	// rng draws the probabilistic faults; guarded by mu, so draws are safe for
+	// concurrent use and follow the order in which calls take the lock.
+	rng *rand.Rand
 }
 
 type instance struct {
@@ -95,6 +99,16 @@ var (
 // checked.
 func New(cfg Config) *Adapter {
 	cfg.CreateErrors = slices.Clone(cfg.CreateErrors)
+	if cfg.CreateErrorCodes == nil {
+		cfg.CreateErrorCodes = InjectableCreateCodes()
+	} else {
+		cfg.CreateErrorCodes = slices.Clone(cfg.CreateErrorCodes)
+	}
+	if cfg.DeleteErrorCodes == nil {
+		cfg.DeleteErrorCodes = InjectableDeleteCodes()
+	} else {
+		cfg.DeleteErrorCodes = slices.Clone(cfg.DeleteErrorCodes)
+	}
 	if cfg.Features == nil {
 		cfg.Features = DefaultFeatures()
 	} else {
@@ -118,11 +132,29 @@ func New(cfg Config) *Adapter {
 		dropsLeft:   cfg.DropCreateResponses,
 		listError:   cfg.ListError,
 		healthError: cfg.HealthError,
+		rng:         rand.New(rand.NewPCG(cfg.FaultSeed, faultStream)),
 	}
 	if a.sleep == nil {
 		a.sleep = timerSleep
 	}
 	return a
+}
+
+// faultStream is the second half of the PCG seed; FaultSeed is the first.
+const faultStream = 0x64696666 // "diff"
+
+// chanceLocked reports whether a fault of probability p happens now. A zero rate
+// draws nothing, so faults that are off do not shift the others' draws.
+func (a *Adapter) chanceLocked(p float64) bool {
+	return p > 0 && a.rng.Float64() < p
+}
+
+// pickLocked draws one of codes.
+func (a *Adapter) pickLocked(codes []api.Code) api.Code {
+	if len(codes) == 1 {
+		return codes[0]
+	}
+	return codes[a.rng.IntN(len(codes))]
 }
 
 func timerSleep(ctx context.Context, d time.Duration) error {
@@ -211,6 +243,11 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		a.mu.Unlock()
 		return adapters.Instance{}, api.Errorf(code, "fake: injected create failure")
 	}
+	if a.chanceLocked(a.cfg.CreateErrorRate) {
+		code := a.pickLocked(a.cfg.CreateErrorCodes)
+		a.mu.Unlock()
+		return adapters.Instance{}, api.Errorf(code, "fake: injected create failure (createErrorRate: %s)", code)
+	}
 	for {
 		in, ok := a.byID[req.ID]
 		if !ok {
@@ -218,7 +255,11 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		}
 		if in.pub.State != adapters.StatePending || isClosed(in.ready) {
 			// SetState can make a created instance pending; it is still the answer.
+			drop := a.chanceLocked(a.cfg.DropCreateResponseRate)
 			a.mu.Unlock()
+			if drop {
+				return adapters.Instance{}, droppedByRate()
+			}
 			return in.pub, nil
 		}
 		ready := in.ready
@@ -231,13 +272,17 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		a.mu.Lock()
 	}
 	in, err := a.reserveLocked(req)
+	latency := a.cfg.CreateLatency
+	if err == nil && a.cfg.CreateLatencyJitter > 0 {
+		latency += time.Duration(a.rng.Int64N(int64(a.cfg.CreateLatencyJitter) + 1))
+	}
 	a.mu.Unlock()
 	if err != nil {
 		return adapters.Instance{}, err
 	}
 
-	if a.cfg.CreateLatency > 0 {
-		err = a.sleep(ctx, a.cfg.CreateLatency)
+	if latency > 0 {
+		err = a.sleep(ctx, latency)
 	}
 
 	a.mu.Lock()
@@ -256,7 +301,15 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		a.dropsLeft--
 		return adapters.Instance{}, adapters.Unavailable("fake: response lost (injected)")
 	}
+	if a.chanceLocked(a.cfg.DropCreateResponseRate) {
+		return adapters.Instance{}, droppedByRate()
+	}
 	return in.pub, nil
+}
+
+// droppedByRate is a Create answer lost after the instance was made or found.
+func droppedByRate() error {
+	return adapters.Unavailable("fake: response lost (injected, dropCreateResponseRate)")
 }
 
 func isClosed(c chan struct{}) bool {
@@ -369,6 +422,9 @@ func (a *Adapter) List(_ context.Context, installation string) ([]adapters.Insta
 	if a.listError {
 		return nil, adapters.Unavailable("fake: injected list failure")
 	}
+	if a.chanceLocked(a.cfg.ListErrorRate) {
+		return nil, adapters.Unavailable("fake: injected list failure (listErrorRate)")
+	}
 	out := []adapters.Instance{}
 	for _, in := range a.byRef {
 		if in.installation == installation {
@@ -382,6 +438,10 @@ func (a *Adapter) List(_ context.Context, installation string) ([]adapters.Insta
 func (a *Adapter) Delete(_ context.Context, ref string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.chanceLocked(a.cfg.DeleteErrorRate) {
+		code := a.pickLocked(a.cfg.DeleteErrorCodes)
+		return api.Errorf(code, "fake: injected delete failure (deleteErrorRate: %s)", code)
+	}
 	if in, ok := a.byRef[ref]; ok {
 		a.removeLocked(in)
 	}

@@ -1,27 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/different-ai/differently/adapters/adapterhttp"
 	"github.com/different-ai/differently/internal/pgtest"
-	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
@@ -54,8 +41,6 @@ func TestReplicasProvisionExactlyOnce(t *testing.T) {
 		"--adapter", "fake", "--config-json",
 		`{"createLatencyMs": 1500, "dropCreateResponses": 3, "createErrors": ["insufficient_capacity", "sandbox_failed"]}`)
 
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.yaml")
 	cfg := fmt.Sprintf(`database:
   url: %q
 listen: 127.0.0.1:0
@@ -71,16 +56,7 @@ pools:
     credentials:
       env: SHARED_ADAPTER_TOKEN
 `, dbURL, int(interval/time.Second), fakeURL)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// An empty DIFFERENTLY_DATABASE_URL keeps a developer's own from overriding the file.
-	env := []string{"DIFFERENTLY_DATABASE_URL=", "SHARED_ADAPTER_TOKEN=" + adapterToken}
-	out, code := runTool(t, env, "token", "create", "--admin", "--config", cfgPath)
-	if code != 0 {
-		t.Fatalf("token create: exit %d: %s", code, out)
-	}
-	f := &fleet{t: t, cfgPath: cfgPath, dbURL: dbURL, env: env, token: strings.TrimSpace(out), wake: make(chan struct{}, 1)}
+	f := newFleet(t, dbURL, cfg, []string{"SHARED_ADAPTER_TOKEN=" + adapterToken})
 
 	reps := []*daemonProc{f.start("r0"), f.start("r1"), f.start("r2")}
 
@@ -236,208 +212,6 @@ pools:
 	t.Logf("leader %s killed; %s reconciled %s later", leader.name, successor.name, time.Since(killedAt).Round(10*time.Millisecond))
 }
 
-type apiSandbox struct {
-	ID         string `json:"id"`
-	State      string `json:"state"`
-	Reason     string `json:"reason"`
-	BackendRef string `json:"backendRef"`
-	Attempts   int    `json:"attempts"`
-}
-
-// fleet is the daemons of one test: it reads their logs and wakes the waiting test
-// on every line a live daemon writes.
-type fleet struct {
-	t       *testing.T
-	cfgPath string
-	dbURL   string
-	env     []string
-	token   string
-	wake    chan struct{}
-
-	mu    sync.Mutex
-	procs []*daemonProc
-}
-
-// daemonProc is one daemon child process; the fields below cmd are guarded by fleet.mu.
-type daemonProc struct {
-	name string
-	url  string
-	cmd  *exec.Cmd
-
-	killed  bool
-	replica string
-	creates int // "creating instance" lines
-	// lateCreates counts the Creates that make a new instance, so take
-	// createLatencyMs: see logLine.
-	lateCreates     int
-	reconcilePasses int
-	lastReconcile   time.Time
-	tail            []string
-}
-
-var (
-	replicaAttr  = regexp.MustCompile(`replica=(\S+)`)
-	firstAttempt = regexp.MustCompile(` attempts=0( |$)`)
-)
-
-// start runs one daemon and returns once it printed its URL. It is stopped with
-// SIGTERM (and must exit cleanly) when the test ends, unless the test killed it.
-func (f *fleet) start(name string) *daemonProc {
-	t := f.t
-	t.Helper()
-	p := &daemonProc{name: name}
-	cmd := exec.Command(binary, "--config", f.cfgPath, "--listen", "127.0.0.1:0", "--log-level", "debug")
-	cmd.Env = append(os.Environ(), f.env...)
-	cmd.Stderr = &lineWriter{line: func(l string) { f.logLine(p, l) }}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = cmd
-	f.mu.Lock()
-	f.procs = append(f.procs, p)
-	f.mu.Unlock()
-	t.Cleanup(func() { f.stop(p) })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := servingLine.FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("daemon %s printed %q (%v) instead of its address:\n%s", name, line, err, f.tail(p))
-	}
-	p.url = m[1]
-	return p
-}
-
-// stop ends a daemon by its PID: SIGTERM and a clean exit, or, for one the test
-// killed, just the wait.
-func (f *fleet) stop(p *daemonProc) {
-	f.mu.Lock()
-	killed := p.killed
-	f.mu.Unlock()
-	if killed {
-		_ = p.cmd.Wait()
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.t.Errorf("daemon %s did not exit cleanly on SIGTERM: %v\n%s", p.name, err, f.tail(p))
-		}
-	case <-time.After(45 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-		f.t.Errorf("daemon %s did not stop within 45 s of SIGTERM\n%s", p.name, f.tail(p))
-	}
-}
-
-// kill crashes a daemon: SIGKILL, so nothing is handed back or released.
-func (f *fleet) kill(p *daemonProc) {
-	f.mu.Lock()
-	p.killed = true
-	f.mu.Unlock()
-	if err := p.cmd.Process.Kill(); err != nil {
-		f.t.Fatalf("kill %s: %v", p.name, err)
-	}
-}
-
-func (f *fleet) logLine(p *daemonProc, l string) {
-	f.mu.Lock()
-	if p.killed {
-		// Lines still in the pipe of a killed replica say nothing about the others.
-		f.mu.Unlock()
-		return
-	}
-	if len(p.tail) == 300 {
-		p.tail = slices.Delete(p.tail, 0, 100)
-	}
-	p.tail = append(p.tail, l)
-	if p.replica == "" {
-		if m := replicaAttr.FindStringSubmatch(l); m != nil {
-			p.replica = m[1]
-		}
-	}
-	switch {
-	case strings.Contains(l, `msg="creating instance"`):
-		total := 0
-		for _, q := range f.procs {
-			total += q.creates
-		}
-		p.creates++
-		// A first attempt (a retry after a lost response finds its instance at once),
-		// after the two injected errors, with a margin for reordered log lines.
-		if total >= 4 && firstAttempt.MatchString(l) {
-			p.lateCreates++
-		}
-	case strings.Contains(l, "level=DEBUG") && strings.Contains(l, `msg="reconcile pass"`):
-		p.reconcilePasses++
-		p.lastReconcile = time.Now()
-	}
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// waitFor checks cond after every log line of a live daemon until it holds; the
-// deadline only turns a hang into a failure that says what was awaited.
-func (f *fleet) waitFor(what string, until time.Time, cond func() (bool, string)) {
-	f.t.Helper()
-	limit := time.Until(until)
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		ok, status := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-f.wake:
-		case <-deadline.C:
-			f.t.Fatalf("waited %s for %s: %s\n%s", limit.Round(time.Millisecond), what, status, f.tails())
-		}
-	}
-}
-
-// heldBy lists the sandboxes whose claim names p's replica.
-func (f *fleet) heldBy(p *daemonProc) []string {
-	f.t.Helper()
-	f.mu.Lock()
-	replica := p.replica
-	f.mu.Unlock()
-	if replica == "" {
-		f.t.Fatalf("%s logged no replica ID", p.name)
-	}
-	ctx := f.t.Context()
-	st, err := postgres.Open(ctx, f.dbURL)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer st.Close()
-	var held []string
-	filter := store.SandboxFilter{States: store.NonTerminalStates, Limit: store.MaxLimit}
-	for {
-		page, next, err := st.ListSandboxes(ctx, filter)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		for _, sb := range page {
-			if sb.ClaimedBy == replica {
-				held = append(held, fmt.Sprintf("%s (%s)", sb.ID, sb.State))
-			}
-		}
-		if next == "" {
-			return held
-		}
-		filter.Cursor = next
-	}
-}
-
 // latestLeader is the live daemon that logged the most recent reconcile pass.
 func (f *fleet) latestLeader() *daemonProc {
 	f.mu.Lock()
@@ -461,19 +235,6 @@ func (f *fleet) passCounts() map[*daemonProc]int {
 	return out
 }
 
-// list reads every sandbox through via's API.
-func (f *fleet) list(via *daemonProc) map[string]apiSandbox {
-	var page struct {
-		Items []apiSandbox `json:"items"`
-	}
-	f.call(via, "GET", "/v1/sandboxes?limit=1000", "", http.StatusOK, &page)
-	out := map[string]apiSandbox{}
-	for _, sb := range page.Items {
-		out[sb.ID] = sb
-	}
-	return out
-}
-
 // states groups ids by state, failing the test at once on a failed sandbox: with
 // the injected faults and maxAttempts none may fail.
 func (f *fleet) states(via *daemonProc, ids []string) map[string][]string {
@@ -491,84 +252,4 @@ func (f *fleet) states(via *daemonProc, ids []string) map[string][]string {
 		out[sb.State] = append(out[sb.State], id)
 	}
 	return out
-}
-
-func summary(byState map[string][]string) string {
-	var parts []string
-	for state, ids := range byState {
-		parts = append(parts, fmt.Sprintf("%s=%d", state, len(ids)))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, " ")
-}
-
-func (f *fleet) call(via *daemonProc, method, path, body string, want int, out any) {
-	f.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, via.url+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatalf("%s %s via %s: %v", method, path, via.name, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		f.t.Fatalf("%s %s via %s: status %d, want %d: %s", method, path, via.name, resp.StatusCode, want, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			f.t.Fatalf("%s %s: decoding %q: %v", method, path, data, err)
-		}
-	}
-}
-
-func (f *fleet) tail(p *daemonProc) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	lines := p.tail
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (f *fleet) tails() string {
-	f.mu.Lock()
-	procs := slices.Clone(f.procs)
-	f.mu.Unlock()
-	var b strings.Builder
-	for _, p := range procs {
-		fmt.Fprintf(&b, "--- last lines of %s:\n%s\n", p.name, f.tail(p))
-	}
-	return b.String()
-}
-
-// lineWriter hands each complete line written to it to line.
-type lineWriter struct {
-	buf  bytes.Buffer
-	line func(string)
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	w.buf.Write(b)
-	for {
-		i := bytes.IndexByte(w.buf.Bytes(), '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		l := string(w.buf.Next(i + 1))
-		w.line(strings.TrimSuffix(l, "\n"))
-	}
 }

@@ -1,0 +1,236 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+)
+
+// outcome names what one call answered: "ok" or the error's code.
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return string(api.CodeOf(err))
+}
+
+// trace runs a fixed sequence of calls, one at a time, and records every answer.
+func trace(a *Adapter, n int) []string {
+	var out []string
+	for i := range n {
+		id := fmt.Sprintf("sbx_%d", i%7) // revisits IDs, so the existing-instance path runs too
+		inst, err := a.Create(bg, req(id))
+		out = append(out, "create "+outcome(err))
+		_, err = a.List(bg, "inst_a")
+		out = append(out, "list "+outcome(err))
+		if err == nil && i%3 == 0 {
+			out = append(out, "delete "+outcome(a.Delete(bg, inst.Ref)))
+		}
+	}
+	return out
+}
+
+func TestRandomFaultsDeterministicForASeed(t *testing.T) {
+	cfg := Config{FaultSeed: 7, CreateErrorRate: 0.3, DropCreateResponseRate: 0.2, DeleteErrorRate: 0.3, ListErrorRate: 0.2}
+	first, second := trace(New(cfg), 200), trace(New(cfg), 200)
+	if !slices.Equal(first, second) {
+		t.Fatal("the same seed and calls gave different faults")
+	}
+	cfg.FaultSeed = 8
+	if slices.Equal(first, trace(New(cfg), 200)) {
+		t.Error("seeds 7 and 8 gave the same 200 calls' faults")
+	}
+	// Turning one fault off draws nothing for it, and leaves no fault of its kind.
+	cfg.ListErrorRate = 0
+	for _, o := range trace(New(cfg), 200) {
+		if strings.HasPrefix(o, "list ") && o != "list ok" {
+			t.Fatalf("listErrorRate 0 gave %q", o)
+		}
+	}
+}
+
+func TestRandomFaults(t *testing.T) {
+	const calls = 2000
+	tests := []struct {
+		name string
+		cfg  Config
+		// op makes one call and returns its answer; i counts calls from 0.
+		op func(a *Adapter, i int) error
+		// codes counts the answers wanted; a share is checked within ±0.04 of it.
+		want map[string]float64
+	}{
+		{
+			name: "createErrorRate draws every code by default",
+			cfg:  Config{CreateErrorRate: 0.5},
+			op:   func(a *Adapter, i int) error { _, err := a.Create(bg, req(fmt.Sprint("sbx_", i))); return err },
+			want: map[string]float64{"ok": 0.5, "insufficient_capacity": 0.1, "sandbox_failed": 0.1,
+				"provider_unavailable": 0.1, "invalid_request": 0.1, "internal": 0.1},
+		},
+		{
+			name: "createErrorCodes narrows the draw",
+			cfg:  Config{CreateErrorRate: 0.2, CreateErrorCodes: []api.Code{api.CodeInvalidRequest}},
+			op:   func(a *Adapter, i int) error { _, err := a.Create(bg, req(fmt.Sprint("sbx_", i))); return err },
+			want: map[string]float64{"ok": 0.8, "invalid_request": 0.2},
+		},
+		{
+			name: "createErrorRate 1 fails every Create",
+			cfg:  Config{CreateErrorRate: 1, CreateErrorCodes: []api.Code{api.CodeSandboxFailed}},
+			op:   func(a *Adapter, i int) error { _, err := a.Create(bg, req("sbx_1")); return err },
+			want: map[string]float64{"sandbox_failed": 1},
+		},
+		{
+			name: "dropCreateResponseRate",
+			cfg:  Config{DropCreateResponseRate: 0.25},
+			op:   func(a *Adapter, i int) error { _, err := a.Create(bg, req(fmt.Sprint("sbx_", i%50))); return err },
+			want: map[string]float64{"ok": 0.75, "provider_unavailable": 0.25},
+		},
+		{
+			name: "deleteErrorRate draws both codes by default",
+			cfg:  Config{DeleteErrorRate: 0.4},
+			op:   func(a *Adapter, i int) error { return a.Delete(bg, "fake_missing") },
+			want: map[string]float64{"ok": 0.6, "provider_unavailable": 0.2, "internal": 0.2},
+		},
+		{
+			name: "deleteErrorCodes narrows the draw",
+			cfg:  Config{DeleteErrorRate: 0.4, DeleteErrorCodes: []api.Code{api.CodeInternal}},
+			op:   func(a *Adapter, i int) error { return a.Delete(bg, "fake_missing") },
+			want: map[string]float64{"ok": 0.6, "internal": 0.4},
+		},
+		{
+			name: "listErrorRate",
+			cfg:  Config{ListErrorRate: 0.1},
+			op:   func(a *Adapter, i int) error { _, err := a.List(bg, "inst_a"); return err },
+			want: map[string]float64{"ok": 0.9, "provider_unavailable": 0.1},
+		},
+		{
+			name: "rates 0 inject nothing",
+			cfg:  Config{FaultSeed: 3},
+			op: func(a *Adapter, i int) error {
+				inst, err := a.Create(bg, req(fmt.Sprint("sbx_", i%10)))
+				if err == nil {
+					_, err = a.List(bg, "inst_a")
+				}
+				if err == nil && i%2 == 0 {
+					err = a.Delete(bg, inst.Ref)
+				}
+				return err
+			},
+			want: map[string]float64{"ok": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := New(tt.cfg)
+			got := map[string]int{}
+			for i := range calls {
+				got[outcome(tt.op(a, i))]++
+			}
+			for o, n := range got {
+				if _, ok := tt.want[o]; !ok {
+					t.Errorf("%d answers %q, want none", n, o)
+				}
+			}
+			for o, share := range tt.want {
+				if g := float64(got[o]) / calls; g < share-0.04 || g > share+0.04 {
+					t.Errorf("%q answered %.3f of calls, want %.2f ± 0.04 (%v)", o, g, share, got)
+				}
+			}
+		})
+	}
+}
+
+func TestRandomFaultsKeepTheContract(t *testing.T) {
+	// A dropped answer still made the instance, and a retry finds that same one.
+	a := New(Config{DropCreateResponseRate: 1})
+	_, err := a.Create(bg, req("sbx_1"))
+	wantCode(t, err, api.CodeProviderUnavailable)
+	_, err = a.Create(bg, req("sbx_1"))
+	wantCode(t, err, api.CodeProviderUnavailable)
+	if list, _ := a.List(bg, "inst_a"); len(list) != 1 || list[0].State != adapters.StateRunning {
+		t.Fatalf("after two lost answers List = %+v, want one running instance", list)
+	}
+
+	// A failed Delete deletes nothing; an injected Create failure makes nothing.
+	b := New(Config{DeleteErrorRate: 1, CreateErrorRate: 1, CreateErrorCodes: []api.Code{api.CodeInternal}})
+	_, err = b.Create(bg, req("sbx_1"))
+	wantCode(t, err, api.CodeInternal)
+	if b.Instances() != 0 {
+		t.Fatalf("an injected Create failure made %d instances", b.Instances())
+	}
+	c := New(Config{DeleteErrorRate: 1})
+	inst := mustCreate(t, c, req("sbx_1"))
+	if err := c.Delete(bg, inst.Ref); !api.IsCode(err, api.CodeProviderUnavailable) && !api.IsCode(err, api.CodeInternal) {
+		t.Fatalf("Delete = %v, want an injected failure", err)
+	}
+	if _, err := c.Get(bg, inst.Ref); err != nil {
+		t.Errorf("the instance is gone after a failed Delete: %v", err)
+	}
+
+	// An invalid request is refused as such, whatever the rates.
+	d := New(Config{CreateErrorRate: 1, CreateErrorCodes: []api.Code{api.CodeSandboxFailed}, MaxCPU: 1})
+	_, err = d.Create(bg, adapters.CreateRequest{ID: "sbx_1", Installation: "i", Resources: adapters.Resources{CPU: 2}})
+	wantCode(t, err, api.CodeInvalidRequest)
+}
+
+func TestCreateLatencyJitter(t *testing.T) {
+	var mu sync.Mutex
+	var got []time.Duration
+	a := New(Config{CreateLatency: 100 * time.Millisecond, CreateLatencyJitter: 50 * time.Millisecond, FaultSeed: 1,
+		Sleep: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, d)
+			return nil
+		}})
+	for i := range 100 {
+		mustCreate(t, a, req(fmt.Sprint("sbx_", i)))
+	}
+	mustCreate(t, a, req("sbx_0")) // an existing instance takes no latency
+	if len(got) != 100 {
+		t.Fatalf("%d sleeps for 100 new instances", len(got))
+	}
+	lo, hi := slices.Min(got), slices.Max(got)
+	if lo < 100*time.Millisecond || hi > 150*time.Millisecond || hi-lo < 25*time.Millisecond {
+		t.Errorf("latencies range over [%v, %v], want spread within [100ms, 150ms]", lo, hi)
+	}
+}
+
+func TestRandomFaultsConcurrent(t *testing.T) {
+	// Many callers at once: the draws are safe under -race, and faults never make a
+	// second instance for one sandbox.
+	a := New(Config{FaultSeed: 11, CreateErrorRate: 0.3, DropCreateResponseRate: 0.3, DeleteErrorRate: 0.3,
+		ListErrorRate: 0.3, CreateLatency: time.Millisecond, CreateLatencyJitter: time.Millisecond,
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := fmt.Sprint("sbx_", (g+i)%20)
+				if inst, err := a.Create(bg, req(id)); err == nil && i%5 == 0 {
+					_ = a.Delete(bg, inst.Ref)
+				}
+				_, _ = a.List(bg, "inst_a")
+			}
+		})
+	}
+	wg.Wait()
+	a.cfg.ListErrorRate = 0 // no caller left: safe to change
+	list, err := a.List(bg, "inst_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, in := range list {
+		if seen[in.SandboxID] {
+			t.Errorf("sandbox %s has two instances: %+v", in.SandboxID, list)
+		}
+		seen[in.SandboxID] = true
+	}
+}

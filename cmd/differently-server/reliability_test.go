@@ -1,0 +1,710 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
+)
+
+// reliabilitySeedEnv reruns TestReliability with the seed a failed run logged.
+const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
+
+// TestReliability is the reliability harness: hundreds of sandboxes go through three
+// daemon replicas on one PostgreSQL while two fake backends, served over the adapter
+// HTTP protocol, inject every Create error code, lost Create answers, Delete and
+// List failures and latency at random, while replicas are SIGKILLed and restarted at
+// random points and some sandboxes are deleted mid-flight. Once everything has
+// settled and a reconcile pass finds nothing left to do (and again after every
+// sandbox left is deleted, when the backends must end empty):
+//
+//   - every sandbox is running, terminated (only if the test deleted it) or failed
+//     with a reason the faults explain: an injected invalid_request, which fails a
+//     sandbox at once, or retryable faults that used up maxAttempts (rare: the rates
+//     and maxAttempts 10 make that unlikely);
+//   - every backend instance belongs to a running sandbox on that pool that names it
+//     as its backendRef, and every running sandbox has exactly that one instance,
+//     in which exec works;
+//   - no reconciler ever had to delete a second instance of a sandbox, fail one
+//     whose instance disappeared or follow a state the backend changed;
+//   - every API answer of 5xx is one the contract allows: 503 with Retry-After from
+//     a full create queue, and from POST /v1/admin/reconcile the backend's own error
+//     passed through (503 provider_unavailable, or 500 when the backend answered
+//     internal). A request that got no answer went to a replica the test killed.
+//   - every daemon still running exits cleanly on SIGTERM, and no daemon reported a
+//     data race.
+//
+// Randomness comes from one seed, logged at the start; set DIFFERENTLY_RELIABILITY_SEED
+// to replay a run's plan (which sandboxes are deleted when, when replicas die, the
+// backends' fault draws). Goroutine and process scheduling still vary between runs.
+//
+// Nothing here sleeps to wait for state: the test waits on the daemons' log lines,
+// and a create refused because the queue is full is retried after the next
+// provisioning pass that claimed work (or the Retry-After delay, if sooner).
+func TestReliability(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the reliability harness takes about a minute")
+	}
+	const (
+		sandboxes = 300
+		creators  = 12  // concurrent API clients
+		deleteP   = 0.2 // share of sandboxes deleted mid-flight
+		kills     = 4
+		// budget bounds the whole test; a run takes 55 to 75 s under -race. The
+		// sandboxes a killed replica was creating wait out provisionTimeoutSeconds plus
+		// the reconciler's 30 s adoption margin before another replica takes them
+		// over, so the replicas die early in the run.
+		budget = 170 * time.Second
+	)
+	began := time.Now()
+	deadline := began.Add(budget)
+	seed := reliabilitySeed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x72656c79))
+
+	dbURL := pgtest.SchemaURL(t)
+	const adapterToken = "reliability-test-adapter-token"
+	pools := []string{"a", "b"}
+	fakeURLs := map[string]string{}
+	for i, pool := range pools {
+		// Per Create: 10% injected errors (2% of each code), 4% lost answers, and
+		// 50-450 ms to make an instance. 15% of Deletes and 10% of Lists fail.
+		faults := fmt.Sprintf(`{"faultSeed": %d, "createLatencyMs": 50, "createLatencyJitterMs": 400,
+			"createErrorRate": 0.1, "dropCreateResponseRate": 0.04, "deleteErrorRate": 0.15, "listErrorRate": 0.1}`,
+			(seed+int64(i)+1)&(1<<62-1))
+		fakeURLs[pool] = serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
+			"--adapter", "fake", "--config-json", faults)
+	}
+	cfg := fmt.Sprintf(`database:
+  url: %q
+listen: 127.0.0.1:0
+scheduler:
+  provisionTimeoutSeconds: 4
+  reconcileIntervalSeconds: 1
+  maxAttempts: 10
+  # Below the number of sandboxes, so that a burst of creates meets a full queue.
+  maxQueued: 40
+pools:
+`, dbURL)
+	for _, pool := range pools {
+		cfg += fmt.Sprintf(`  - name: %s
+    adapter: remote
+    maxStarting: 16
+    config:
+      endpoint: %q
+    credentials:
+      env: RELIABILITY_ADAPTER_TOKEN
+`, pool, fakeURLs[pool])
+	}
+	f := newFleet(t, dbURL, cfg, []string{"RELIABILITY_ADAPTER_TOKEN=" + adapterToken})
+	slots := []*daemonProc{f.start("r0"), f.start("r1"), f.start("r2")}
+
+	// The plan, drawn before anything runs so that a seed always gives the same one.
+	// Replicas die once this many Creates have started fleet-wide, and a replacement
+	// starts a few Creates later, before the next death: two replicas always live.
+	type chaosStep struct{ killAt, restartAt, victim int }
+	plan := make([]chaosStep, kills)
+	for i := range plan {
+		plan[i].killAt = 10 + rng.IntN(220)
+	}
+	slices.SortFunc(plan, func(a, b chaosStep) int { return a.killAt - b.killAt })
+	for i := range plan {
+		plan[i].victim = rng.IntN(len(slots))
+		plan[i].restartAt = plan[i].killAt + rng.IntN(30)
+		if i+1 < len(plan) {
+			plan[i].restartAt = min(plan[i].restartAt, plan[i+1].killAt)
+		}
+	}
+	// Deletes: a deletion's sandbox is deleted once as many creates as its after
+	// field says have been answered, which catches it queued, provisioning, backing
+	// off or running.
+	var deletions []deletion
+	for i := range sandboxes {
+		if rng.Float64() < deleteP {
+			deletions = append(deletions, deletion{index: i, after: i + rng.IntN(60)})
+		}
+	}
+	t.Logf("seed %d (rerun with %s=%d); replicas die at Creates %v; %d sandboxes deleted mid-flight",
+		seed, reliabilitySeedEnv, seed, plan, len(deletions))
+
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	w := newWorkload(f, seed, sandboxes, deletions)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Go(func() {
+			for i := range work {
+				w.create(ctx, i)
+			}
+		})
+	}
+	go func() {
+		defer close(work)
+		for i := range sandboxes {
+			select {
+			case work <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	creatorsDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		w.deleteRest(ctx) // deletions whose turn never came
+		close(creatorsDone)
+	}()
+	// A test that fails early stops its clients before it ends: they report to t.
+	defer func() {
+		cancel()
+		<-creatorsDone
+	}()
+
+	// Chaos, driven from the test's goroutine by the daemons' log lines. The first
+	// victim is the replica with the most sandboxes provisioning, so that at least
+	// one death surely leaves Creates in flight for the others to recover; the other
+	// victims are the plan's.
+	step, down := 0, -1
+	restarts := make([]int, len(slots))
+	heldProvisioning := 0
+	f.waitFor("every create answered and every planned kill and restart done", deadline, func() (bool, string) {
+		n := f.createLines()
+		for step < len(plan) {
+			s := plan[step]
+			switch {
+			case down < 0 && n >= s.killAt:
+				down = s.victim
+				if step == 0 {
+					down = busiest(f, slots, down)
+				}
+				f.kill(slots[down])
+				held := map[string]int{}
+				for _, h := range f.heldBy(slots[down]) {
+					held[h[strings.LastIndex(h, "(")+1:len(h)-1]]++
+				}
+				heldProvisioning += held["provisioning"]
+				t.Logf("%s: killed %s after %d Creates, holding %v", time.Since(began).Round(time.Millisecond), slots[down].name, n, held)
+				continue
+			case down >= 0 && n >= s.restartAt:
+				restarts[down]++
+				slots[down] = f.start(fmt.Sprintf("r%d.%d", down, restarts[down]))
+				t.Logf("%s: started %s after %d Creates", time.Since(began).Round(time.Millisecond), slots[down].name, f.createLines())
+				down = -1
+				step++
+				continue
+			}
+			break
+		}
+		select {
+		case <-creatorsDone:
+		default:
+			return false, fmt.Sprintf("%d of %d creates answered, %d Creates started", w.answered(), sandboxes, n)
+		}
+		return step == len(plan), fmt.Sprintf("%d Creates started, chaos step %d of %d", n, step, len(plan))
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%s: every create answered, chaos over", time.Since(began).Round(time.Millisecond))
+	if heldProvisioning == 0 {
+		t.Errorf("no replica died while provisioning: the run did not exercise recovery from a crash mid-Create")
+	}
+
+	settle(t, f, began, deadline)
+	reconcileClean(t, ctx, f, began, len(pools))
+	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
+	w.execAll(ctx, f.list(f.live()[0]))
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Delete everything left through the API, as a last wave under the same faults:
+	// the backends must end empty.
+	all := f.list(f.live()[0])
+	var last []string
+	for id, sb := range all {
+		if sb.State == "running" {
+			last = append(last, id)
+		}
+	}
+	slices.Sort(last)
+	for _, id := range last {
+		w.markDeleted(id)
+		w.delete(ctx, id)
+	}
+	settle(t, f, began, deadline)
+	reconcileClean(t, ctx, f, began, len(pools))
+	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
+
+	checkAnswers(t, f)
+	checkRepairs(t, f)
+	t.Logf("warnings and errors the daemons logged: %v", f.logged)
+	if len(f.races) > 0 {
+		t.Errorf("daemons %v reported data races", f.races)
+	}
+	t.Logf("%s: checked; %d Creates started fleet-wide", time.Since(began).Round(time.Millisecond), f.createLines())
+}
+
+// settle waits until no sandbox is queued, provisioning or terminating, and logs
+// the last one to settle.
+func settle(t *testing.T, f *fleet, began, deadline time.Time) {
+	t.Helper()
+	var lastOpen apiSandbox
+	f.waitFor("no sandbox queued, provisioning or terminating", deadline, func() (bool, string) {
+		open := f.listQuery(f.live()[0], "state=queued&state=provisioning&state=terminating")
+		byState := map[string][]string{}
+		for id, sb := range open {
+			byState[sb.State] = append(byState[sb.State], id)
+			lastOpen = sb
+		}
+		return len(open) == 0, summary(byState)
+	})
+	t.Logf("%s: settled; the last sandbox to settle was %s (%s after %d attempts: %q)", time.Since(began).Round(time.Millisecond),
+		lastOpen.ID, lastOpen.State, lastOpen.Attempts, lastOpen.Reason)
+}
+
+// reconcileClean reconciles until a pass lists every pool and has nothing left to
+// do. Once the sandboxes have settled, deleting orphans (instances of sandboxes
+// deleted while their Create's answer was lost, or while a killed replica created
+// them) is the only work a pass may find; a List or Delete the backends fail makes
+// another pass needed.
+func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began time.Time, pools int) {
+	t.Helper()
+	var orphans []string
+	for i := 0; ; i++ {
+		if i == 40 {
+			t.Fatalf("no clean reconcile pass in 40 tries\n%s", f.tails())
+		}
+		live := f.live()
+		c, data := f.do(ctx, live[i%len(live)], "POST", "/v1/admin/reconcile", "", nil)
+		if c.status != http.StatusOK {
+			t.Logf("reconcile: %s", c) // judged with every other answer by checkAnswers
+			continue
+		}
+		var rep reconcile.Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatalf("reconcile report %q: %v", data, err)
+		}
+		clean := len(rep.Pools) == pools
+		for _, p := range rep.Pools {
+			orphans = append(orphans, p.OrphansDeleted...)
+			if n := len(p.Adopted) + len(p.Requeued) + len(p.Lost) + len(p.StateChanged) + len(p.Duplicates); n > 0 {
+				t.Errorf("reconcile after settling changed sandboxes on pool %s: %+v", p.Pool, p)
+			}
+			if p.Skipped != "" || len(p.OrphansDeleted) > 0 {
+				clean = false
+			}
+		}
+		if clean {
+			break
+		}
+	}
+	t.Logf("%s: reconciled; %d orphans deleted on the way", time.Since(began).Round(time.Millisecond), len(orphans))
+}
+
+// busiest returns the index of the slot whose replica has the most sandboxes
+// provisioning, preferring def on a tie.
+func busiest(f *fleet, slots []*daemonProc, def int) int {
+	claims := f.claims()
+	count := func(p *daemonProc) int {
+		f.mu.Lock()
+		replica := p.replica
+		f.mu.Unlock()
+		n := 0
+		for _, sb := range claims[replica] {
+			if replica != "" && sb.State == store.StateProvisioning {
+				n++
+			}
+		}
+		return n
+	}
+	best, most := def, count(slots[def])
+	for i, p := range slots {
+		if n := count(p); n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
+// reliabilitySeed is DIFFERENTLY_RELIABILITY_SEED, or a fresh seed.
+func reliabilitySeed(t *testing.T) int64 {
+	if s := os.Getenv(reliabilitySeedEnv); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || seed < 0 {
+			t.Fatalf("%s=%q: want a non-negative integer", reliabilitySeedEnv, s)
+		}
+		return seed
+	}
+	return time.Now().UnixNano() & (1<<62 - 1)
+}
+
+// deletion deletes the sandbox of create number index once after creates have been
+// answered.
+type deletion struct{ index, after int }
+
+// workload creates the sandboxes through the live replicas, in turn, and deletes
+// the planned ones. Its methods run on the creators' goroutines, so they report
+// with t.Errorf and never stop the test.
+type workload struct {
+	f    *fleet
+	t    *testing.T
+	seed int64
+
+	mu        sync.Mutex
+	ids       []string // by index; "" until created
+	done      int      // creates answered
+	pending   []deletion
+	deleted   map[string]bool
+	queueFull int // creates refused because the queue was full
+}
+
+func newWorkload(f *fleet, seed int64, n int, deletions []deletion) *workload {
+	return &workload{f: f, t: f.t, seed: seed, ids: make([]string, n), pending: deletions, deleted: map[string]bool{}}
+}
+
+func (w *workload) answered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done
+}
+
+// create makes sandbox i, through the next live replica. The Idempotency-Key makes
+// a retry safe when a replica dies before answering: the retry returns the sandbox
+// the dead one may have stored.
+func (w *workload) create(ctx context.Context, i int) {
+	key := fmt.Sprintf("reliability-%d-%d", w.seed, i)
+	for n := i; ; n++ {
+		if ctx.Err() != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				w.t.Errorf("sandbox %d was not created before the deadline", i)
+			}
+			return
+		}
+		live := w.f.live()
+		claimed := w.f.claimedSignal()
+		c, data := w.f.do(ctx, live[n%len(live)], "POST", "/v1/sandboxes", `{}`, map[string]string{"Idempotency-Key": key})
+		switch {
+		case c.err != nil:
+			continue // judged by checkAnswers: only a killed replica may not answer
+		case c.status == http.StatusAccepted || c.status == http.StatusOK:
+			var sb apiSandbox
+			if err := json.Unmarshal(data, &sb); err != nil || sb.ID == "" {
+				w.t.Errorf("create %d: %s: body %q (%v)", i, c, data, err)
+				return
+			}
+			w.created(ctx, i, sb.ID)
+			return
+		case c.status == http.StatusServiceUnavailable && c.retryAfter != "":
+			w.mu.Lock()
+			w.queueFull++
+			w.mu.Unlock()
+			secs, _ := strconv.Atoi(c.retryAfter)
+			timer := time.NewTimer(time.Duration(secs) * time.Second)
+			select {
+			case <-claimed:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+		default:
+			w.t.Errorf("create %d: %s", i, c)
+			return
+		}
+	}
+}
+
+// created records sandbox i and makes the deletions now due.
+func (w *workload) created(ctx context.Context, i int, id string) {
+	w.mu.Lock()
+	w.ids[i] = id
+	w.done++
+	var due []string
+	w.pending = slices.DeleteFunc(w.pending, func(d deletion) bool {
+		if d.after > w.done || w.ids[d.index] == "" {
+			return false
+		}
+		due = append(due, w.ids[d.index])
+		w.deleted[w.ids[d.index]] = true
+		return true
+	})
+	w.mu.Unlock()
+	for _, id := range due {
+		w.delete(ctx, id)
+	}
+}
+
+// deleteRest makes the deletions still pending once every create is answered.
+func (w *workload) deleteRest(ctx context.Context) {
+	w.mu.Lock()
+	var due []string
+	for _, d := range w.pending {
+		if id := w.ids[d.index]; id != "" {
+			due = append(due, id)
+			w.deleted[id] = true
+		}
+	}
+	w.pending = nil
+	w.mu.Unlock()
+	for _, id := range due {
+		w.delete(ctx, id)
+	}
+}
+
+func (w *workload) delete(ctx context.Context, id string) {
+	for n := len(id); ; n++ {
+		if ctx.Err() != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				w.t.Errorf("sandbox %s was not deleted before the deadline", id)
+			}
+			return
+		}
+		live := w.f.live()
+		c, _ := w.f.do(ctx, live[n%len(live)], "DELETE", "/v1/sandboxes/"+id, "", nil)
+		switch {
+		case c.err != nil:
+			continue
+		case c.status != http.StatusAccepted:
+			w.t.Errorf("delete %s: %s", id, c)
+		}
+		return
+	}
+}
+
+func (w *workload) markDeleted(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deleted[id] = true
+}
+
+// execAll runs a command in every running sandbox, through the replicas in turn:
+// running means usable, on the pool and instance the sandbox names.
+func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
+	type job struct {
+		n  int
+		id string
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for j := range jobs {
+				id, live := j.id, w.f.live()
+				c, data := w.f.do(ctx, live[j.n%len(live)], "POST", "/v1/sandboxes/"+id+"/exec", `{"command": "echo ok"}`, nil)
+				var res struct {
+					ExitCode int    `json:"exitCode"`
+					Stdout   string `json:"stdout"`
+				}
+				if c.status != http.StatusOK || json.Unmarshal(data, &res) != nil || res.ExitCode != 0 || res.Stdout != "echo ok\n" {
+					w.t.Errorf("exec in running sandbox %s: %s: %s", id, c, data)
+				}
+			}
+		})
+	}
+	n := 0
+	for id, sb := range all {
+		if sb.State == "running" {
+			jobs <- job{n, id}
+			n++
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	w.t.Logf("exec answered in all %d running sandboxes", n)
+}
+
+// acceptableFailure says why a failed sandbox may have failed under the injected
+// faults, or "" when nothing in them explains its reason.
+func acceptableFailure(reason string) string {
+	switch {
+	case strings.Contains(reason, "(createErrorRate: invalid_request)"):
+		return "invalid_request injected"
+	case strings.Contains(reason, "(gave up after "):
+		return "retryable faults used up maxAttempts"
+	}
+	return ""
+}
+
+// check asserts the end state: sandboxes as the API reports them, instances as the
+// backends list them.
+func (w *workload) check(ctx context.Context, all map[string]apiSandbox, pools []string, fakeURLs map[string]string, token string) {
+	t := w.t
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+
+	outcomes := map[string]int{}
+	for _, id := range w.ids {
+		if id == "" {
+			continue // reported by create
+		}
+		sb, ok := all[id]
+		if !ok {
+			t.Errorf("sandbox %s is missing from the list", id)
+			continue
+		}
+		deleted := w.deleted[id]
+		switch {
+		case sb.State == "running" && !deleted:
+			outcomes["running"]++
+		case sb.State == "terminated" && deleted:
+			outcomes["terminated (deleted)"]++
+		case sb.State == "failed" && sb.Reason != "" && acceptableFailure(sb.Reason) != "":
+			outcomes["failed: "+acceptableFailure(sb.Reason)]++
+		default:
+			t.Errorf("sandbox %s (deleted: %v) ended %s after %d attempts: %q", id, deleted, sb.State, sb.Attempts, sb.Reason)
+		}
+	}
+	t.Logf("outcomes: %v; creates refused with a full queue: %d", outcomes, w.queueFull)
+
+	st, err := postgres.Open(ctx, w.f.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	installation, err := st.InstallationID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instancesOf := map[string][]string{} // sandbox ID -> "pool/ref"
+	for _, pool := range pools {
+		insts := listAll(t, ctx, fakeURLs[pool], token, installation)
+		for _, in := range insts {
+			instancesOf[in.SandboxID] = append(instancesOf[in.SandboxID], pool+"/"+in.Ref)
+			sb, ok := all[in.SandboxID]
+			switch {
+			case !ok:
+				t.Errorf("pool %s: instance %s belongs to no sandbox (sandbox ID %q)", pool, in.Ref, in.SandboxID)
+			case sb.State != "running" || sb.Pool != pool || sb.BackendRef != in.Ref:
+				t.Errorf("pool %s: instance %s (%s) outlives its sandbox %s: %s on pool %q with backendRef %q",
+					pool, in.Ref, in.State, sb.ID, sb.State, sb.Pool, sb.BackendRef)
+			}
+		}
+	}
+	for id, insts := range instancesOf {
+		if len(insts) > 1 {
+			t.Errorf("sandbox %s has %d instances: %v", id, len(insts), insts)
+		}
+	}
+	for _, sb := range all {
+		if sb.State == "running" && !slices.Contains(instancesOf[sb.ID], sb.Pool+"/"+sb.BackendRef) {
+			t.Errorf("running sandbox %s has no instance %s on pool %s (backends hold %v)", sb.ID, sb.BackendRef, sb.Pool, instancesOf[sb.ID])
+		}
+	}
+}
+
+// listAll lists a fake backend's instances, retrying the Lists its faults fail.
+func listAll(t *testing.T, ctx context.Context, url, token, installation string) []adapters.Instance {
+	t.Helper()
+	client, err := adapterhttp.NewClient(url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		insts, err := client.List(ctx, installation)
+		if err == nil {
+			return insts
+		}
+		if !strings.Contains(err.Error(), "fake: injected list failure") {
+			t.Fatalf("List on %s: %v", url, err)
+		}
+	}
+	t.Fatalf("List on %s failed 50 times", url)
+	return nil
+}
+
+// checkAnswers judges every API answer of the run against the contract: which 5xx
+// it allows, and that only a killed replica may leave a request unanswered.
+func checkAnswers(t *testing.T, f *fleet) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	allowed := map[string]int{}
+	unanswered := 0
+	// The 500s of a replica, each explained by one of its "request failed" lines.
+	explained := map[*daemonProc]int{}
+	for _, c := range f.calls {
+		switch {
+		case c.status == 0:
+			if !c.via.killed {
+				t.Errorf("no answer from a replica the test did not kill: %s", c)
+			}
+			unanswered++
+		case c.status < 500:
+		case c.method == "POST" && c.path == "/v1/sandboxes" && c.status == http.StatusServiceUnavailable &&
+			c.code == "provider_unavailable" && c.retryAfter != "" && strings.Contains(c.message, "queue is full"):
+			allowed["503 queue full"]++
+		case c.method == "POST" && c.path == "/v1/admin/reconcile" && c.status == http.StatusServiceUnavailable &&
+			c.code == "provider_unavailable" && strings.Contains(c.message, "fake: injected"):
+			allowed["503 backend outage passed through by reconcile"]++
+		case c.method == "POST" && c.path == "/v1/admin/reconcile" && c.status == http.StatusInternalServerError &&
+			c.code == "internal" && explainedBy(c.via, explained, "/v1/admin/reconcile"):
+			allowed["500 backend internal error passed through by reconcile"]++
+		default:
+			t.Errorf("an answer the contract does not allow: %s", c)
+		}
+	}
+	t.Logf("%d API calls; allowed 5xx: %v; %d unanswered by killed replicas", len(f.calls), allowed, unanswered)
+}
+
+// actionAttr is the reconcile action a repair line names.
+var actionAttr = regexp.MustCompile(` action=(\S+)`)
+
+// checkRepairs judges what the reconcilers repaired during the run. Adopting and
+// requeueing the sandboxes of a killed replica, and deleting orphans (instances made
+// for a sandbox that was deleted or requeued while its Create's answer was lost),
+// are their job here. A second instance of one sandbox, an instance lost from the
+// backend, or a state the backend changed would each mean an invariant broke at some
+// point, even if a later pass repaired it.
+func checkRepairs(t *testing.T, f *fleet) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	counts := map[string]int{}
+	for _, l := range f.repairs {
+		action := "?"
+		if m := actionAttr.FindStringSubmatch(l); m != nil {
+			action = m[1]
+		}
+		counts[action]++
+		switch reconcile.ActionKind(action) {
+		case reconcile.Adopt, reconcile.Requeue, reconcile.DeleteOrphan:
+		default:
+			t.Errorf("a reconciler had to repair what should never break: %s", l)
+		}
+	}
+	t.Logf("reconcilers' repairs during the run: %v", counts)
+}
+
+// explainedBy reports whether p logged, for a 500 on path, a failure that names an
+// injected backend fault: the cause the API hides behind "internal error". Each
+// line explains one answer.
+func explainedBy(p *daemonProc, used map[*daemonProc]int, path string) bool {
+	n := 0
+	for _, l := range p.requestFailed {
+		if strings.Contains(l, "path="+path) && strings.Contains(l, "fake: injected") {
+			if n == used[p] {
+				used[p]++
+				return true
+			}
+			n++
+		}
+	}
+	return false
+}
