@@ -334,8 +334,11 @@ type ProjectUsage struct {
 // ReconcileReport defines model for ReconcileReport.
 type ReconcileReport struct {
 	Pools []struct {
-		Adopted        *[]string `json:"adopted,omitempty"`
-		Duplicates     *[]string `json:"duplicates,omitempty"`
+		Adopted    *[]string `json:"adopted,omitempty"`
+		Duplicates *[]string `json:"duplicates,omitempty"`
+
+		// Errors Actions of this pass that failed; the next pass tries them again.
+		Errors         *[]string `json:"errors,omitempty"`
 		Lost           *[]string `json:"lost,omitempty"`
 		OrphansDeleted *[]string `json:"orphansDeleted,omitempty"`
 		Pool           string    `json:"pool"`

@@ -76,8 +76,6 @@ type daemonProc struct {
 	lateCreates     int
 	reconcilePasses int
 	lastReconcile   time.Time
-	// requestFailed are the API's "request failed" lines: the causes of its 500s.
-	requestFailed []string
 	tail          []string
 }
 
@@ -272,8 +270,6 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 	case strings.Contains(l, "level=DEBUG") && strings.Contains(l, `msg="reconcile pass"`):
 		p.reconcilePasses++
 		p.lastReconcile = time.Now()
-	case strings.Contains(l, `msg="request failed"`):
-		p.requestFailed = append(p.requestFailed, l)
 	case strings.Contains(l, `msg="reconcile deleted instance"`), strings.Contains(l, `msg="reconcile changed sandbox"`):
 		f.repairs = append(f.repairs, l)
 	case claimingPass.MatchString(l):

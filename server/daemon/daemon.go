@@ -166,9 +166,11 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
 		MaxAttempts:      sc.MaxAttempts,
 		TerminateTimeout: seconds(sc.TerminateTimeoutSeconds),
-		Logger:           log,
-		Metrics:          metrics,
-		OnPass:           opts.OnSchedulerPass,
+		// The config's default for pools that set no maxStarting of their own.
+		DefaultMaxStarting: sc.DefaultMaxStarting,
+		Logger:             log,
+		Metrics:            metrics,
+		OnPass:             opts.OnSchedulerPass,
 	})
 	if err != nil {
 		return nil, err

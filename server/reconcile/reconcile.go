@@ -273,7 +273,6 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 	}
 	now := r.clk.Now()
 	timing := Timing{Now: now, ProvisionTimeout: r.opts.ProvisionTimeout, AdoptMargin: r.opts.AdoptMargin, Grace: r.opts.Grace}
-	var errs []error
 	for i, pl := range lists {
 		pool := pl.view.Pool.Name
 		actions := Plan(pool, pl.insts, sandboxes, timing)
@@ -283,7 +282,7 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 					r.skipped(&report, PoolReport{Pool: rest.view.Pool.Name, Skipped: "pass stopped: " + err.Error()})
 				}
 				r.opts.Logger.Warn("reconcile pass stopped", "pool", pool, "error", err)
-				return report, errors.Join(append(errs, err)...)
+				return report, err
 			}
 		}
 		pr := PoolReport{Pool: pool}
@@ -294,13 +293,15 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 					r.skipped(&report, PoolReport{Pool: rest.view.Pool.Name, Skipped: "pass stopped: " + err.Error()})
 				}
 				r.opts.Logger.Warn("reconcile pass stopped", "pool", pool, "error", err)
-				return report, errors.Join(append(errs, err)...)
+				return report, err
 			}
 			done, err := r.apply(ctx, pl.view, a, sandboxes[a.SandboxID])
 			if err != nil {
 				r.opts.Logger.Warn("reconcile action failed", "pool", pool, "sandbox", a.SandboxID,
 					"action", a.Kind, "ref", a.Ref, "error", err)
-				errs = append(errs, fmt.Errorf("pool %s: %s %s: %w", pool, a.Kind, a.Ref, err))
+				// One failed action is the report's to tell, not the pass's: the others
+				// went ahead and the operator must see what they did.
+				pr.Errors = append(pr.Errors, fmt.Sprintf("%s %s (sandbox %s): %s", a.Kind, a.Ref, orNone(a.SandboxID), err))
 				continue
 			}
 			if done {
@@ -310,7 +311,14 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 		}
 		report.Pools = append(report.Pools, pr)
 	}
-	return report, errors.Join(errs...)
+	return report, nil
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
 }
 
 // skipped adds a pool left alone this pass to the report and the metrics.

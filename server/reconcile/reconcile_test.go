@@ -4,11 +4,13 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -161,5 +163,30 @@ func TestRunTakesTheLeaseAndStops(t *testing.T) {
 	won, err := st.TryLease(t.Context(), reconcile.LeaseName, "other", clk.Now(), time.Minute)
 	if err != nil || !won {
 		t.Fatalf("lease not released: %v %v", won, err)
+	}
+}
+
+// A failed action is reported with the pool and the pass goes on: the answer still
+// says what the pass did, and the next pass tries again.
+func TestReconcileReportsFailedActions(t *testing.T) {
+	ctx := t.Context()
+	r, a, st, clk := setup(t, fake.Config{DeleteErrorRate: 1, DeleteErrorCodes: []api.Code{api.CodeProviderUnavailable}})
+	orphan, err := a.Create(ctx, adapters.CreateRequest{ID: "sbx_orphan", Installation: installation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, st, clk, "sbx_lost", store.StateRunning, "fake_missing")
+	clk.Advance(5 * time.Minute)
+	report, err := r.Reconcile(ctx)
+	if err != nil {
+		t.Fatalf("a failed Delete failed the whole pass: %v", err)
+	}
+	got := report.Pools[0]
+	if len(got.OrphansDeleted) != 0 || len(got.Errors) != 1 || !strings.Contains(got.Errors[0], orphan.Ref) ||
+		!strings.Contains(got.Errors[0], "provider_unavailable") {
+		t.Fatalf("report %+v, want the failed orphan Delete among its errors", got)
+	}
+	if !slices.Equal(got.Lost, []string{"sbx_lost"}) {
+		t.Fatalf("the pass stopped at the failure: %+v", got)
 	}
 }

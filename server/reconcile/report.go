@@ -15,6 +15,9 @@ type PoolReport struct {
 	Lost           []string `json:"lost,omitempty"`
 	StateChanged   []string `json:"stateChanged,omitempty"`
 	Duplicates     []string `json:"duplicates,omitempty"`
+	// Errors lists the actions of this pass that failed (a Delete the backend
+	// refused, say); the next pass tries them again.
+	Errors []string `json:"errors,omitempty"`
 }
 
 // Report is one reconcile pass over every pool.

@@ -484,18 +484,18 @@ func message(err error) string {
 	return err.Error()
 }
 
-func maxStarting(v pools.View) int {
+func (s *Scheduler) maxStarting(v pools.View) int {
 	if v.Pool.MaxStarting > 0 {
 		return v.Pool.MaxStarting
 	}
-	return DefaultMaxStarting
+	return s.opts.DefaultMaxStarting
 }
 
 // acquire takes one of the pool's start slots on this replica.
 func (s *Scheduler) acquire(v pools.View) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.starting[v.Pool.Name] >= maxStarting(v) {
+	if s.starting[v.Pool.Name] >= s.maxStarting(v) {
 		return false
 	}
 	s.starting[v.Pool.Name]++
@@ -521,7 +521,7 @@ func (s *Scheduler) freeSlots(views []pools.View) int {
 	free := 0
 	for _, v := range views {
 		if v.Healthy && v.Adapter != nil {
-			free += max(0, maxStarting(v)-s.starting[v.Pool.Name])
+			free += max(0, s.maxStarting(v)-s.starting[v.Pool.Name])
 		}
 	}
 	return free

@@ -409,3 +409,23 @@ func TestProvisionRespectsMaxConcurrency(t *testing.T) {
 		t.Fatalf("after the first ended: %+v", r)
 	}
 }
+
+// Options.DefaultMaxStarting (the config's scheduler.defaultMaxStarting) bounds the
+// Creates of a pool that sets no maxStarting of its own.
+func TestDefaultMaxStartingApplies(t *testing.T) {
+	v := view("fake", fake.New(fake.Config{}))
+	e := newEnv(t, Options{DefaultMaxStarting: 1}, v)
+	sb := e.create(t, store.Sandbox{})
+	if !e.s.acquire(v) {
+		t.Fatal("could not take the only slot")
+	}
+	if e.s.acquire(v) {
+		t.Fatal("a second slot was granted with defaultMaxStarting 1")
+	}
+	if r := e.provision(t); r.Claimed != 0 {
+		t.Fatalf("claimed with the only slot taken: %+v", r)
+	}
+	e.s.releaseSlot("fake")
+	e.provision(t)
+	wantState(t, e.get(t, sb.ID), store.StateRunning)
+}

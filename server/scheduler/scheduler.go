@@ -102,6 +102,10 @@ type Options struct {
 	ClaimLease time.Duration
 	// BatchSize is how many sandboxes one provisioning pass claims.
 	BatchSize int
+	// DefaultMaxStarting bounds concurrent Creates per pool on this replica for pools
+	// that set no maxStarting (scheduler.defaultMaxStarting). Default
+	// DefaultMaxStarting.
+	DefaultMaxStarting int
 	Logger    *slog.Logger
 	// Tick is how often Run polls when nobody calls Notify.
 	Tick time.Duration
@@ -196,6 +200,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.DefaultMaxStarting <= 0 {
+		opts.DefaultMaxStarting = DefaultMaxStarting
 	}
 	if opts.Tick <= 0 {
 		opts.Tick = DefaultTick
