@@ -76,7 +76,7 @@ type daemonProc struct {
 	lateCreates     int
 	reconcilePasses int
 	lastReconcile   time.Time
-	tail          []string
+	tail            []string
 }
 
 // apiCall is one API request and what came of it.

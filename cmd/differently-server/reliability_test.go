@@ -685,4 +685,3 @@ func checkRepairs(t *testing.T, f *fleet) {
 	}
 	t.Logf("reconcilers' repairs during the run: %v", counts)
 }
-
