@@ -1,0 +1,149 @@
+package ndjson
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/different-ai/differently/api"
+)
+
+// AppendEvent appends ev to dst as one NDJSON line: exactly the bytes json.Marshal
+// gives for it, then a newline. It is the writer's hot path, so it avoids
+// reflection and copies runs of bytes that need no escaping in one go.
+func AppendEvent(dst []byte, ev api.ExecEvent) []byte {
+	dst = append(dst, '{')
+	// key appends a member's key, after a comma unless it is the first member.
+	first := true
+	key := func(dst []byte, k string) []byte {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		return append(dst, k...)
+	}
+	if ev.Stream != "" {
+		dst = appendString(key(dst, `"stream":`), ev.Stream)
+	}
+	if ev.Data != "" {
+		dst = appendString(key(dst, `"data":`), ev.Data)
+	}
+	if ev.ExitCode != nil {
+		dst = strconv.AppendInt(key(dst, `"exitCode":`), int64(*ev.ExitCode), 10)
+	}
+	if ev.TimedOut {
+		dst = key(dst, `"timedOut":true`)
+	}
+	if ev.Error != "" {
+		dst = appendString(key(dst, `"error":`), ev.Error)
+	}
+	return append(dst, '}', '\n')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// htmlSafe marks the ASCII bytes encoding/json copies as they are. It escapes the
+// rest: '"' and '\\', control characters, and '<', '>' and '&' (its HTML escaping,
+// on by default in json.Marshal).
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := range utf8.RuneSelf {
+		t[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// Word-at-a-time tests, the classic ones from "Bit Twiddling Hacks": each sets the
+// high bit of some byte exactly when some byte of x has the property (not always
+// of that byte: a borrow can mark its neighbour too, which does not matter here).
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+func zeroBytes(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// bytesBelow finds bytes < n, for n <= 0x80.
+func bytesBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
+
+// load64 reads 8 bytes of s at i, little-endian; the compiler makes it one load.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// encodeUnsafe is zero when all eight bytes of x are in htmlSafe.
+func encodeUnsafe(x uint64) uint64 {
+	return x&msb | bytesBelow(x, 0x20) |
+		zeroBytes((x|lsb*0x04)^(lsb*'&')) | // '"' 0x22 or '&' 0x26
+		zeroBytes((x|lsb*0x02)^(lsb*'>')) | // '<' 0x3c or '>' 0x3e
+		zeroBytes(x^(lsb*'\\'))
+}
+
+// appendString appends s as a JSON string the way encoding/json does: HTML
+// characters, U+2028 and U+2029 escaped, and each byte of invalid UTF-8 replaced by
+// \ufffd, so the reader gets U+FFFD for it.
+func appendString(dst []byte, s string) []byte {
+	if n := len(dst) + len(s) + 2; n > cap(dst) {
+		grown := make([]byte, len(dst), n+n/16)
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = append(dst, '"')
+	start, i := 0, 0
+	for i < len(s) {
+		if i+16 <= len(s) && encodeUnsafe(load64(s, i))|encodeUnsafe(load64(s, i+8)) == 0 {
+			i += 16
+			continue
+		}
+		if i+8 <= len(s) && encodeUnsafe(load64(s, i)) == 0 {
+			i += 8
+			continue
+		}
+		// Something in the next eight bytes needs a look: take them one at a time.
+		for end := min(i+8, len(s)); i < end; {
+			b := s[i]
+			if b < utf8.RuneSelf {
+				if htmlSafe[b] {
+					i++
+					continue
+				}
+				if start < i {
+					dst = append(dst, s[start:i]...)
+				}
+				switch b {
+				case '\\', '"':
+					dst = append(dst, '\\', b)
+				case '\b':
+					dst = append(dst, '\\', 'b')
+				case '\f':
+					dst = append(dst, '\\', 'f')
+				case '\n':
+					dst = append(dst, '\\', 'n')
+				case '\r':
+					dst = append(dst, '\\', 'r')
+				case '\t':
+					dst = append(dst, '\\', 't')
+				default:
+					dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+				}
+				i++
+				start = i
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				dst = append(append(dst, s[start:i]...), `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			default:
+				i += size
+				continue
+			}
+			i += size
+			start = i
+		}
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
