@@ -2,7 +2,6 @@ package adapterhttp
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -38,13 +37,14 @@ func readStream(body io.Reader, emit func(api.ExecEvent) error) (adapters.ExitSt
 	sc := bufio.NewScanner(body)
 	// +1 leaves room for the newline, so a line of exactly the limit is accepted.
 	sc.Buffer(make([]byte, 0, 64<<10), api.MaxStreamLineBytes+1)
+	var dec ndjson.Decoder
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
-		var ev api.ExecEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
+		ev, err := dec.Decode(line)
+		if err != nil {
 			return adapters.ExitStatus{}, adapters.Unavailable("adapter sent a malformed stream line: %v", err)
 		}
 		if ev.Error != "" {

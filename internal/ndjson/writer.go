@@ -4,7 +4,6 @@
 package ndjson
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -34,6 +33,7 @@ type ExecWriter struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
+	line    []byte // the line being written, kept for the next one
 }
 
 // NewExecWriter streams to w.
@@ -42,10 +42,7 @@ func NewExecWriter(w http.ResponseWriter) *ExecWriter {
 }
 
 func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
+	n.line = AppendEvent(n.line[:0], ev)
 	if !n.started {
 		n.started = true
 		h := n.w.Header()
@@ -54,7 +51,7 @@ func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
 		h.Set("X-Content-Type-Options", "nosniff")
 		n.w.WriteHeader(http.StatusOK)
 	}
-	if _, err := n.w.Write(append(line, '\n')); err != nil {
+	if _, err := n.w.Write(n.line); err != nil {
 		return err
 	}
 	// Without a flush output would sit in the server's buffer and arrive in bursts.
@@ -75,8 +72,8 @@ func (n *ExecWriter) Emit(ev api.ExecEvent) error {
 	data := ev.Data
 	for len(data) > 0 {
 		k := min(len(data), maxEventData)
-		// Cut on a rune boundary: json.Marshal would replace half a character with
-		// U+FFFD on both sides of the cut.
+		// Cut on a rune boundary: AppendEvent, like json.Marshal, would replace half
+		// a character with U+FFFD on both sides of the cut.
 		for k < len(data) && k > maxEventData-utf8.UTFMax && !utf8.RuneStart(data[k]) {
 			k--
 		}
