@@ -212,18 +212,9 @@ func (d *Decoder) unescapeString(p []byte, i int) (string, int, bool) {
 		}
 	}()
 	start := i // p[start:i] is plain and not yet copied
-	for {
-		i = skipPlain(p, i)
-		if i >= len(p) {
-			return "", 0, false
-		}
+	for i < len(p) {
 		c := p[i]
 		switch {
-		case c == '"':
-			b = append(b, p[start:i]...)
-			return string(b), i + 1, true
-		case c < 0x20:
-			return "", 0, false
 		case c == '\\':
 			if start < i {
 				b = append(b, p[start:i]...)
@@ -244,8 +235,13 @@ func (d *Decoder) unescapeString(p []byte, i int) (string, int, bool) {
 			}
 			i += n
 			start = i
+		case c == '"':
+			b = append(b, p[start:i]...)
+			return string(b), i + 1, true
+		case c < 0x20:
+			return "", 0, false
 		case c < utf8.RuneSelf:
-			i++
+			i = skipPlain(p, i+1)
 		default:
 			r, size := utf8.DecodeRune(p[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -257,6 +253,7 @@ func (d *Decoder) unescapeString(p []byte, i int) (string, int, bool) {
 			i += size
 		}
 	}
+	return "", 0, false
 }
 
 // appendUnescaped appends the value of the escape at the start of p (a backslash)
