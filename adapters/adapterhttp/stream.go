@@ -27,7 +27,7 @@ func (h *handler) serveStream(w http.ResponseWriter, r *http.Request, req api.Ex
 			s.Finish(api.ExecEvent{}, errPanic, h.writeError, describe)
 		}
 	}()
-	final, err := adapters.ExecStream(r.Context(), h.a, true, r.PathValue("ref"), req, s.Emit)
+	final, err := s.Exec(r.Context(), h.a, true, r.PathValue("ref"), req)
 	s.Finish(final, err, h.writeError, describe)
 }
 

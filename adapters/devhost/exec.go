@@ -69,6 +69,11 @@ func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecReques
 	})
 }
 
+// ExecStreamBytes implements adapters.ByteStreamer: data is the read buffer itself.
+func (a *Adapter) ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
+	return a.run(ctx, ref, req, emit)
+}
+
 // sink receives output chunks, always from the goroutine that called run.
 type sink func(stream string, data []byte) error
 

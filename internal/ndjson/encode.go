@@ -11,6 +11,16 @@ import (
 // gives for it, then a newline. It is the writer's hot path, so it avoids
 // reflection and copies runs of bytes that need no escaping in one go.
 func AppendEvent(dst []byte, ev api.ExecEvent) []byte {
+	return appendEvent(dst, ev.Stream, ev.Data, ev)
+}
+
+// appendOutput is AppendEvent of an output event, {Stream: stream, Data: data}.
+func appendOutput[S string | []byte](dst []byte, stream string, data S) []byte {
+	return appendEvent(dst, stream, data, api.ExecEvent{})
+}
+
+// appendEvent writes stream and data, then the final fields of ev.
+func appendEvent[S string | []byte](dst []byte, stream string, data S, ev api.ExecEvent) []byte {
 	dst = append(dst, '{')
 	// key appends a member's key, after a comma unless it is the first member.
 	first := true
@@ -21,11 +31,11 @@ func AppendEvent(dst []byte, ev api.ExecEvent) []byte {
 		first = false
 		return append(dst, k...)
 	}
-	if ev.Stream != "" {
-		dst = appendString(key(dst, `"stream":`), ev.Stream)
+	if stream != "" {
+		dst = appendString(key(dst, `"stream":`), stream)
 	}
-	if ev.Data != "" {
-		dst = appendString(key(dst, `"data":`), ev.Data)
+	if len(data) > 0 {
+		dst = appendString(key(dst, `"data":`), data)
 	}
 	if ev.ExitCode != nil {
 		dst = strconv.AppendInt(key(dst, `"exitCode":`), int64(*ev.ExitCode), 10)
@@ -65,7 +75,7 @@ func zeroBytes(x uint64) uint64 { return (x - lsb) &^ x & msb }
 func bytesBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
 
 // load64 reads 8 bytes of s at i, little-endian; the compiler makes it one load.
-func load64(s string, i int) uint64 {
+func load64[S string | []byte](s S, i int) uint64 {
 	s = s[i : i+8]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
@@ -82,7 +92,7 @@ func encodeUnsafe(x uint64) uint64 {
 // appendString appends s as a JSON string the way encoding/json does: HTML
 // characters, U+2028 and U+2029 escaped, and each byte of invalid UTF-8 replaced by
 // \ufffd, so the reader gets U+FFFD for it.
-func appendString(dst []byte, s string) []byte {
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	if n := len(dst) + len(s) + 2; n > cap(dst) {
 		grown := make([]byte, len(dst), n+n/16)
 		copy(grown, dst)
@@ -130,7 +140,8 @@ func appendString(dst []byte, s string) []byte {
 				start = i
 				continue
 			}
-			r, size := utf8.DecodeRuneInString(s[i:])
+			// At most four bytes: converting them from []byte needs no allocation.
+			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			switch {
 			case r == utf8.RuneError && size == 1:
 				dst = append(append(dst, s[start:i]...), `\ufffd`...)
