@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
 )
@@ -186,5 +187,34 @@ func BenchmarkAppendEvent(b *testing.B) {
 				_ = json.Unmarshal(line, &ev)
 			}
 		})
+	}
+}
+
+// TestWordTests checks the word-at-a-time tests against the byte tables, for every
+// pair of byte values at every two positions of a word otherwise made of one filler:
+// borrows between neighbours are where such tricks go wrong.
+func TestWordTests(t *testing.T) {
+	plain := func(b byte) bool { return b >= 0x20 && b < 0x80 && b != '"' && b != '\\' }
+	for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
+		for b1 := range 256 {
+			for b2 := range 256 {
+				for _, pos := range [][2]int{{0, 1}, {1, 0}, {3, 4}, {6, 7}, {7, 6}, {0, 7}, {2, 5}} {
+					var w [8]byte
+					for i := range w {
+						w[i] = fill
+					}
+					w[pos[0]], w[pos[1]] = byte(b1), byte(b2)
+					x := load64b(w[:], 0)
+					wantSafe, wantPlain := true, true
+					for _, b := range w {
+						wantSafe = wantSafe && b < utf8.RuneSelf && htmlSafe[b]
+						wantPlain = wantPlain && plain(b)
+					}
+					if (encodeUnsafe(x) == 0) != wantSafe || (plainBytes(x) == 0) != wantPlain || load64(string(w[:]), 0) != x {
+						t.Fatalf("word %q: encodeUnsafe %#x, plainBytes %#x", w, encodeUnsafe(x), plainBytes(x))
+					}
+				}
+			}
+		}
 	}
 }

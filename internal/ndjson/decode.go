@@ -133,10 +133,10 @@ func decodeInt(p []byte) (v, n int, ok bool) {
 	return int(u), n, true
 }
 
-// plainBytes is zero when all eight bytes of x may appear as they are in a JSON
-// string and mean themselves: ASCII, no control character, no '"' or '\\'.
+// plainBytes has a high bit set unless all eight bytes of x may appear as they are
+// in a JSON string and mean themselves: ASCII, no control character, no '"' or '\\'.
 func plainBytes(x uint64) uint64 {
-	return x&msb | bytesBelow(x, 0x20) | zeroBytes(x^(lsb*'"')) | zeroBytes(x^(lsb*'\\'))
+	return (outsideASCIIText(x) | equalTo(x, '"') | equalTo(x, '\\')) & msb
 }
 
 // skipPlain returns the index of the first byte at or after i that the word test
@@ -149,6 +149,22 @@ func skipPlain(p []byte, i int) int {
 		i += 8
 	}
 	return i
+}
+
+// asciiText reports whether p holds only bytes from 0x20 to 0x7f.
+func asciiText(p []byte) bool {
+	i := 0
+	for ; i+16 <= len(p); i += 16 {
+		if (outsideASCIIText(load64b(p, i))|outsideASCIIText(load64b(p, i+8)))&msb != 0 {
+			return false
+		}
+	}
+	for ; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func load64b(p []byte, i int) uint64 {
@@ -167,6 +183,12 @@ func (d *Decoder) decodeString(p []byte, stream bool) (s string, n int, ok bool)
 		return "", 0, false
 	}
 	i := 1
+	// Output is mostly printable ASCII: find the closing quote and check there is no
+	// escape before it with bytes.IndexByte, which is fast assembly on most platforms,
+	// so that the word test has only non-text bytes to look for.
+	if q := bytes.IndexByte(p[1:], '"'); q >= 0 && bytes.IndexByte(p[1:1+q], '\\') < 0 && asciiText(p[1:1+q]) {
+		i = 1 + q
+	}
 	for {
 		i = skipPlain(p, i)
 		if i >= len(p) {

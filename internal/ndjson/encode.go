@@ -61,18 +61,21 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// Word-at-a-time tests, the classic ones from "Bit Twiddling Hacks": each sets the
-// high bit of some byte exactly when some byte of x has the property (not always
-// of that byte: a borrow can mark its neighbour too, which does not matter here).
+// Word-at-a-time tests, after "Bit Twiddling Hacks". Each returns a word whose high
+// bits are all clear exactly when none of the eight bytes of x is special. A byte
+// b < 0x80 minus n sets its high bit when b < n; borrows run upwards from a byte
+// that is itself special, so they never mark a word that has none.
 const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080
 )
 
-func zeroBytes(x uint64) uint64 { return (x - lsb) &^ x & msb }
+// outsideASCIIText marks bytes below 0x20 or from 0x80.
+func outsideASCIIText(x uint64) uint64 { return (x - lsb*0x20) | x }
 
-// bytesBelow finds bytes < n, for n <= 0x80.
-func bytesBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
+// equalTo marks bytes equal to c, for words with no byte from 0x80 (others are
+// marked by outsideASCIIText anyway): b^c is zero only for b == c.
+func equalTo(x uint64, c byte) uint64 { return (x ^ lsb*uint64(c)) - lsb }
 
 // load64 reads 8 bytes of s at i, little-endian; the compiler makes it one load.
 func load64[S string | []byte](s S, i int) uint64 {
@@ -81,12 +84,11 @@ func load64[S string | []byte](s S, i int) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// encodeUnsafe is zero when all eight bytes of x are in htmlSafe.
+// encodeUnsafe has a high bit set when some byte of x is not in htmlSafe. Setting
+// bit 2 makes '"' (0x22) into '&' (0x26), and bit 1 '<' (0x3c) into '>' (0x3e), so
+// one comparison finds either of a pair.
 func encodeUnsafe(x uint64) uint64 {
-	return x&msb | bytesBelow(x, 0x20) |
-		zeroBytes((x|lsb*0x04)^(lsb*'&')) | // '"' 0x22 or '&' 0x26
-		zeroBytes((x|lsb*0x02)^(lsb*'>')) | // '<' 0x3c or '>' 0x3e
-		zeroBytes(x^(lsb*'\\'))
+	return (outsideASCIIText(x) | equalTo(x|lsb*0x04, '&') | equalTo(x|lsb*0x02, '>') | equalTo(x, '\\')) & msb
 }
 
 // appendString appends s as a JSON string the way encoding/json does: HTML
