@@ -241,14 +241,19 @@ func (d *Decoder) unescapeString(p []byte, i int) (string, int, bool) {
 			if start < i {
 				b = append(b, p[start:i]...)
 			}
-			// \u00XX first: runs of control characters come as those.
-			if i+6 <= len(p) && p[i+1] == 'u' && p[i+2] == '0' && p[i+3] == '0' {
-				if hi, lo := hexValue[p[i+4]], hexValue[p[i+5]]; hi < 8 && lo <= 0xf {
-					b = append(b, hi<<4|lo)
-					i += 6
-					start = i
-					continue
+			// \u00XX first, a word at a time: runs of control characters come as those.
+			for i+8 <= len(p) {
+				w := load64b(p, i)
+				hi, lo := hexValue[byte(w>>32)], hexValue[byte(w>>40)]
+				if w&0xffffffff != escapeU00 || hi >= 8 || lo > 0xf {
+					break
 				}
+				b = append(b, hi<<4|lo)
+				i += 6
+			}
+			start = i
+			if i >= len(p) || p[i] != '\\' {
+				continue
 			}
 			var n int
 			var ok bool
@@ -277,6 +282,9 @@ func (d *Decoder) unescapeString(p []byte, i int) (string, int, bool) {
 	}
 	return "", 0, false
 }
+
+// escapeU00 is `\u00` as the low half of a little-endian word.
+const escapeU00 = uint64('\\') | uint64('u')<<8 | uint64('0')<<16 | uint64('0')<<24
 
 // appendUnescaped appends the value of the escape at the start of p (a backslash)
 // and returns its length.

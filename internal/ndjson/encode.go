@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 
@@ -50,6 +51,37 @@ func appendEvent[S string | []byte](dst []byte, stream string, data S, ev api.Ex
 }
 
 const hexDigits = "0123456789abcdef"
+
+// asciiEscapes holds the escape of each ASCII byte outside htmlSafe, as encoding/json
+// writes it, packed little-endian into a word so that it is written in one store.
+var asciiEscapes = func() (t [utf8.RuneSelf]struct {
+	word uint64
+	n    uint8
+}) {
+	for b := range utf8.RuneSelf {
+		var e string
+		switch b {
+		case '\\', '"':
+			e = `\` + string(rune(b))
+		case '\b':
+			e = `\b`
+		case '\f':
+			e = `\f`
+		case '\n':
+			e = `\n`
+		case '\r':
+			e = `\r`
+		case '\t':
+			e = `\t`
+		default:
+			e = `\u00` + string(hexDigits[b>>4]) + string(hexDigits[b&0xf])
+		}
+		var w [8]byte
+		copy(w[:], e)
+		t[b].word, t[b].n = binary.LittleEndian.Uint64(w[:]), uint8(len(e))
+	}
+	return t
+}()
 
 // htmlSafe marks the ASCII bytes encoding/json copies as they are. It escapes the
 // rest: '"' and '\\', control characters, and '<', '>' and '&' (its HTML escaping,
@@ -122,22 +154,8 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 				if start < i {
 					dst = append(dst, s[start:i]...)
 				}
-				switch b {
-				case '\\', '"':
-					dst = append(dst, '\\', b)
-				case '\b':
-					dst = append(dst, '\\', 'b')
-				case '\f':
-					dst = append(dst, '\\', 'f')
-				case '\n':
-					dst = append(dst, '\\', 'n')
-				case '\r':
-					dst = append(dst, '\\', 'r')
-				case '\t':
-					dst = append(dst, '\\', 't')
-				default:
-					dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-				}
+				e := asciiEscapes[b]
+				dst = binary.LittleEndian.AppendUint64(dst, e.word)[:len(dst)+int(e.n)]
 				i++
 				start = i
 				continue
