@@ -1,16 +1,22 @@
 package ndjson
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
 )
 
-// AppendEvent appends ev to dst as one NDJSON line: exactly the bytes json.Marshal
-// gives for it, then a newline. It is the writer's hot path, so it avoids
-// reflection and copies runs of bytes that need no escaping in one go.
+// AppendEvent appends ev to dst as one NDJSON line: exactly the bytes a json.Encoder
+// with SetEscapeHTML(false) writes for it, newline included. That is json.Marshal's
+// output except that '<', '>' and '&' go as they are instead of as \u003c, \u003e
+// and \u0026, which means the same to every JSON reader; the HTML escaping only
+// matters for JSON embedded in HTML, which a stream served as application/x-ndjson
+// with nosniff is not. It is the writer's hot path, so it avoids reflection and
+// copies runs of bytes that need no escaping in one go.
 func AppendEvent(dst []byte, ev api.ExecEvent) []byte {
 	return appendEvent(dst, ev.Stream, ev.Data, ev)
 }
@@ -52,13 +58,14 @@ func appendEvent[S string | []byte](dst []byte, stream string, data S, ev api.Ex
 
 const hexDigits = "0123456789abcdef"
 
-// asciiEscapes holds the escape of each ASCII byte outside htmlSafe, as encoding/json
-// writes it, packed little-endian into a word so that it is written in one store.
-var asciiEscapes = func() (t [utf8.RuneSelf]struct {
+// asciiEscapes holds the escape of each ASCII byte a JSON string cannot carry as it
+// is (control characters, '"', '\\'), as encoding/json writes it, packed
+// little-endian into a word so that it is written in one store.
+var asciiEscapes = func() (t [0x60]struct {
 	word uint64
 	n    uint8
 }) {
-	for b := range utf8.RuneSelf {
+	for b := range len(t) {
 		var e string
 		switch b {
 		case '\\', '"':
@@ -79,16 +86,6 @@ var asciiEscapes = func() (t [utf8.RuneSelf]struct {
 		var w [8]byte
 		copy(w[:], e)
 		t[b].word, t[b].n = binary.LittleEndian.Uint64(w[:]), uint8(len(e))
-	}
-	return t
-}()
-
-// htmlSafe marks the ASCII bytes encoding/json copies as they are. It escapes the
-// rest: '"' and '\\', control characters, and '<', '>' and '&' (its HTML escaping,
-// on by default in json.Marshal).
-var htmlSafe = func() (t [utf8.RuneSelf]bool) {
-	for b := range utf8.RuneSelf {
-		t[b] = b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
 	}
 	return t
 }()
@@ -116,16 +113,11 @@ func load64[S string | []byte](s S, i int) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// encodeUnsafe has a high bit set when some byte of x is not in htmlSafe. Setting
-// bit 2 makes '"' (0x22) into '&' (0x26), and bit 1 '<' (0x3c) into '>' (0x3e), so
-// one comparison finds either of a pair.
-func encodeUnsafe(x uint64) uint64 {
-	return (outsideASCIIText(x) | equalTo(x|lsb*0x04, '&') | equalTo(x|lsb*0x02, '>') | equalTo(x, '\\')) & msb
-}
-
-// appendString appends s as a JSON string the way encoding/json does: HTML
-// characters, U+2028 and U+2029 escaped, and each byte of invalid UTF-8 replaced by
-// \ufffd, so the reader gets U+FFFD for it.
+// appendString appends s as a JSON string the way encoding/json does without HTML
+// escaping: U+2028 and U+2029 escaped, and each byte of invalid UTF-8 replaced by
+// \ufffd, so the reader gets U+FFFD for it. The bytes that need a look are found
+// with IndexByte ('"' and '\\', fast assembly on most platforms) and a word test
+// (control characters and non-ASCII), so printable ASCII costs little more than a copy.
 func appendString[S string | []byte](dst []byte, s S) []byte {
 	if n := len(dst) + len(s) + 2; n > cap(dst) {
 		grown := make([]byte, len(dst), n+n/16)
@@ -133,33 +125,31 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 		dst = grown
 	}
 	dst = append(dst, '"')
-	start, i := 0, 0
+	start, i := 0, 0 // s[start:i] is to be copied as it is
+	quote, backslash := -1, -1
 	for i < len(s) {
-		if i+16 <= len(s) && encodeUnsafe(load64(s, i))|encodeUnsafe(load64(s, i+8)) == 0 {
-			i += 16
-			continue
+		if quote < i {
+			quote = indexFrom(s, i, '"')
 		}
-		if i+8 <= len(s) && encodeUnsafe(load64(s, i)) == 0 {
-			i += 8
-			continue
+		if backslash < i {
+			backslash = indexFrom(s, i, '\\')
 		}
-		// Something in the next eight bytes needs a look: take them one at a time.
-		for end := min(i+8, len(s)); i < end; {
-			b := s[i]
-			if b < utf8.RuneSelf {
-				if htmlSafe[b] {
-					i++
-					continue
-				}
-				if start < i {
-					dst = append(dst, s[start:i]...)
-				}
-				e := asciiEscapes[b]
-				dst = binary.LittleEndian.AppendUint64(dst, e.word)[:len(dst)+int(e.n)]
-				i++
-				start = i
-				continue
+		if i = skipASCIIText(s, i, min(quote, backslash)); i == len(s) {
+			break
+		}
+		if b := s[i]; b < utf8.RuneSelf {
+			// '"', '\\' or a control character.
+			if start < i {
+				dst = append(dst, s[start:i]...)
 			}
+			e := asciiEscapes[b]
+			dst = binary.LittleEndian.AppendUint64(dst, e.word)[:len(dst)+int(e.n)]
+			i++
+			start = i
+			continue
+		}
+		// Non-ASCII: take the whole run of it here.
+		for i < len(s) && s[i] >= utf8.RuneSelf {
 			// At most four bytes: converting them from []byte needs no allocation.
 			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			switch {
@@ -177,4 +167,34 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// indexFrom is the index of the first c in s at or after i, or len(s).
+func indexFrom[S string | []byte](s S, i int, c byte) int {
+	var j int
+	switch v := any(s[i:]).(type) { // no allocation: the value does not escape
+	case string:
+		j = strings.IndexByte(v, c)
+	case []byte:
+		j = bytes.IndexByte(v, c)
+	}
+	if j < 0 {
+		return len(s)
+	}
+	return i + j
+}
+
+// skipASCIIText returns the index of the first byte of s[i:end] below 0x20 or from
+// 0x80, or end.
+func skipASCIIText[S string | []byte](s S, i, end int) int {
+	for i+16 <= end && (outsideASCIIText(load64(s, i))|outsideASCIIText(load64(s, i+8)))&msb == 0 {
+		i += 16
+	}
+	for i+8 <= end && outsideASCIIText(load64(s, i))&msb == 0 {
+		i += 8
+	}
+	for i < end && s[i] >= 0x20 && s[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
 }

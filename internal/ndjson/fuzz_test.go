@@ -7,9 +7,9 @@ import (
 )
 
 // FuzzAppendEvent encodes events made of arbitrary bytes (invalid UTF-8, NUL,
-// control characters, U+2028 included): AppendEvent must write exactly what
-// json.Marshal writes, and Decoder must read back what encoding/json reads, on its
-// fast path.
+// control characters, U+2028 included): AppendEvent must write exactly what a
+// json.Encoder without HTML escaping writes, which must mean what json.Marshal
+// writes, and Decoder must read back what encoding/json reads, on its fast path.
 func FuzzAppendEvent(f *testing.F) {
 	for _, s := range tricky {
 		f.Add([]byte(s), []byte("stdout"), 0, false, uint8(0))
