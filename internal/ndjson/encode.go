@@ -137,14 +137,15 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 		if i = skipASCIIText(s, i, min(quote, backslash)); i == len(s) {
 			break
 		}
-		if b := s[i]; b < utf8.RuneSelf {
-			// '"', '\\' or a control character.
+		if s[i] < utf8.RuneSelf {
+			// '"', '\\' or a control character: escape it and any that follow.
 			if start < i {
 				dst = append(dst, s[start:i]...)
 			}
-			e := asciiEscapes[b]
-			dst = binary.LittleEndian.AppendUint64(dst, e.word)[:len(dst)+int(e.n)]
-			i++
+			for ; i < len(s) && (s[i] < 0x20 || s[i] == '"' || s[i] == '\\'); i++ {
+				e := asciiEscapes[s[i]]
+				dst = binary.LittleEndian.AppendUint64(dst, e.word)[:len(dst)+int(e.n)]
+			}
 			start = i
 			continue
 		}
