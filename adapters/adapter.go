@@ -70,6 +70,17 @@ type Streamer interface {
 	ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (ExitStatus, error)
 }
 
+// ByteStreamer is an optional fast path of Streamer for callers that pass output on
+// rather than keep it, such as the NDJSON writers of the API and of the adapter
+// protocol: emit gets each piece of output as bytes that are only valid during the
+// call (emit must neither keep nor change them), so the adapter need not copy them
+// into a string first. It otherwise behaves exactly like ExecStream, and is used
+// only where exec.stream is an effective feature.
+type ByteStreamer interface {
+	Streamer
+	ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (ExitStatus, error)
+}
+
 // ExitStatus is how a streamed command ended.
 type ExitStatus struct {
 	Code int

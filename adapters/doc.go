@@ -14,7 +14,9 @@
 // FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer) your backend supports, and
 // declare the matching feature names in Capabilities. A feature whose interface is
 // missing is dropped by EffectiveFeatures, so declaring too much is harmless; an
-// interface whose feature is not declared is never called.
+// interface whose feature is not declared is never called. A Streamer that can hand
+// out its output as bytes may also implement ByteStreamer, which the NDJSON writers
+// of the API and of the protocol prefer.
 //
 // Three rules carry most of the weight:
 //

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ndjson"
 )
 
 // ErrStreamIncomplete is wrapped by the error ExecStream yields when the stream ends
@@ -49,13 +49,14 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 		// The limit is the contract's: the daemon never sends a longer line, so one
 		// means a broken or hostile peer, not a reason to buffer without bound.
 		sc.Buffer(make([]byte, 0, 64<<10), api.MaxStreamLineBytes+1)
+		var dec ndjson.Decoder
 		for sc.Scan() {
 			line := bytes.TrimSpace(sc.Bytes())
 			if len(line) == 0 {
 				continue
 			}
-			var ev api.ExecEvent
-			if err := json.Unmarshal(line, &ev); err != nil {
+			ev, err := dec.Decode(line)
+			if err != nil {
 				yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: bad event: %w", err))
 				return
 			}

@@ -61,7 +61,9 @@
 // so a failure before any output (not_found, invalid_state) keeps its code. Lines are
 // at most api.MaxStreamLineBytes; Handler splits large output to stay under it. A
 // stream that ends without a final event is an error. Lines after the final event are
-// ignored.
+// ignored. Data is an ordinary JSON string, read with any valid escaping; Handler
+// writes it as encoding/json does without HTML escaping ('<', '>' and '&' as they are),
+// each byte that is not UTF-8 becoming U+FFFD.
 //
 // # Writing a plugin
 //

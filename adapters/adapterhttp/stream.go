@@ -2,7 +2,6 @@ package adapterhttp
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -28,7 +27,7 @@ func (h *handler) serveStream(w http.ResponseWriter, r *http.Request, req api.Ex
 			s.Finish(api.ExecEvent{}, errPanic, h.writeError, describe)
 		}
 	}()
-	final, err := adapters.ExecStream(r.Context(), h.a, true, r.PathValue("ref"), req, s.Emit)
+	final, err := s.Exec(r.Context(), h.a, true, r.PathValue("ref"), req)
 	s.Finish(final, err, h.writeError, describe)
 }
 
@@ -38,13 +37,14 @@ func readStream(body io.Reader, emit func(api.ExecEvent) error) (adapters.ExitSt
 	sc := bufio.NewScanner(body)
 	// +1 leaves room for the newline, so a line of exactly the limit is accepted.
 	sc.Buffer(make([]byte, 0, 64<<10), api.MaxStreamLineBytes+1)
+	var dec ndjson.Decoder
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
-		var ev api.ExecEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
+		ev, err := dec.Decode(line)
+		if err != nil {
 			return adapters.ExitStatus{}, adapters.Unavailable("adapter sent a malformed stream line: %v", err)
 		}
 		if ev.Error != "" {

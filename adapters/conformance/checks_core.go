@@ -42,6 +42,7 @@ func checks() []check {
 		{"exec/missing-instance", checkExecMissing},
 		{"feature/exec.stream", checkStream},
 		{"feature/exec.stream/emit-error-stops", checkStreamEmitError},
+		{"feature/exec.stream/bytes", checkStreamBytes},
 		{"feature/files", checkFiles},
 		{"feature/lifecycle.stop-start", checkStopStart},
 		{"feature/lifecycle.pause-resume", checkPauseResume},

@@ -79,6 +79,59 @@ func checkStream(ctx context.Context, s *suite) error {
 	return nil
 }
 
+// checkStreamBytes: an adapter with the ByteStreamer fast path must stream through
+// it what ExecStream streams, and stop the command when emit fails.
+func checkStreamBytes(ctx context.Context, s *suite) error {
+	if err := s.requireFeature(adapters.FeatureExecStream); err != nil {
+		return err
+	}
+	bs, ok := s.a.(adapters.ByteStreamer)
+	if !ok {
+		return skipf("the adapter has no ExecStreamBytes")
+	}
+	main, err := s.mainInstance(ctx)
+	if err != nil {
+		return err
+	}
+	req := api.ExecRequest{Command: "echo out; echo err >&2; exit 7"}
+	if s.opts.SimulatedExec {
+		req = api.ExecRequest{Command: "echo streamed"}
+	}
+	stdout, stderr, status, err := collectStream(ctx, bs, main.Ref, req)
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	var out, errOut bytes.Buffer
+	var bad error
+	bstatus, err := bs.ExecStreamBytes(ctx, main.Ref, req, func(stream string, data []byte) error {
+		switch stream {
+		case api.StreamStdout:
+			out.Write(data)
+		case api.StreamStderr:
+			errOut.Write(data)
+		default:
+			bad = fmt.Errorf("output on unknown stream %q", stream)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return fmt.Errorf("ExecStreamBytes: %w", err)
+	}
+	if out.String() != stdout || errOut.String() != stderr || bstatus != status {
+		return fmt.Errorf("ExecStreamBytes gave stdout %q stderr %q %+v, ExecStream %q %q %+v",
+			out.String(), errOut.String(), bstatus, stdout, stderr, status)
+	}
+	_, err = bs.ExecStreamBytes(ctx, main.Ref, api.ExecRequest{Command: "echo first; sleep 600"},
+		func(string, []byte) error { return errStopStream })
+	if !errors.Is(err, errStopStream) {
+		return fmt.Errorf("ExecStreamBytes returned %v, want the error emit returned", err)
+	}
+	return nil
+}
+
 var errStopStream = errors.New("conformance: the consumer stopped reading")
 
 // checkStreamEmitError: a consumer that goes away must stop the command. An adapter

@@ -110,6 +110,7 @@ type Adapter struct {
 var (
 	_ adapters.ExecutionAdapter = (*Adapter)(nil)
 	_ adapters.Streamer         = (*Adapter)(nil)
+	_ adapters.ByteStreamer     = (*Adapter)(nil)
 	_ adapters.FileSystem       = (*Adapter)(nil)
 	_ adapters.Lifecycle        = (*Adapter)(nil)
 	_ adapters.Snapshotter      = (*Adapter)(nil)

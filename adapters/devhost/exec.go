@@ -22,8 +22,18 @@ import (
 const (
 	// DefaultExecTimeout applies when a request sets no timeoutSeconds.
 	DefaultExecTimeout = 10 * time.Minute
-	// chunkSize is the largest piece of output read, and emitted, at once.
-	chunkSize = 32 << 10
+	// minRead and maxRead bound the buffer output is read into, and so the size of
+	// one output event. A read takes what the pipe holds and waits only while it is
+	// empty, so small output goes out at once; the buffer doubles after each read
+	// that fills it, which happens when output arrives faster than it is forwarded.
+	minRead = 32 << 10
+	maxRead = 1 << 20
+	// pipeSize is the capacity asked of the kernel for stdout and stderr (Linux):
+	// a read can take no more than the pipe holds, 64 KiB by default. Four times
+	// that makes a fast stream's events four times fewer; more gains little, and
+	// the pages count against the user's fs.pipe-user-pages-soft (64 MiB), past
+	// which the kernel gives that user's new pipes a single page.
+	pipeSize = 256 << 10
 	// pipeGrace bounds how long output is awaited after the command has exited and
 	// its process group has been killed. Only a process that left the group (setsid)
 	// can still hold the pipes then; it must not hold Exec hostage.
@@ -63,6 +73,11 @@ func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecReques
 	return a.run(ctx, ref, req, func(stream string, data []byte) error {
 		return emit(api.ExecEvent{Stream: stream, Data: string(data)})
 	})
+}
+
+// ExecStreamBytes implements adapters.ByteStreamer: data is the read buffer itself.
+func (a *Adapter) ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
+	return a.run(ctx, ref, req, emit)
 }
 
 // sink receives output chunks, always from the goroutine that called run.
@@ -168,6 +183,8 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 		closeAll()
 		return nil, nil, internalError("create pipes: %v", err)
 	}
+	growPipe(s.stdout)
+	growPipe(s.stderr)
 
 	s.cmd = &exec.Cmd{
 		Path:   path,
@@ -204,10 +221,19 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	return s, nil, nil
 }
 
+// chunk is a piece of one stream's output, or the end of it (eof). Its data lies in
+// a buffer of the reader's, which release hands back once the data has been used.
 type chunk struct {
 	stream string
 	data   []byte
 	eof    bool
+	free   chan<- []byte // where the buffer goes back; nil when it need not
+}
+
+func (c chunk) release() {
+	if c.free != nil {
+		c.free <- c.data[:0]
+	}
 }
 
 // wait feeds stdin, collects output and waits for the command, enforcing the
@@ -254,6 +280,7 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 					s.proc.kill(nil)
 				}
 			}
+			c.release()
 		case waitErr = <-exited:
 			hasExit = true
 			// Background leftovers die with their command; see Info.Description.
@@ -309,26 +336,45 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 // readPipe sends r's content to ch in chunks, then an eof marker. A multi-byte
 // UTF-8 character split by a read is held back until it is whole, so that streamed
 // events, which travel as JSON strings, do not mangle it.
+//
+// It reads into two buffers in turn: one is filled while the other's chunk is
+// forwarded, and a buffer is reused once the chunk in it has been released, so a
+// long stream allocates nothing here.
 func readPipe(r *os.File, stream string, ch chan<- chunk) {
-	buf := make([]byte, chunkSize)
-	var pending []byte
+	free := make(chan []byte, 2) // never blocks: only two buffers go round
+	free <- nil
+	free <- nil
+	size := minRead
+	var pending [utf8.UTFMax]byte // the start of a split character
+	np := 0
 	for {
-		n, err := r.Read(buf)
+		buf := <-free
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:cap(buf)]
+		copy(buf, pending[:np])
+		n, err := r.Read(buf[np:])
 		if n > 0 {
-			data := make([]byte, 0, len(pending)+n)
-			data = append(append(data, pending...), buf[:n]...)
-			var whole []byte
-			whole, pending = splitUTF8(data)
-			if len(whole) > 0 {
-				ch <- chunk{stream: stream, data: whole}
+			if np+n == len(buf) {
+				size = min(2*len(buf), maxRead)
 			}
+			whole, rest := splitUTF8(buf[:np+n])
+			np = copy(pending[:], rest)
+			if len(whole) > 0 {
+				ch <- chunk{stream: stream, data: whole, free: free}
+				buf = nil
+			}
+		}
+		if buf != nil {
+			free <- buf
 		}
 		if err != nil {
 			break
 		}
 	}
-	if len(pending) > 0 {
-		ch <- chunk{stream: stream, data: pending}
+	if np > 0 {
+		ch <- chunk{stream: stream, data: pending[:np]}
 	}
 	ch <- chunk{stream: stream, eof: true}
 }

@@ -1,6 +1,7 @@
 package devhost
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -243,8 +244,8 @@ func TestExecStreamLargeAndUTF8(t *testing.T) {
 	a := newAdapter(t)
 	ctx := context.Background()
 	create(t, a, "sbx_u", nil)
-	// One ASCII byte first puts every two-byte rune at an odd offset, so reads of
-	// 32 KiB would split them were it not for the hold-back.
+	// One ASCII byte first puts every two-byte rune at an odd offset, so reads into
+	// buffers of even sizes would split them were it not for the hold-back.
 	text := "x" + strings.Repeat("é", 200000)
 	if err := a.WriteFile(ctx, "sbx_u", "t", []byte(text)); err != nil {
 		t.Fatal(err)
@@ -255,7 +256,7 @@ func TestExecStreamLargeAndUTF8(t *testing.T) {
 		if !utf8.ValidString(ev.Data) {
 			t.Errorf("event %d splits a character", n)
 		}
-		if len(ev.Data) > chunkSize+utf8.UTFMax {
+		if len(ev.Data) > maxRead {
 			t.Errorf("event %d is %d bytes", n, len(ev.Data))
 		}
 		n++
@@ -395,4 +396,66 @@ func TestSplitUTF8(t *testing.T) {
 			t.Errorf("splitUTF8(%q) = %q, %q; want %q, %q", tt.in, whole, rest, tt.whole, tt.rest)
 		}
 	}
+}
+
+// TestReadPipeBuffers checks readPipe's two-buffer protocol: a chunk's data stays
+// intact while the next chunk is read, buffers grow after a read fills them and
+// never past maxRead, and every byte arrives once, in order.
+func TestReadPipeBuffers(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	content := make([]byte, 5*maxRead+12345)
+	for i := range content {
+		content[i] = byte(i % 251)
+	}
+	// A full first buffer's worth is in the pipe before reading starts (pipes hold
+	// 64 KiB), so the first read fills it.
+	if _, err := w.Write(content[:minRead]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = w.Write(content[minRead:])
+		_ = w.Close()
+	}()
+	ch := make(chan chunk)
+	go readPipe(r, api.StreamStdout, ch)
+
+	var got []byte
+	next := func() chunk {
+		c := <-ch
+		if !c.eof && (c.stream != api.StreamStdout || len(c.data) == 0 || len(c.data) > maxRead) {
+			t.Fatalf("chunk of %d bytes on %q", len(c.data), c.stream)
+		}
+		return c
+	}
+	first := next()
+	if len(first.data) != minRead {
+		t.Fatalf("first chunk %d bytes, want %d", len(first.data), minRead)
+	}
+	keep := bytes.Clone(first.data)
+	// Hold the first chunk while the second is read: it must not be overwritten.
+	second := next()
+	if !bytes.Equal(first.data, keep) {
+		t.Fatal("the first chunk changed while the second was read")
+	}
+	got = append(append(got, first.data...), second.data...)
+	first.release()
+	second.release()
+	largest := 0
+	for {
+		c := next()
+		if c.eof {
+			break
+		}
+		largest = max(largest, len(c.data))
+		got = append(got, c.data...)
+		c.release()
+	}
+	if !bytes.Equal(got, content) {
+		t.Fatalf("read %d bytes, want %d, or not the same", len(got), len(content))
+	}
+	t.Logf("largest chunk after the first two: %d bytes", largest)
 }

@@ -11,7 +11,7 @@
 // tiny smoke run of it does, in main_test.go).
 //
 //	go run ./cmd/differently-bench [--store sqlite|postgres] [-n 2000] [-c 64] [-timeout 170s]
-//	    [--reconcile-n 100000] [-cpuprofile FILE]
+//	    [--reconcile-n 100000] [-cpuprofile FILE] [-only stream,exec,...]
 //
 // --store postgres uses DIFFERENTLY_TEST_DATABASE_URL, in fresh schemas dropped at the end.
 package main
@@ -27,7 +27,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/different-ai/differently/server/store"
 )
 
 func main() {
@@ -45,6 +49,16 @@ type options struct {
 	streamBytes     int64
 	cpuProfile      string
 	databaseBaseURL string
+	// only names the sections to run; empty runs them all.
+	only []string
+}
+
+// sections are the parts of a run, in the order they run.
+var sections = []string{"lifecycles", "exec", "stream", "floor", "reconcile"}
+
+// runs reports whether the section is part of this run.
+func (o options) runs(section string) bool {
+	return len(o.only) == 0 || slices.Contains(o.only, section)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -60,8 +74,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.execN, "exec-n", 1000, "exec round trips timed through the API and directly")
 	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	only := fs.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ", ")+"; the others report zeros (default all)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *only != "" {
+		for s := range strings.SplitSeq(*only, ",") {
+			if s = strings.TrimSpace(s); !slices.Contains(sections, s) {
+				return o, fmt.Errorf("-only: unknown section %q (sections: %s)", s, strings.Join(sections, ", "))
+			}
+			o.only = append(o.only, s)
+		}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -180,46 +203,59 @@ func (b *bench) run() (res *result, err error) {
 
 	res = &result{}
 	f := &res.figures
-	f.N, f.C, f.NumCPU = b.opts.n, b.opts.c, runtime.NumCPU()
+	f.Store, f.N, f.C, f.NumCPU = b.opts.store, b.opts.n, b.opts.c, runtime.NumCPU()
 	f.LoadAvgStart = loadAvg1()
 
-	b.phase = "lifecycles"
-	b.progress("%d lifecycles at concurrency %d on %s", b.opts.n, b.opts.c, b.opts.store)
-	if err := b.lifecycles(ctx, d, res); err != nil {
-		return nil, err
-	}
-	f.PeakRSSMiB = round(peakRSSMiB())
-
-	b.phase = "exec overhead"
-	b.progress("exec overhead: %d round trips each way", b.opts.execN)
-	if err := b.execOverhead(ctx, d, res); err != nil {
-		return nil, err
+	if b.opts.runs("lifecycles") {
+		b.phase = "lifecycles"
+		b.progress("%d lifecycles at concurrency %d on %s", b.opts.n, b.opts.c, b.opts.store)
+		if err := b.lifecycles(ctx, d, res); err != nil {
+			return nil, err
+		}
+		f.PeakRSSMiB = round(peakRSSMiB())
 	}
 
-	b.phase = "streamed exec"
-	b.progress("streamed exec: %d bytes through the API and directly", b.opts.streamBytes)
-	if err := b.stream(ctx, d, filepath.Join(tmp, "devhost-direct"), res); err != nil {
-		return nil, err
+	if b.opts.runs("exec") {
+		b.phase = "exec overhead"
+		b.progress("exec overhead: %d round trips each way", b.opts.execN)
+		if err := b.execOverhead(ctx, d, res); err != nil {
+			return nil, err
+		}
 	}
 
-	b.phase = "opening the floor store"
-	side, err := openStore(ctx, sideDB)
-	if err != nil {
-		return nil, err
+	if b.opts.runs("stream") {
+		b.phase = "streamed exec"
+		b.progress("streamed exec: %d bytes through the API and directly", b.opts.streamBytes)
+		if err := b.stream(ctx, d, filepath.Join(tmp, "devhost-direct"), res); err != nil {
+			return nil, err
+		}
 	}
-	cleanups = append(cleanups, func() { side.Close() })
 
-	b.phase = "store floor"
-	b.progress("store floor: %d lifecycles of store transactions at concurrency %d", b.opts.n, b.opts.c)
-	if err := b.floor(ctx, side, res); err != nil {
-		return nil, err
+	var side store.Store
+	if b.opts.runs("floor") || b.opts.runs("reconcile") {
+		b.phase = "opening the floor store"
+		side, err = openStore(ctx, sideDB)
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, func() { side.Close() })
 	}
-	f.StoreFloorRatio = round(f.LifecyclesPerS / f.FloorLifecyclesPerS)
 
-	b.phase = "reconcile"
-	b.progress("reconcile: %d sandboxes and instances", b.opts.reconcileN)
-	if err := b.reconcile(ctx, side, res); err != nil {
-		return nil, err
+	if b.opts.runs("floor") {
+		b.phase = "store floor"
+		b.progress("store floor: %d lifecycles of store transactions at concurrency %d", b.opts.n, b.opts.c)
+		if err := b.floor(ctx, side, res); err != nil {
+			return nil, err
+		}
+		f.StoreFloorRatio = round(f.LifecyclesPerS / f.FloorLifecyclesPerS)
+	}
+
+	if b.opts.runs("reconcile") {
+		b.phase = "reconcile"
+		b.progress("reconcile: %d sandboxes and instances", b.opts.reconcileN)
+		if err := b.reconcile(ctx, side, res); err != nil {
+			return nil, err
+		}
 	}
 	f.PeakRSSTotalMiB = round(peakRSSMiB())
 	f.LoadAvgEnd = loadAvg1()

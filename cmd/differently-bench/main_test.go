@@ -52,10 +52,33 @@ func TestFlags(t *testing.T) {
 		{"-n", "0"},
 		{"-timeout", "0s"},
 		{"extra"},
+		{"-only", "stream,nope"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
 			t.Errorf("run(%q) = %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}
+
+// TestOnlyStream runs the stream section alone: the other sections' figures stay zero.
+func TestOnlyStream(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-only", "stream", "-stream-bytes", "100000", "-timeout", "60s"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := got["stream_ratio"].(float64); v <= 0 {
+		t.Errorf("stream_ratio = %v, want > 0", got["stream_ratio"])
+	}
+	for _, key := range []string{"lifecycles_per_s", "exec_api_p50_ms", "floor_lifecycles_per_s", "reconcile_full_ms"} {
+		if v, _ := got[key].(float64); v != 0 {
+			t.Errorf("%s = %v, want 0 (section not run)", key, v)
 		}
 	}
 }

@@ -4,12 +4,13 @@
 package ndjson
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"net/http"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 )
 
@@ -34,6 +35,7 @@ type ExecWriter struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
+	line    []byte // the line being written, kept for the next one
 }
 
 // NewExecWriter streams to w.
@@ -42,10 +44,12 @@ func NewExecWriter(w http.ResponseWriter) *ExecWriter {
 }
 
 func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
+	n.line = AppendEvent(n.line[:0], ev)
+	return n.writeLineLocked()
+}
+
+// writeLineLocked writes n.line, after the status line if it is the first.
+func (n *ExecWriter) writeLineLocked() error {
 	if !n.started {
 		n.started = true
 		h := n.w.Header()
@@ -54,7 +58,7 @@ func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
 		h.Set("X-Content-Type-Options", "nosniff")
 		n.w.WriteHeader(http.StatusOK)
 	}
-	if _, err := n.w.Write(append(line, '\n')); err != nil {
+	if _, err := n.w.Write(n.line); err != nil {
 		return err
 	}
 	// Without a flush output would sit in the server's buffer and arrive in bursts.
@@ -67,25 +71,50 @@ func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
 // Emit forwards an output event in pieces of at most 1 MiB. Only Stream and Data are
 // copied, so an adapter cannot end the stream with a final event of its own.
 func (n *ExecWriter) Emit(ev api.ExecEvent) error {
+	return emit(n, ev.Stream, ev.Data)
+}
+
+// EmitBytes is Emit of {Stream: stream, Data: string(data)}, without making the
+// string: data is used only during the call. It is the emit of
+// adapters.ByteStreamer.
+func (n *ExecWriter) EmitBytes(stream string, data []byte) error {
+	return emit(n, stream, data)
+}
+
+func emit[S string | []byte](n *ExecWriter, stream string, data S) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return ErrClosed
 	}
-	data := ev.Data
 	for len(data) > 0 {
 		k := min(len(data), maxEventData)
-		// Cut on a rune boundary: json.Marshal would replace half a character with
-		// U+FFFD on both sides of the cut.
+		// Cut on a rune boundary: AppendEvent, like json.Marshal, would replace half
+		// a character with U+FFFD on both sides of the cut.
 		for k < len(data) && k > maxEventData-utf8.UTFMax && !utf8.RuneStart(data[k]) {
 			k--
 		}
-		if err := n.writeLocked(api.ExecEvent{Stream: ev.Stream, Data: data[:k]}); err != nil {
+		n.line = appendOutput(n.line[:0], stream, data[:k])
+		if err := n.writeLineLocked(); err != nil {
 			return err
 		}
 		data = data[k:]
 	}
 	return nil
+}
+
+// Exec runs req on a, streaming its output to n, and returns the final event for
+// Finish. It takes the adapter's ByteStreamer fast path when there is one;
+// otherwise it is adapters.ExecStream with n.Emit.
+func (n *ExecWriter) Exec(ctx context.Context, a adapters.ExecutionAdapter, streaming bool, ref string, req api.ExecRequest) (api.ExecEvent, error) {
+	if b, ok := a.(adapters.ByteStreamer); ok && streaming {
+		st, err := b.ExecStreamBytes(ctx, ref, req, n.EmitBytes)
+		if err != nil {
+			return api.ExecEvent{}, err
+		}
+		return api.ExitEvent(st.Code, st.TimedOut), nil
+	}
+	return adapters.ExecStream(ctx, a, streaming, ref, req, n.Emit)
 }
 
 // Finish ends the stream: with the final event when err is nil; otherwise, before

@@ -62,6 +62,6 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 		}
 	}()
 	streaming := t.view.Supports(adapters.FeatureExecStream)
-	final, err := adapters.ExecStream(r.Context(), t.view.Adapter, streaming, t.sb.BackendRef, req, nw.Emit)
+	final, err := nw.Exec(r.Context(), t.view.Adapter, streaming, t.sb.BackendRef, req)
 	nw.Finish(final, adapterError(err, "exec", t.view), writeErr, describe)
 }
