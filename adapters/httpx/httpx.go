@@ -19,8 +19,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -64,7 +66,7 @@ func WithHeader(name, value string) Option {
 			}
 			r.Header.Set(name, value)
 		}
-		c.secrets = append(c.secrets, value)
+		c.addSecret(value)
 	}
 }
 
@@ -72,7 +74,7 @@ func WithHeader(name, value string) Option {
 func WithBearer(token string) Option {
 	return func(c *Client) {
 		WithHeader("Authorization", "Bearer "+token)(c)
-		c.secrets = append(c.secrets, token)
+		c.addSecret(token)
 	}
 }
 
@@ -168,14 +170,16 @@ func (c *Client) JSON(ctx context.Context, method, path string, query url.Values
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return adapters.Unavailable("%s: malformed answer to %s %s: %v", c.Provider, method, path, err)
+		return adapters.Unavailable("%s: malformed answer to %s %s: %s", c.Provider, method, path, c.Scrub(err.Error()))
 	}
 	return nil
 }
 
 // StatusError maps a provider's non-2xx answer to the contract's error codes.
 func (c *Client) StatusError(status int, body []byte) *api.Error {
-	msg := c.Scrub(Message(body))
+	// Scrubbed before it is cut short, so that a credential straddling the cut
+	// cannot survive as a fragment.
+	msg := cut(c.Scrub(oneLine(c.Scrub(extract(body)))))
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -217,37 +221,77 @@ type wrapped struct {
 func (w *wrapped) Error() string   { return w.apiErr.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.apiErr, w.cause} }
 
-// Scrub removes every secret the client holds from s.
+// addSecret records secret, and the forms a provider echoing it may quote it in, for
+// Scrub.
+func (c *Client) addSecret(secret string) {
+	if secret == "" {
+		return
+	}
+	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
+	// JSON as Go writes it (<, > and & escaped), as other encoders write it, and with
+	// the solidus escaped as some do.
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(secret)
+	goJSON, _ := json.Marshal(secret)
+	for _, j := range []string{string(goJSON), strings.TrimSpace(plain.String())} {
+		j = strings.TrimSuffix(strings.TrimPrefix(j, `"`), `"`)
+		forms = append(forms, j, strings.ReplaceAll(j, "/", `\/`))
+	}
+	for _, f := range forms {
+		if !slices.Contains(c.secrets, f) {
+			c.secrets = append(c.secrets, f)
+		}
+	}
+}
+
+// Scrub removes every secret the client holds from s, in the escaped forms a
+// provider may echo it in as well.
 func (c *Client) Scrub(s string) string {
 	for _, secret := range c.secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
+		s = strings.ReplaceAll(s, secret, "[redacted]")
 	}
 	return s
 }
 
 // Message extracts a human message from a provider's error body: the "message" (or
-// "error", or "detail") field of a JSON object, else the text itself, cut short.
+// "error", or "detail") field of a JSON object, else the text itself, on one line and
+// cut short. It knows no secrets: a client's errors use Scrub before the cut.
 func Message(body []byte) string {
+	return cut(oneLine(extract(body)))
+}
+
+func extract(body []byte) string {
 	var obj map[string]any
 	if json.Unmarshal(body, &obj) == nil {
 		for _, key := range []string{"message", "error", "detail"} {
 			if s, ok := obj[key].(string); ok && s != "" {
-				return oneLine(s)
+				return s
 			}
 		}
 	}
-	return oneLine(string(body))
+	return string(body)
 }
 
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
+	return strings.Join(strings.Fields(s), " ")
 }
+
+// cut shortens a message to 500 bytes, on a rune boundary.
+func cut(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	n := maxMessage
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// maxMessage bounds the provider text quoted in an error.
+const maxMessage = 500
 
 // Poll calls check every interval until it reports done or fails, bounded by ctx.
 // Providers with asynchronous operations (pause, snapshots) settle this way.
