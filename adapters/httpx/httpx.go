@@ -19,7 +19,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,8 +43,8 @@ type Client struct {
 	http     *http.Client
 	// authorize adds credentials to a request.
 	authorize func(*http.Request)
-	// secrets are scrubbed from every error message.
-	secrets []string
+	// redact scrubs the credentials from every error message.
+	redact adapters.Redactor
 }
 
 // Option configures a Client.
@@ -66,7 +65,7 @@ func WithHeader(name, value string) Option {
 			}
 			r.Header.Set(name, value)
 		}
-		c.addSecret(value)
+		c.redact.Add(value)
 	}
 }
 
@@ -74,7 +73,7 @@ func WithHeader(name, value string) Option {
 func WithBearer(token string) Option {
 	return func(c *Client) {
 		WithHeader("Authorization", "Bearer "+token)(c)
-		c.addSecret(token)
+		c.redact.Add(token)
 	}
 }
 
@@ -221,39 +220,9 @@ type wrapped struct {
 func (w *wrapped) Error() string   { return w.apiErr.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.apiErr, w.cause} }
 
-// addSecret records secret, and the forms a provider echoing it may quote it in, for
-// Scrub.
-func (c *Client) addSecret(secret string) {
-	if secret == "" {
-		return
-	}
-	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
-	// JSON as Go writes it (<, > and & escaped), as other encoders write it, and with
-	// the solidus escaped as some do.
-	var plain bytes.Buffer
-	enc := json.NewEncoder(&plain)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(secret)
-	goJSON, _ := json.Marshal(secret)
-	for _, j := range []string{string(goJSON), strings.TrimSpace(plain.String())} {
-		j = strings.TrimSuffix(strings.TrimPrefix(j, `"`), `"`)
-		forms = append(forms, j, strings.ReplaceAll(j, "/", `\/`))
-	}
-	for _, f := range forms {
-		if !slices.Contains(c.secrets, f) {
-			c.secrets = append(c.secrets, f)
-		}
-	}
-}
-
 // Scrub removes every secret the client holds from s, in the escaped forms a
 // provider may echo it in as well.
-func (c *Client) Scrub(s string) string {
-	for _, secret := range c.secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	return s
-}
+func (c *Client) Scrub(s string) string { return c.redact.String(s) }
 
 // Message extracts a human message from a provider's error body: the "message" (or
 // "error", or "detail") field of a JSON object, else the text itself, on one line and
