@@ -224,6 +224,9 @@ func (w *wrapped) Unwrap() []error { return []error{w.apiErr, w.cause} }
 // provider may echo it in as well.
 func (c *Client) Scrub(s string) string { return c.redact.String(s) }
 
+// ScrubError returns e without the client's secrets in its message or details.
+func (c *Client) ScrubError(e *api.Error) *api.Error { return c.redact.Error(e) }
+
 // Message extracts a human message from a provider's error body: the "message" (or
 // "error", or "detail") field of a JSON object, else the text itself, on one line and
 // cut short. It knows no secrets: a client's errors use Scrub before the cut.
