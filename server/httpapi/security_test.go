@@ -32,7 +32,7 @@ type docOp struct {
 func (o docOp) String() string { return o.method + " " + o.path + " (" + o.id + ")" }
 
 // documentedOps lists every operation of the embedded document, sorted.
-func documentedOps(t *testing.T) []docOp {
+func documentedOps(t testing.TB) []docOp {
 	t.Helper()
 	doc, err := httpapi.GetSwagger()
 	if err != nil {
