@@ -255,11 +255,24 @@ func instancePath(ref string, rest ...string) (string, error) {
 		return "", adapters.InvalidRequest("instance ref is empty")
 	}
 	// Refs are opaque: escaping lets one contain a slash without changing the route.
-	p := "/instances/" + url.PathEscape(ref)
+	p := "/instances/" + pathSegment(ref)
 	for _, s := range rest {
 		p += "/" + s
 	}
 	return p, nil
+}
+
+// pathSegment escapes an opaque ref as one path segment. A ref of "." or ".." is
+// escaped too: left as is, the server's path cleaning would redirect the request
+// elsewhere instead of serving it.
+func pathSegment(ref string) string {
+	switch ref {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(ref)
 }
 
 func fileQuery(path string) (url.Values, error) {

@@ -273,7 +273,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, snapshotRef string) error {
 	if snapshotRef == "" {
 		return adapters.InvalidRequest("snapshot ref is empty")
 	}
-	return ignoreNotFound(c.call(ctx, http.MethodDelete, "/snapshots/"+url.PathEscape(snapshotRef), nil, nil, nil))
+	return ignoreNotFound(c.call(ctx, http.MethodDelete, "/snapshots/"+pathSegment(snapshotRef), nil, nil, nil))
 }
 
 // ExposePort asks for a URL reaching a guest port.
