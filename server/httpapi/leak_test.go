@@ -508,6 +508,7 @@ func leakedPiece(s, secret string) string {
 // finds no secret (pool credentials, the plugin token, the admin and project bearer
 // tokens, a wrong token) in any answer, header, log line, stored reason or pool view.
 func TestCredentialsNeverLeak(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		keys := map[string]string{
 			"OSS_KEY":       randomSecret("oss-key-"),

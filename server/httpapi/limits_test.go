@@ -17,7 +17,19 @@ import (
 	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
 )
+
+// onSQLite runs fn on a fresh SQLite store only: the limits are enforced before any
+// store is touched, and their megabytes are slow enough (under -race) to pay once.
+func onSQLite(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fn(t, st)
+}
 
 // limitFixture holds one existing object of every kind a path parameter names.
 type limitFixture struct {
@@ -48,7 +60,8 @@ func padded(sample string, n int) []byte {
 // the length is declared or the body is chunked, and changes nothing; the same body
 // at exactly the limit is not refused for its size.
 func TestJSONBodyLimitEveryRoute(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	t.Parallel()
+	onSQLite(t, func(t *testing.T, st store.Store) {
 		rec := &countingReconciler{}
 		e := newEnvWith(t, st, func(o *httpapi.Options) { o.Reconciler = rec })
 		fx := e.limitFixture()
@@ -105,7 +118,8 @@ func (c *countingFS) WriteFile(ctx context.Context, ref, p string, data []byte) 
 // content, a new one is not created, no temporary file is left on a devhost disk,
 // and the backend's WriteFile is never called.
 func TestFileUploadLimitWritesNothing(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	t.Parallel()
+	onSQLite(t, func(t *testing.T, st store.Store) {
 		e := newEnv(t, st)
 		counting := &countingFS{Adapter: fake.New(fake.Config{})}
 		e.addPool("counting", counting)
@@ -162,7 +176,8 @@ func (b *bigEmitter) ExecStream(_ context.Context, _ string, _ api.ExecRequest, 
 // API's stream never sends a line over api.MaxStreamLineBytes (it splits the output,
 // on rune boundaries), so the Go client, which refuses longer lines, reads it all.
 func TestStreamedLinesStayUnderTheLimit(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	t.Parallel()
+	onSQLite(t, func(t *testing.T, st store.Store) {
 		e := newEnv(t, st)
 		const size = api.MaxStreamLineBytes + 3<<20
 		e.addPool("big", &bigEmitter{Adapter: fake.New(fake.Config{}), size: size})
