@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 )
 
@@ -56,21 +57,39 @@ func IsCode(err error, code api.Code) bool {
 const maxErrorBody = 64 << 10
 
 // newAPIError reads an error answer's body (without closing it) into an APIError.
+// The request's bearer token is removed from what the answer quotes: a proxy (or a
+// daemon) echoing the request must not hand it to whoever prints the error, such as
+// Terraform's diagnostics or a log.
 func newAPIError(resp *http.Response) *APIError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return apiErrorFromBody(resp.StatusCode, body)
+	var redact *adapters.Redactor
+	if resp.Request != nil {
+		if auth := resp.Request.Header.Get("Authorization"); auth != "" {
+			redact = adapters.NewRedactor(auth)
+			// A token this short is no secret, and would take ordinary words with it.
+			if token := strings.TrimSpace(strings.TrimPrefix(auth, "Bearer ")); len(token) >= minRedactedToken {
+				redact.Add(token)
+			}
+		}
+	}
+	return apiErrorFromBody(resp.StatusCode, body, redact)
 }
 
-func apiErrorFromBody(status int, body []byte) *APIError {
+// minRedactedToken is the shortest token removed from error text on its own.
+const minRedactedToken = 8
+
+func apiErrorFromBody(status int, body []byte, redact *adapters.Redactor) *APIError {
 	e := &APIError{Status: status}
 	var env api.ErrorEnvelope
 	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Code != "" {
-		e.Code = env.Error.Code
-		e.Message = env.Error.Message
-		e.Details = env.Error.Details
+		scrubbed := redact.Error(env.Error)
+		e.Code = scrubbed.Code
+		e.Message = scrubbed.Message
+		e.Details = scrubbed.Details
 		return e
 	}
-	e.Message = strings.TrimSpace(string(body))
+	// Scrubbed before it is cut short, so that no piece of the token survives the cut.
+	e.Message = redact.String(strings.TrimSpace(string(body)))
 	if len(e.Message) > 512 {
 		e.Message = e.Message[:512] + "…"
 	}

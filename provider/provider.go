@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/client"
 )
 
@@ -115,8 +116,10 @@ func (p *differentlyProvider) Configure(ctx context.Context, req provider.Config
 			fmt.Sprintf("Could not reach the daemon at %s: %s. Is it running, and is the endpoint right?", endpoint, err))
 		return
 	case r.StatusCode() != 200:
+		// A proxy answering instead of the daemon may quote the request, token and all.
+		body := adapters.NewRedactor(token).String(string(r.Body))
 		resp.Diagnostics.AddError("Differently daemon not ready",
-			fmt.Sprintf("GET %s/readyz answered %d: %s", endpoint, r.StatusCode(), string(r.Body)))
+			fmt.Sprintf("GET %s/readyz answered %d: %s", endpoint, r.StatusCode(), body))
 		return
 	}
 	resp.ResourceData = c

@@ -34,6 +34,9 @@ type Client struct {
 	base  string
 	token string
 	hc    *http.Client
+	// redact keeps the token out of everything the remote says that the client
+	// passes on: a plugin (or a proxy before it) may echo the request it got.
+	redact *adapters.Redactor
 
 	mu   sync.Mutex
 	info adapters.Info
@@ -89,7 +92,8 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 			// did not configure; a plugin has no reason to redirect.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		info: adapters.Info{Kind: "remote", Protocol: adapters.ProtocolVersion},
+		info:   adapters.Info{Kind: "remote", Protocol: adapters.ProtocolVersion},
+		redact: adapters.NewRedactor(token),
 	}
 	for _, o := range opts {
 		o(c)
@@ -132,7 +136,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, r, err)
+		return nil, c.transportError(ctx, r, err)
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	version := resp.Header.Get(ProtocolHeader)
@@ -145,11 +149,11 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	if err := checkProtocol(version); err != nil {
 		discard(resp)
-		return nil, err
+		return nil, c.redact.Error(err)
 	}
 	if !ok {
 		defer discard(resp)
-		return nil, responseError(r, resp)
+		return nil, c.redact.Error(responseError(r, resp))
 	}
 	return resp, nil
 }
@@ -157,15 +161,15 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 // transportError keeps the context's error in the chain, so a caller can tell its own
 // cancellation from an outage with errors.Is, while the code still says the remote
 // could not be reached.
-func transportError(ctx context.Context, r request, err error) error {
-	e := adapters.Unavailable("adapter request %s %s failed: %v", r.method, r.path, err)
+func (c *Client) transportError(ctx context.Context, r request, err error) error {
+	e := c.redact.Error(adapters.Unavailable("adapter request %s %s failed: %v", r.method, r.path, err))
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%w: %w", e, ctxErr)
 	}
 	return e
 }
 
-func checkProtocol(got string) error {
+func checkProtocol(got string) *api.Error {
 	if got == adapters.ProtocolVersion {
 		return nil
 	}
@@ -179,7 +183,7 @@ func checkProtocol(got string) error {
 // responseError reads the error envelope of a non-2xx answer. Without one, the status
 // is all there is, and the body is not quoted: it may come from a proxy and say
 // anything.
-func responseError(r request, resp *http.Response) error {
+func responseError(r request, resp *http.Response) *api.Error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, api.MaxJSONBodyBytes))
 	var env api.ErrorEnvelope
 	if json.Unmarshal(raw, &env) != nil || env.Error == nil || env.Error.Code == "" {
@@ -222,13 +226,13 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseJSON+1))
 	if err != nil {
-		return transportError(ctx, r, err)
+		return c.transportError(ctx, r, err)
 	}
 	if len(raw) > maxResponseJSON {
 		return adapters.Unavailable("adapter answer to %s %s is over %d MiB", method, path, maxResponseJSON>>20)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return adapters.Unavailable("adapter answered %s %s with malformed JSON: %v", method, path, err)
+		return c.redact.Error(adapters.Unavailable("adapter answered %s %s with malformed JSON: %v", method, path, err))
 	}
 	return nil
 }
@@ -251,11 +255,24 @@ func instancePath(ref string, rest ...string) (string, error) {
 		return "", adapters.InvalidRequest("instance ref is empty")
 	}
 	// Refs are opaque: escaping lets one contain a slash without changing the route.
-	p := "/instances/" + url.PathEscape(ref)
+	p := "/instances/" + pathSegment(ref)
 	for _, s := range rest {
 		p += "/" + s
 	}
 	return p, nil
+}
+
+// pathSegment escapes an opaque ref as one path segment. A ref of "." or ".." is
+// escaped too: left as is, the server's path cleaning would redirect the request
+// elsewhere instead of serving it.
+func pathSegment(ref string) string {
+	switch ref {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(ref)
 }
 
 func fileQuery(path string) (url.Values, error) {

@@ -41,8 +41,12 @@ func (c *Client) Capabilities(ctx context.Context) (adapters.Capabilities, error
 			"adapter protocol mismatch: server speaks %q, this client speaks %q (info.protocol)",
 			out.Info.Protocol, adapters.ProtocolVersion)
 	}
+	info := out.Info
+	for _, f := range []*string{&info.Kind, &info.Version, &info.Isolation, &info.Description} {
+		*f = c.redact.String(*f)
+	}
 	c.mu.Lock()
-	c.info = out.Info
+	c.info = info
 	c.mu.Unlock()
 	caps := out.Capabilities
 	caps.Features = adapters.EffectiveFeatures(c, caps.Features)
@@ -66,6 +70,7 @@ func (c *Client) Health(ctx context.Context) error {
 func (c *Client) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
 	var out adapters.Instance
 	err := c.call(ctx, http.MethodPost, "/instances", nil, req, &out)
+	out.Message = c.redact.String(out.Message)
 	return out, err
 }
 
@@ -77,6 +82,7 @@ func (c *Client) Get(ctx context.Context, ref string) (adapters.Instance, error)
 		return out, err
 	}
 	err = c.call(ctx, http.MethodGet, p, nil, nil, &out)
+	out.Message = c.redact.String(out.Message)
 	return out, err
 }
 
@@ -89,6 +95,9 @@ func (c *Client) List(ctx context.Context, installation string) ([]adapters.Inst
 	var out []adapters.Instance
 	if err := c.call(ctx, http.MethodGet, "/instances", url.Values{"installation": {installation}}, nil, &out); err != nil {
 		return nil, err
+	}
+	for i := range out {
+		out[i].Message = c.redact.String(out[i].Message)
 	}
 	return out, nil
 }
@@ -148,6 +157,10 @@ func (c *Client) ExecStream(ctx context.Context, ref string, req api.ExecRequest
 		return adapters.ExitStatus{}, adapters.Unavailable("adapter answered a streamed exec with content type %q, not %s", ct, contentTypeNDJSON)
 	}
 	st, err := readStream(resp.Body, emit)
+	if e, ok := err.(*api.Error); ok {
+		// A final {"error": ...} line is the remote's words.
+		err = c.redact.Error(e)
+	}
 	if ctxErr := ctx.Err(); ctxErr != nil && api.IsCode(err, api.CodeProviderUnavailable) {
 		return st, fmt.Errorf("%w: %w", err, ctxErr)
 	}
@@ -180,7 +193,7 @@ func (c *Client) ReadFile(ctx context.Context, ref, path string) ([]byte, error)
 	// One byte more than allowed tells an oversized file from one of exactly the limit
 	// without reading the rest.
 	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, api.MaxFileBytes+1)); err != nil {
-		return nil, transportError(ctx, r, err)
+		return nil, c.transportError(ctx, r, err)
 	}
 	if buf.Len() > api.MaxFileBytes {
 		return nil, fileTooLarge()
@@ -260,7 +273,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, snapshotRef string) error {
 	if snapshotRef == "" {
 		return adapters.InvalidRequest("snapshot ref is empty")
 	}
-	return ignoreNotFound(c.call(ctx, http.MethodDelete, "/snapshots/"+url.PathEscape(snapshotRef), nil, nil, nil))
+	return ignoreNotFound(c.call(ctx, http.MethodDelete, "/snapshots/"+pathSegment(snapshotRef), nil, nil, nil))
 }
 
 // ExposePort asks for a URL reaching a guest port.

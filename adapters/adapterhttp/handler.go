@@ -31,7 +31,7 @@ const (
 // Handler serves a over the adapter protocol under BasePath. With a non-empty token,
 // every request must carry Authorization: Bearer <token>.
 func Handler(a adapters.ExecutionAdapter, token string) http.Handler {
-	h := &handler{a: a, token: token}
+	h := &handler{a: a, token: token, redact: adapters.NewRedactor(token)}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		h.tokenSum = sum[:]
@@ -71,6 +71,7 @@ type handler struct {
 	a        adapters.ExecutionAdapter
 	token    string
 	tokenSum []byte
+	redact   *adapters.Redactor
 	mux      *http.ServeMux
 }
 
@@ -150,22 +151,9 @@ func (h *handler) writeError(w http.ResponseWriter, err error) {
 
 // scrub keeps the token out of anything the server says, in case an adapter error
 // quotes a request or a configuration that contains it.
-func (h *handler) scrub(e *api.Error) *api.Error {
-	msg := h.scrubString(e.Message)
-	if msg == e.Message {
-		return e
-	}
-	out := *e
-	out.Message = msg
-	return &out
-}
+func (h *handler) scrub(e *api.Error) *api.Error { return h.redact.Error(e) }
 
-func (h *handler) scrubString(s string) string {
-	if h.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, h.token, "[redacted]")
-}
+func (h *handler) scrubString(s string) string { return h.redact.String(s) }
 
 // writeJSON marshals before writing so that a value that cannot be encoded still gets
 // a well-formed error answer instead of half a body.

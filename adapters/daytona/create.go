@@ -104,14 +104,16 @@ func (a *Adapter) settle(ctx context.Context, sb sandbox) (adapters.Instance, er
 	}
 	if failed(sb.State) {
 		_ = a.Delete(ctx, sb.ID)
-		return adapters.Instance{}, adapters.SandboxFailed("daytona: sandbox %s failed: %s", sb.ID, reason(sb))
+		return adapters.Instance{}, adapters.SandboxFailed("daytona: sandbox %s failed: %s", sb.ID, a.reason(sb))
 	}
-	return sb.instance(), nil
+	return a.instance(sb), nil
 }
 
-func reason(sb sandbox) string {
+// reason is why a sandbox failed in Daytona's words, without the API key in case
+// Daytona quotes a request in them.
+func (a *Adapter) reason(sb sandbox) string {
 	if sb.ErrorReason != "" {
-		return sb.ErrorReason
+		return a.api.Scrub(sb.ErrorReason)
 	}
 	return "state " + sb.State
 }
@@ -132,7 +134,7 @@ func (a *Adapter) waitFor(ctx context.Context, id string, want ...string) (sandb
 			}
 		}
 		if failed(sb.State) {
-			return false, adapters.SandboxFailed("daytona: sandbox %s failed: %s", id, reason(sb))
+			return false, adapters.SandboxFailed("daytona: sandbox %s failed: %s", id, a.reason(sb))
 		}
 		return false, nil
 	})

@@ -186,7 +186,7 @@ func instanceState(state string) adapters.InstanceState {
 	}
 }
 
-func (sb sandbox) instance() adapters.Instance {
+func (a *Adapter) instance(sb sandbox) adapters.Instance {
 	inst := adapters.Instance{
 		Ref:       sb.ID,
 		SandboxID: sb.Labels[adapters.LabelSandboxID],
@@ -194,7 +194,7 @@ func (sb sandbox) instance() adapters.Instance {
 		Region:    sb.Target,
 	}
 	if inst.State == adapters.StateError {
-		inst.Message = sb.ErrorReason
+		inst.Message = a.api.Scrub(sb.ErrorReason)
 	}
 	return inst
 }
@@ -220,7 +220,7 @@ func (a *Adapter) Get(ctx context.Context, ref string) (adapters.Instance, error
 	if err != nil {
 		return adapters.Instance{}, err
 	}
-	return sb.instance(), nil
+	return a.instance(sb), nil
 }
 
 // listByLabels pages through every sandbox carrying labels, skipping deleted ones.
@@ -282,7 +282,7 @@ func (a *Adapter) List(ctx context.Context, installation string) ([]adapters.Ins
 	}
 	out := make([]adapters.Instance, 0, len(sbs))
 	for _, sb := range sbs {
-		out = append(out, sb.instance())
+		out = append(out, a.instance(sb))
 	}
 	return out, nil
 }

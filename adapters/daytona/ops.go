@@ -110,7 +110,7 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 		case s.State == "error" || s.State == "build_failed":
 			msg := s.State
 			if s.ErrorReason != nil && *s.ErrorReason != "" {
-				msg = *s.ErrorReason
+				msg = a.api.Scrub(*s.ErrorReason)
 			}
 			return false, adapters.SandboxFailed("daytona: snapshot of %s failed: %s", ref, msg)
 		}

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -42,8 +43,8 @@ type Client struct {
 	http     *http.Client
 	// authorize adds credentials to a request.
 	authorize func(*http.Request)
-	// secrets are scrubbed from every error message.
-	secrets []string
+	// redact scrubs the credentials from every error message.
+	redact adapters.Redactor
 }
 
 // Option configures a Client.
@@ -64,7 +65,7 @@ func WithHeader(name, value string) Option {
 			}
 			r.Header.Set(name, value)
 		}
-		c.secrets = append(c.secrets, value)
+		c.redact.Add(value)
 	}
 }
 
@@ -72,7 +73,7 @@ func WithHeader(name, value string) Option {
 func WithBearer(token string) Option {
 	return func(c *Client) {
 		WithHeader("Authorization", "Bearer "+token)(c)
-		c.secrets = append(c.secrets, token)
+		c.redact.Add(token)
 	}
 }
 
@@ -168,14 +169,16 @@ func (c *Client) JSON(ctx context.Context, method, path string, query url.Values
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return adapters.Unavailable("%s: malformed answer to %s %s: %v", c.Provider, method, path, err)
+		return adapters.Unavailable("%s: malformed answer to %s %s: %s", c.Provider, method, path, c.Scrub(err.Error()))
 	}
 	return nil
 }
 
 // StatusError maps a provider's non-2xx answer to the contract's error codes.
 func (c *Client) StatusError(status int, body []byte) *api.Error {
-	msg := c.Scrub(Message(body))
+	// Scrubbed before it is cut short, so that a credential straddling the cut
+	// cannot survive as a fragment.
+	msg := cut(c.Scrub(oneLine(c.Scrub(extract(body)))))
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -217,37 +220,50 @@ type wrapped struct {
 func (w *wrapped) Error() string   { return w.apiErr.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.apiErr, w.cause} }
 
-// Scrub removes every secret the client holds from s.
-func (c *Client) Scrub(s string) string {
-	for _, secret := range c.secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
-}
+// Scrub removes every secret the client holds from s, in the escaped forms a
+// provider may echo it in as well.
+func (c *Client) Scrub(s string) string { return c.redact.String(s) }
+
+// ScrubError returns e without the client's secrets in its message or details.
+func (c *Client) ScrubError(e *api.Error) *api.Error { return c.redact.Error(e) }
 
 // Message extracts a human message from a provider's error body: the "message" (or
-// "error", or "detail") field of a JSON object, else the text itself, cut short.
+// "error", or "detail") field of a JSON object, else the text itself, on one line and
+// cut short. It knows no secrets: a client's errors use Scrub before the cut.
 func Message(body []byte) string {
+	return cut(oneLine(extract(body)))
+}
+
+func extract(body []byte) string {
 	var obj map[string]any
 	if json.Unmarshal(body, &obj) == nil {
 		for _, key := range []string{"message", "error", "detail"} {
 			if s, ok := obj[key].(string); ok && s != "" {
-				return oneLine(s)
+				return s
 			}
 		}
 	}
-	return oneLine(string(body))
+	return string(body)
 }
 
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
+	return strings.Join(strings.Fields(s), " ")
 }
+
+// cut shortens a message to 500 bytes, on a rune boundary.
+func cut(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	n := maxMessage
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// maxMessage bounds the provider text quoted in an error.
+const maxMessage = 500
 
 // Poll calls check every interval until it reports done or fails, bounded by ctx.
 // Providers with asynchronous operations (pause, snapshots) settle this way.

@@ -2,9 +2,13 @@ package httpx_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -103,4 +107,80 @@ func TestPollStopsOnContext(t *testing.T) {
 	if api.CodeOf(err) != api.CodeProviderUnavailable || calls < 3 {
 		t.Errorf("poll: %v after %d calls", err, calls)
 	}
+}
+
+// TestErrorsNeverQuoteTheCredential: a provider that echoes what it was sent, in any
+// shape, never gets the credential into an error: not whole, not cut in two by the
+// message's length limit, not JSON- or URL-escaped, not in a malformed answer.
+func TestErrorsNeverQuoteTheCredential(t *testing.T) {
+	const key = "k3y/with+odd<chars>&more=" + secret
+	escaped := strings.Trim(string(must(json.Marshal(key))), `"`)
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   func(r *http.Request) string
+	}{
+		{"json message", 500, func(r *http.Request) string {
+			return string(must(json.Marshal(map[string]string{"message": "bad key " + r.Header.Get("X-Key")})))
+		}},
+		{"whole header dump as json", 502, func(r *http.Request) string { return string(must(json.Marshal(r.Header))) }},
+		{"escaped slashes", 503, func(r *http.Request) string {
+			return `{"headers":{"X-Key":"` + strings.ReplaceAll(escaped, "/", `\/`) + `"}}`
+		}},
+		{"url-encoded", 500, func(r *http.Request) string { return "GET /x?key=" + url.QueryEscape(r.Header.Get("X-Key")) }},
+		{"path-encoded", 500, func(r *http.Request) string { return "GET /keys/" + url.PathEscape(r.Header.Get("X-Key")) }},
+		// The key starts before the 500-byte cut of a message and ends after it.
+		{"across the cut", 500, func(r *http.Request) string {
+			return strings.Repeat("p", 480) + r.Header.Get("X-Key") + " trailing"
+		}},
+		{"across the cut in json", 404, func(r *http.Request) string {
+			return string(must(json.Marshal(map[string]string{"message": strings.Repeat("p", 486) + r.Header.Get("X-Key")})))
+		}},
+		{"malformed answer", 200, func(r *http.Request) string { return `{"n": "` + r.Header.Get("X-Key") }},
+		{"wrong type", 200, func(r *http.Request) string { return `{"n": "` + r.Header.Get("X-Key") + `"}` }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body(r))
+			}))
+			defer srv.Close()
+			c, err := httpx.New("prov", srv.URL, httpx.WithHeader("X-Key", key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out struct{ N int }
+			err = c.JSON(t.Context(), "GET", "/x", nil, nil, &out)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if e := api.AsError(err); e != nil {
+				msg += fmt.Sprint(e.Details)
+			}
+			for _, form := range []string{key, secret, escaped, url.QueryEscape(key), url.PathEscape(key)} {
+				if leaked := leakedPart(msg, form); leaked != "" {
+					t.Fatalf("error quotes %q of the credential: %s", leaked, msg)
+				}
+			}
+		})
+	}
+}
+
+// leakedPart returns a 12-byte piece of secret found in s, or "".
+func leakedPart(s, secret string) string {
+	const n = 12
+	for i := 0; i+n <= len(secret); i++ {
+		if strings.Contains(s, secret[i:i+n]) {
+			return secret[i : i+n]
+		}
+	}
+	return ""
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

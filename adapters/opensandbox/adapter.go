@@ -208,7 +208,7 @@ func (a *Adapter) instance(sb sandbox) adapters.Instance {
 			inst.State = adapters.StateStopped
 		}
 	case "Failed":
-		inst.State, inst.Message = adapters.StateError, statusText(sb.Status)
+		inst.State, inst.Message = adapters.StateError, a.statusText(sb.Status)
 	default:
 		// Pending, Pausing, Resuming and states added later: in transition.
 		inst.State = adapters.StatePending
@@ -216,7 +216,13 @@ func (a *Adapter) instance(sb sandbox) adapters.Instance {
 	return inst
 }
 
-func statusText(s sandboxStatus) string {
+// statusText is the server's own account of a state, without the API key in case the
+// server quotes a request in it.
+func (a *Adapter) statusText(s sandboxStatus) string {
+	return a.api.Scrub(statusWords(s))
+}
+
+func statusWords(s sandboxStatus) string {
 	switch {
 	case s.Message != "" && s.Reason != "":
 		return s.Reason + ": " + s.Message

@@ -218,9 +218,9 @@ func (a *Adapter) waitRunning(ctx context.Context, ref string) (adapters.Instanc
 			inst = a.instance(sb)
 			return true, nil
 		case "Failed":
-			return false, adapters.SandboxFailed("opensandbox: sandbox %s failed: %s", ref, statusText(sb.Status))
+			return false, adapters.SandboxFailed("opensandbox: sandbox %s failed: %s", ref, a.statusText(sb.Status))
 		case "Stopping", "Terminated":
-			return false, adapters.SandboxFailed("opensandbox: sandbox %s ended while starting: %s", ref, statusText(sb.Status))
+			return false, adapters.SandboxFailed("opensandbox: sandbox %s ended while starting: %s", ref, a.statusText(sb.Status))
 		}
 		return false, nil
 	})

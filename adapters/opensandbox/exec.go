@@ -150,7 +150,7 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 		case "error":
 			st, err := exitFromError(ev)
 			if err != nil {
-				return true, err
+				return true, c.ScrubError(err)
 			}
 			final = &st
 			return true, nil
@@ -188,7 +188,7 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 // exitFromError reads a non-zero exit from execd's error event. execd reports the
 // exit code as the error value of a CommandExecError; anything else means the
 // command never ran.
-func exitFromError(ev execEvent) (adapters.ExitStatus, error) {
+func exitFromError(ev execEvent) (adapters.ExitStatus, *api.Error) {
 	if ev.Error == nil {
 		return adapters.ExitStatus{}, adapters.Unavailable("opensandbox execd: error event without details")
 	}

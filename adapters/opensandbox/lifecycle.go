@@ -120,7 +120,7 @@ func (a *Adapter) settle(ctx context.Context, ref, want string, check func(state
 		case want:
 			return true, nil
 		case "Failed":
-			return false, adapters.SandboxFailed("opensandbox: sandbox %s failed: %s", ref, statusText(sb.Status))
+			return false, adapters.SandboxFailed("opensandbox: sandbox %s failed: %s", ref, a.statusText(sb.Status))
 		}
 		if check != nil {
 			return false, check(sb.Status.State)
@@ -163,7 +163,7 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 			return true, nil
 		case "Failed":
 			return false, adapters.SandboxFailed("opensandbox: snapshot %s of sandbox %s failed: %s", snap.ID, ref,
-				statusText(sandboxStatus(s.Status)))
+				a.statusText(sandboxStatus(s.Status)))
 		}
 		return false, nil
 	})
