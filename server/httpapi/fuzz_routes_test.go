@@ -66,7 +66,7 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 		return secret
 	}
 	h, err := httpapi.New(httpapi.Options{
-		Store: st, Pools: pools, Scheduler: &countingWaker{}, Reconciler: stubReconciler{}, Clock: clk,
+		Store: st, Pools: pools, Scheduler: &countingWaker{}, Changes: feed(f, st), Reconciler: stubReconciler{}, Clock: clk,
 		Installation: inst, AdapterKinds: func() []string { return []string{"fake"} }, MaxQueued: 1 << 30,
 	})
 	if err != nil {

@@ -201,7 +201,7 @@ func newLeakRig(t *testing.T, st store.Store, keys map[string]string) *leakRig {
 	rec := reconcile.New(st, r.manager, r.clk, reconcile.Options{Installation: inst, Logger: logger,
 		CallTimeout: 300 * time.Millisecond})
 	h, err := httpapi.New(httpapi.Options{
-		Store: st, Pools: r.manager, Scheduler: nopNotify{}, Reconciler: rec, Clock: r.clk,
+		Store: st, Pools: r.manager, Scheduler: nopNotify{}, Changes: feed(t, st), Reconciler: rec, Clock: r.clk,
 		Installation: inst, AdapterKinds: pools.DefaultRegistry(false).Kinds, DevOnlyKinds: []string{"devhost", "fake"},
 		Logger: logger,
 	})
@@ -225,6 +225,8 @@ func newLeakRig(t *testing.T, st store.Store, keys map[string]string) *leakRig {
 type nopNotify struct{}
 
 func (nopNotify) Notify() {}
+
+func (nopNotify) Wake(store.State) {}
 
 // do sends a request and records the whole answer: status, headers and body.
 func (r *leakRig) do(token, method, path string, body any) response {

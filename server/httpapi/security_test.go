@@ -87,7 +87,7 @@ var sampleBodies = map[string]string{
 }
 
 // sampleQuery are values for required query parameters, by name.
-var sampleQuery = map[string]string{"path": "a.txt"}
+var sampleQuery = map[string]string{"path": "a.txt", "state": "running"}
 
 // call builds the operation's request for path (its parameters filled in) with the
 // sample body and query.
