@@ -106,7 +106,7 @@ type Options struct {
 	// that set no maxStarting (scheduler.defaultMaxStarting). Default
 	// DefaultMaxStarting.
 	DefaultMaxStarting int
-	Logger    *slog.Logger
+	Logger             *slog.Logger
 	// Tick is how often Run polls when nobody calls Notify.
 	Tick time.Duration
 	// Metrics receives the scheduler's metrics; nil records them nowhere.
