@@ -250,9 +250,9 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		return sb, false, errorf("create sandbox: %w", err)
 	}
 	if !created && (out.Org != sb.Org || out.Project != sb.Project) {
-		// Keys are unique per project name; the same name in another organisation is
-		// a different tenant whose sandbox must not be revealed.
-		return sb, false, conflict("Idempotency-Key %q is already in use", sb.IdempotencyKey)
+		// The store looks keys up within the organisation and project, so this cannot
+		// happen; were it to, another tenant's sandbox must not be revealed.
+		return sb, false, errorf("idempotency key lookup returned another project's sandbox")
 	}
 	if created {
 		s.waker.Wake(out.State)

@@ -40,8 +40,8 @@ type Store interface {
 
 	// CreateSandbox stores a new sandbox. CreatedAt, UpdatedAt and StateChangedAt are set
 	// to now, NextAttemptAt defaults to now when zero, Version is 1, State defaults to
-	// queued. When IdempotencyKey is set it is unique per project: a create repeating a
-	// (project, key) pair returns the existing sandbox and created=false instead, and
+	// queued. When IdempotencyKey is set it is unique per project (organisation and
+	// name): a create repeating an (org, project, key) triple returns the existing sandbox and created=false instead, and
 	// concurrent creates with one key make exactly one sandbox. An existing ID is
 	// invalid_state.
 	CreateSandbox(ctx context.Context, now time.Time, sb Sandbox) (out Sandbox, created bool, err error)

@@ -110,7 +110,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if sb.IdempotencyKey != "" {
 			out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-				WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
+				WHERE org = $1 AND project = $2 AND idempotency_key = $3`, sb.Org, sb.Project, sb.IdempotencyKey))
 			if err == nil {
 				return nil // created stays false: a retry is never refused
 			}
@@ -144,7 +144,7 @@ func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sand
 		return store.Sandbox{}, false, err
 	}
 	row := tx.QueryRow(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`) VALUES (`+sandboxParams+`)
-		ON CONFLICT (project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+		ON CONFLICT (org, project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
 		RETURNING `+sandboxColumns, args...)
 	out, err := scanSandbox(row)
 	if err == nil || sb.IdempotencyKey == "" {
@@ -154,7 +154,7 @@ func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sand
 		return out, false, wrap(err)
 	}
 	out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE project = $1 AND idempotency_key = $2`, sb.Project, sb.IdempotencyKey))
+		WHERE org = $1 AND project = $2 AND idempotency_key = $3`, sb.Org, sb.Project, sb.IdempotencyKey))
 	return out, false, translate(err, "sandbox", sb.ID)
 }
 

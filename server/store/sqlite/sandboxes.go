@@ -104,7 +104,7 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if sb.IdempotencyKey != "" {
 			out, err = scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-				WHERE project = ? AND idempotency_key = ?`, sb.Project, sb.IdempotencyKey))
+				WHERE org = ? AND project = ? AND idempotency_key = ?`, sb.Org, sb.Project, sb.IdempotencyKey))
 			if err == nil || !isNoRows(err) {
 				return wrap(err)
 			}

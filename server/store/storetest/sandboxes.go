@@ -117,10 +117,16 @@ func testSandboxIdempotencyKey(t *testing.T, d Driver) {
 		t.Fatal("second create with the same key created a sandbox")
 	}
 	equal(t, "repeated create", again, first)
-	// The key is per project, and sandboxes without a key never collide.
+	// The key is per project, a project being its organisation and its name, and
+	// sandboxes without a key never collide.
 	c := newSandbox("proj2")
 	c.IdempotencyKey = "k"
 	mustCreate(t, s, c)
+	elsewhere := newSandbox("proj1")
+	elsewhere.Org, elsewhere.IdempotencyKey = "org2", "k"
+	if got := mustCreate(t, s, elsewhere); got.ID == first.ID || got.Org != "org2" {
+		t.Fatalf("another organisation's project of the same name got %s of %s", got.ID, got.Org)
+	}
 	mustCreate(t, s, newSandbox("proj1"))
 	mustCreate(t, s, newSandbox("proj1"))
 }
