@@ -44,6 +44,10 @@ type rejection struct {
 // for maxConcurrency) are all it looks at, so the same inputs always give the same
 // decision.
 //
+// Reasons reach tenants (create answers, a waiting sandbox's reason), so a pool's
+// health is said without its lastError, which may name internal hosts; operators
+// read it on the pool.
+//
 // Every pool is checked against every static filter; Rejected records the first
 // failure, in the order scope (allowedPools, snapshot pool, trust), adapter,
 // capabilities, template, limits, regions. Only pools passing all of them meet the
@@ -133,7 +137,7 @@ func staticRejections(req Request, v pools.View, policy store.Policy) []rejectio
 		}
 	}
 	if v.Adapter == nil {
-		add(fAdapter, "adapter not available: %s", orUnknown(v.LastError))
+		add(fAdapter, "adapter not available")
 	}
 	caps := v.Capabilities
 	var missing []string
@@ -166,7 +170,7 @@ func staticRejections(req Request, v pools.View, policy store.Policy) []rejectio
 func transientRejection(req Request, v pools.View, active int) (rejection, bool) {
 	switch {
 	case !v.Healthy:
-		return rejection{fHealth, "unhealthy: " + orUnknown(v.LastError)}, true
+		return rejection{fHealth, "unhealthy"}, true
 	case v.Pool.MaxConcurrency > 0 && active >= v.Pool.MaxConcurrency:
 		return rejection{fConcurrency, fmt.Sprintf("at maxConcurrency (%d)", v.Pool.MaxConcurrency)}, true
 	case !v.Capacity.Fits(req.Resources):
@@ -175,12 +179,6 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 	return rejection{}, false
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "no error recorded"
-	}
-	return s
-}
 
 // rank sorts eligible pools: the preferred region (the first requested) first, then
 // the roomiest, then the cheapest, then by name so that equal pools keep a stable
