@@ -179,7 +179,6 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 	return rejection{}, false
 }
 
-
 // rank sorts eligible pools: the preferred region (the first requested) first, then
 // the roomiest, then the cheapest, then by name so that equal pools keep a stable
 // order across replicas.
