@@ -3670,6 +3670,7 @@ type GetPolicyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *PolicyResponse
+	JSON403      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3693,6 +3694,8 @@ type PutPolicyResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *PolicyResponse
 	JSON400      *ErrorResponse
+	JSON403      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3741,6 +3744,7 @@ type CreatePoolResponse struct {
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3762,6 +3766,7 @@ func (r CreatePoolResponse) StatusCode() int {
 type DeletePoolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
 }
@@ -3786,6 +3791,7 @@ type GetPoolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *PoolResponse
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 }
 
@@ -3810,8 +3816,10 @@ type PatchPoolResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *PoolResponse
 	JSON400      *ErrorResponse
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3835,8 +3843,10 @@ type PutPoolResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *PoolResponse
 	JSON400      *ErrorResponse
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3881,6 +3891,7 @@ func (r ListProfilesResponse) StatusCode() int {
 type DeleteProfileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 }
 
@@ -3904,6 +3915,7 @@ type GetProfileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *ProfileResponse
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 }
 
@@ -3929,6 +3941,7 @@ type PutProfileResponse struct {
 	JSON200      *ProfileResponse
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -3973,6 +3986,7 @@ func (r ListProjectsResponse) StatusCode() int {
 type DeleteProjectResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
 }
@@ -4023,6 +4037,7 @@ type PutProjectResponse struct {
 	JSON200      *ProjectResponse
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4068,6 +4083,7 @@ type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *TokenList
+	JSON403      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4091,6 +4107,8 @@ type CreateTokenResponse struct {
 	HTTPResponse *http.Response
 	JSON201      *TokenCreated
 	JSON400      *ErrorResponse
+	JSON403      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4112,6 +4130,7 @@ func (r CreateTokenResponse) StatusCode() int {
 type DeleteTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 }
 
@@ -4135,6 +4154,7 @@ type GetTrustReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *TrustReport
+	JSON403      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4261,6 +4281,7 @@ type PatchSandboxResponse struct {
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4384,9 +4405,13 @@ type ForkSandboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON202      *SandboxResponse
+	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
+	JSON429      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4437,7 +4462,9 @@ type ExposeSandboxPortResponse struct {
 	JSON200      *PortResponse
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -4512,7 +4539,9 @@ type CreateSnapshotResponse struct {
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
 }
 
 // Status returns HTTPResponse.Status
@@ -5248,6 +5277,13 @@ func ParseGetPolicyResponse(rsp *http.Response) (*GetPolicyResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	}
 
 	return response, nil
@@ -5280,6 +5316,20 @@ func ParsePutPolicyResponse(rsp *http.Response) (*PutPolicyResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	}
 
@@ -5361,6 +5411,13 @@ func ParseCreatePoolResponse(rsp *http.Response) (*CreatePoolResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	}
 
 	return response, nil
@@ -5380,6 +5437,13 @@ func ParseDeletePoolResponse(rsp *http.Response) (*DeletePoolResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5419,6 +5483,13 @@ func ParseGetPoolResponse(rsp *http.Response) (*GetPoolResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
@@ -5460,6 +5531,13 @@ func ParsePatchPoolResponse(rsp *http.Response) (*PatchPoolResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5473,6 +5551,13 @@ func ParsePatchPoolResponse(rsp *http.Response) (*PatchPoolResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	}
 
@@ -5507,6 +5592,13 @@ func ParsePutPoolResponse(rsp *http.Response) (*PutPoolResponse, error) {
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5520,6 +5612,13 @@ func ParsePutPoolResponse(rsp *http.Response) (*PutPoolResponse, error) {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	}
 
@@ -5573,6 +5672,13 @@ func ParseDeleteProfileResponse(rsp *http.Response) (*DeleteProfileResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5605,6 +5711,13 @@ func ParseGetProfileResponse(rsp *http.Response) (*GetProfileResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
@@ -5652,6 +5765,13 @@ func ParsePutProfileResponse(rsp *http.Response) (*PutProfileResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
 
 	}
 
@@ -5705,6 +5825,13 @@ func ParseDeleteProjectResponse(rsp *http.Response) (*DeleteProjectResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5799,6 +5926,13 @@ func ParsePutProjectResponse(rsp *http.Response) (*PutProjectResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	}
 
 	return response, nil
@@ -5858,6 +5992,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	}
 
 	return response, nil
@@ -5891,6 +6032,20 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.JSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	}
 
 	return response, nil
@@ -5910,6 +6065,13 @@ func ParseDeleteTokenResponse(rsp *http.Response) (*DeleteTokenResponse, error) 
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5942,6 +6104,13 @@ func ParseGetTrustReportResponse(rsp *http.Response) (*GetTrustReportResponse, e
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	}
 
@@ -6185,6 +6354,13 @@ func ParsePatchSandboxResponse(rsp *http.Response) (*PatchSandboxResponse, error
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	}
 
 	return response, nil
@@ -6409,6 +6585,13 @@ func ParseForkSandboxResponse(rsp *http.Response) (*ForkSandboxResponse, error) 
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6423,12 +6606,33 @@ func ParseForkSandboxResponse(rsp *http.Response) (*ForkSandboxResponse, error) 
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -6524,12 +6728,26 @@ func ParseExposeSandboxPortResponse(rsp *http.Response) (*ExposeSandboxPortRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -6665,12 +6883,26 @@ func ParseCreateSnapshotResponse(rsp *http.Response) (*CreateSnapshotResponse, e
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
