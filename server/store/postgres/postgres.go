@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,8 +45,11 @@ func Migrations() fs.FS {
 
 // Store is the PostgreSQL store. The zero value is not usable; call Open.
 type Store struct {
-	pool *pgxpool.Pool
-	url  string
+	pool   *pgxpool.Pool
+	url    string
+	notify *notifier
+	// closeOnce makes Close safe to call twice, as deferred cleanups do.
+	closeOnce sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -72,6 +76,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := s.startNotifier(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -80,7 +88,10 @@ func (s *Store) URL() string { return s.url }
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
-	s.pool.Close()
+	s.closeOnce.Do(func() {
+		s.notify.close()
+		s.pool.Close()
+	})
 	return nil
 }
 

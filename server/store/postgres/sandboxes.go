@@ -92,6 +92,9 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
+	if created {
+		s.notify.sandbox(out.ID, out.State)
+	}
 	return out, created, nil
 }
 
@@ -132,6 +135,9 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	})
 	if err != nil {
 		return store.Sandbox{}, false, err
+	}
+	if created {
+		s.notify.sandbox(out.ID, out.State)
 	}
 	return out, created, nil
 }
@@ -237,9 +243,10 @@ const updateSandboxSQL = `UPDATE sandboxes SET org = $2, project = $3, state = $
 // UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
 // one sandbox queue on the row lock, so none is lost.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
-	var out store.Sandbox
+	var out, cur store.Sandbox
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		cur, err := scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id))
+		var err error
+		cur, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return translate(err, "sandbox", id)
 		}
@@ -254,7 +261,11 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 		out, err = scanSandbox(tx.QueryRow(ctx, updateSandboxSQL, args...))
 		return translate(err, "sandbox", id)
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	s.notify.written(cur, out)
+	return out, nil
 }
 
 // UpdateSandboxes implements store.Store in four round trips whatever the batch size:
@@ -262,6 +273,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 // one pipelined batch of UPDATEs, COMMIT.
 func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
 	out := make([]store.Sandbox, len(ids))
+	before := make([]store.Sandbox, len(ids))
 	errs := make([]error, len(ids))
 	if len(ids) == 0 {
 		return out, errs, nil
@@ -282,7 +294,7 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		var written []int
 		for _, cur := range rows {
 			i := index[cur.ID]
-			found[i] = true
+			found[i], before[i] = true, cur
 			next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
 			if err != nil {
 				errs[i] = err
@@ -317,6 +329,11 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := range ids {
+		if errs[i] == nil {
+			s.notify.written(before[i], out[i])
+		}
 	}
 	return out, errs, nil
 }

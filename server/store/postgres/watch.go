@@ -19,7 +19,8 @@ const (
 
 // Watch implements store.Watcher with LISTEN on a connection of its own, outside the
 // pool: a pooled connection would keep listening after being handed to someone else.
-// The triggers of migration 003 send the notifications. After every (re)connection,
+// Every replica's notifier announces its sandbox changes (notify.go); triggers
+// announce token deletions and policy writes (migration 003). After every (re)connection,
 // fn gets a ChangeResync, since changes committed while nobody listened are lost.
 func (s *Store) Watch(ctx context.Context, fn func(store.Change)) error {
 	delay := watchRetryMin
@@ -64,13 +65,15 @@ func (s *Store) listen(ctx context.Context, fn func(store.Change)) (listened boo
 		if err != nil {
 			return true, wrap(err)
 		}
-		if c, ok := parseChange(n.Payload); ok {
-			fn(c)
+		for line := range strings.SplitSeq(n.Payload, "\n") {
+			if c, ok := parseChange(line); ok {
+				fn(c)
+			}
 		}
 	}
 }
 
-// parseChange reads a payload of migration 003's triggers.
+// parseChange reads one line of a payload: a notifier's line or a trigger's payload.
 func parseChange(payload string) (store.Change, bool) {
 	f := strings.Fields(payload)
 	switch {

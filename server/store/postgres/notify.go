@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/different-ai/differently/server/store"
+)
+
+// maxPayload keeps a NOTIFY payload under PostgreSQL's 8000-byte limit.
+const maxPayload = 7000
+
+// notifyTimeout bounds one NOTIFY; a database that does not answer in that time
+// loses the batch, which listeners survive (see notifier).
+const notifyTimeout = 10 * time.Second
+
+// notifier announces this replica's committed sandbox changes on the schema's
+// channel. Writers hand it changes after their commit; its goroutine sends what
+// queued in as few NOTIFY statements as fit, each in a transaction of its own that
+// writes nothing. That keeps NOTIFY, whose commits PostgreSQL serialises, out of the
+// writing transactions. A change committed by a replica that dies before announcing
+// it is heard by nobody: waiters find it on their timeout and the scheduler on its
+// tick, as when the feed is down.
+type notifier struct {
+	s       *Store
+	channel string
+
+	mu      sync.Mutex
+	pending []string
+	wake    chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+func (s *Store) startNotifier(ctx context.Context) error {
+	n := &notifier{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := s.pool.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&n.channel); err != nil {
+		return wrap(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	n.stop = stop
+	s.notify = n
+	go n.run(runCtx)
+	return nil
+}
+
+// sandbox queues the announcement of a sandbox's new state.
+func (n *notifier) sandbox(id string, state store.State) {
+	n.mu.Lock()
+	n.pending = append(n.pending, "s "+id+" "+string(state))
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// written announces the rows of an update whose state changed.
+func (n *notifier) written(before, after store.Sandbox) {
+	if before.State != after.State {
+		n.sandbox(after.ID, after.State)
+	}
+}
+
+func (n *notifier) run(ctx context.Context) {
+	defer close(n.done)
+	for {
+		select {
+		case <-ctx.Done():
+			// What queued before Close is still announced, within the timeout.
+			n.flush(context.Background())
+			return
+		case <-n.wake:
+			n.flush(ctx)
+		}
+	}
+}
+
+func (n *notifier) flush(ctx context.Context) {
+	n.mu.Lock()
+	lines := n.pending
+	n.pending = nil
+	n.mu.Unlock()
+	for len(lines) > 0 {
+		var b strings.Builder
+		for len(lines) > 0 && (b.Len() == 0 || b.Len()+1+len(lines[0]) <= maxPayload) {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(lines[0])
+			lines = lines[1:]
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
+		_, _ = n.s.pool.Exec(cctx, `SELECT pg_notify($1, $2)`, n.channel, b.String())
+		cancel()
+	}
+}
+
+// close stops the goroutine once it has announced what queued.
+func (n *notifier) close() {
+	n.stop()
+	<-n.done
+}
