@@ -179,3 +179,15 @@ func ValidateToken(t Token) error {
 	}
 	return nil
 }
+
+// KeyedByState converts counts keyed by a state column's text; nil stays nil.
+func KeyedByState(byName map[string]int) map[State]int {
+	if byName == nil {
+		return nil
+	}
+	out := make(map[State]int, len(byName))
+	for st, n := range byName {
+		out[State(st)] = n
+	}
+	return out
+}

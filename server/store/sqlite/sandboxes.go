@@ -321,14 +321,7 @@ func (s *Store) CountSandboxesByPool(ctx context.Context, states []store.State) 
 // CountSandboxesByState implements store.Store.
 func (s *Store) CountSandboxesByState(ctx context.Context, states []store.State) (map[store.State]int, error) {
 	byName, err := s.countBy(ctx, "state", states)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[store.State]int, len(byName))
-	for st, n := range byName {
-		out[store.State(st)] = n
-	}
-	return out, nil
+	return store.KeyedByState(byName), err
 }
 
 // countBy counts the sandboxes in states grouped by column, a constant of this file.
