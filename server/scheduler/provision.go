@@ -89,14 +89,16 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 	s.sweepAvoid(now)
 	policy, err := s.st.GetPolicy(ctx)
 	if err == nil {
+		// The views as they are now, after the claim, which may have waited.
+		views := s.pools.Views()
 		// Placement counts a pool's sandboxes only against its maxConcurrency: when no
 		// pool sets one, the count would change nothing and is not made.
 		active := map[string]int{}
-		if slices.ContainsFunc(s.pools.Views(), func(v pools.View) bool { return v.Pool.MaxConcurrency > 0 }) {
+		if slices.ContainsFunc(views, func(v pools.View) bool { return v.Pool.MaxConcurrency > 0 }) {
 			active, err = s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 		}
 		if err == nil {
-			return s.provision(ctx, claimed, now, policy, active, res), res, nil
+			return s.provision(ctx, claimed, now, views, policy, active, res), res, nil
 		}
 	}
 	// Hand the claims back rather than letting them block the sandboxes for a lease.
@@ -116,8 +118,11 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 
 // provision places the claimed sandboxes and moves them to provisioning, and returns
 // the function that makes their Creates.
-func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, claimedAt time.Time, policy store.Policy, active map[string]int, res Result) func() Result {
-	views := s.pools.Views()
+func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, claimedAt time.Time, views []pools.View, policy store.Policy, active map[string]int, res Result) func() Result {
+	byName := make(map[string]pools.View, len(views))
+	for _, v := range views {
+		byName[v.Pool.Name] = v
+	}
 	var mu sync.Mutex
 	tally := func(o outcome) {
 		mu.Lock()
@@ -139,7 +144,7 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 	var wg sync.WaitGroup
 	jobs := make([]*job, len(claimed))
 	for i, sb := range claimed {
-		d := s.decide(ctx, sb, views, policy, active)
+		d := s.decide(ctx, sb, views, byName, policy, active)
 		wg.Go(func() {
 			if d.job == nil {
 				tally(d.apply(ctx, s))
@@ -176,7 +181,7 @@ type decision struct {
 
 // decide places sb. A sandbox given a pool holds one of that pool's start slots on
 // this replica and counts in active from here on.
-func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.View, policy store.Policy, active map[string]int) decision {
+func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.View, byName map[string]pools.View, policy store.Policy, active map[string]int) decision {
 	log := s.log.With("sandbox", sb.ID)
 	now := s.clk.Now()
 	requeueAt := func(reason string, at time.Time) decision {
@@ -218,10 +223,6 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	}
 	ranked := s.preferOthers(sb.ID, d.Pools, now)
 
-	byName := make(map[string]pools.View, len(views))
-	for _, v := range views {
-		byName[v.Pool.Name] = v
-	}
 	for _, name := range ranked {
 		if view := byName[name]; s.acquire(view) {
 			active[name]++

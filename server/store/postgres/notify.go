@@ -34,16 +34,12 @@ type notifier struct {
 	done    chan struct{}
 }
 
-func (s *Store) startNotifier(ctx context.Context) error {
-	n := &notifier{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if err := s.pool.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&n.channel); err != nil {
-		return wrap(err)
-	}
+func (s *Store) startNotifier() {
+	n := &notifier{s: s, channel: s.channel, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	s.notify = n
 	go n.run(runCtx)
-	return nil
 }
 
 // sandbox queues the announcement of a sandbox's new state.

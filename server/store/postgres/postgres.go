@@ -48,6 +48,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	url    string
 	notify *notifier
+	// channel is the change feed's NOTIFY channel (watch.go, notify.go).
+	channel string
 	// closeOnce makes Close safe to call twice, as deferred cleanups do.
 	closeOnce sync.Once
 }
@@ -76,10 +78,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.startNotifier(ctx); err != nil {
+	// The change feed's channel is named after the schema, as migration 003's
+	// triggers name it: replicas on one schema hear each other, others do not.
+	if err := pool.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&s.channel); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, wrap(err)
 	}
+	s.startNotifier()
 	return s, nil
 }
 

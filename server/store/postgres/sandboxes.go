@@ -283,7 +283,6 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		return nil, nil, err
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		clear(errs)
 		rows, err := collectSandboxes(tx.Query(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 			WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids))
 		if err != nil {

@@ -52,11 +52,7 @@ func (s *Store) listen(ctx context.Context, fn func(store.Change)) (listened boo
 		return false, wrap(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var channel string
-	if err := conn.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&channel); err != nil {
-		return false, wrap(err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, wrap(err)
 	}
 	fn(store.Change{Kind: store.ChangeResync})
