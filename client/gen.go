@@ -523,6 +523,9 @@ type TrustReport struct {
 // Path defines model for Path.
 type Path = string
 
+// Prefer defines model for Prefer.
+type Prefer = string
+
 // SandboxID defines model for SandboxID.
 type SandboxID = string
 
@@ -574,6 +577,15 @@ type ListSandboxesParams struct {
 type CreateSandboxParams struct {
 	// IdempotencyKey A retried create with the same key (within the project) returns the same sandbox.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// DeleteSandboxParams defines parameters for DeleteSandbox.
+type DeleteSandboxParams struct {
+	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ExecSandboxParams defines parameters for ExecSandbox.
@@ -818,7 +830,7 @@ type ClientInterface interface {
 	CreateSandbox(ctx context.Context, params *CreateSandboxParams, body CreateSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSandbox request
-	DeleteSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteSandbox(ctx context.Context, id SandboxID, params *DeleteSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSandbox request
 	GetSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1290,8 +1302,8 @@ func (c *RawClient) CreateSandbox(ctx context.Context, params *CreateSandboxPara
 	return c.Client.Do(req)
 }
 
-func (c *RawClient) DeleteSandbox(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteSandboxRequest(c.Server, id)
+func (c *RawClient) DeleteSandbox(ctx context.Context, id SandboxID, params *DeleteSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSandboxRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2604,13 +2616,24 @@ func NewCreateSandboxRequestWithBody(server string, params *CreateSandboxParams,
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithLocation("simple", false, "Prefer", runtime.ParamLocationHeader, *params.Prefer)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
 	}
 
 	return req, nil
 }
 
 // NewDeleteSandboxRequest generates requests for DeleteSandbox
-func NewDeleteSandboxRequest(server string, id SandboxID) (*http.Request, error) {
+func NewDeleteSandboxRequest(server string, id SandboxID, params *DeleteSandboxParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2638,6 +2661,21 @@ func NewDeleteSandboxRequest(server string, id SandboxID) (*http.Request, error)
 	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Prefer", runtime.ParamLocationHeader, *params.Prefer)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3536,7 +3574,7 @@ type ClientWithResponsesInterface interface {
 	CreateSandboxWithResponse(ctx context.Context, params *CreateSandboxParams, body CreateSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSandboxResponse, error)
 
 	// DeleteSandboxWithResponse request
-	DeleteSandboxWithResponse(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*DeleteSandboxResponse, error)
+	DeleteSandboxWithResponse(ctx context.Context, id SandboxID, params *DeleteSandboxParams, reqEditors ...RequestEditorFn) (*DeleteSandboxResponse, error)
 
 	// GetSandboxWithResponse request
 	GetSandboxWithResponse(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*GetSandboxResponse, error)
@@ -4232,6 +4270,7 @@ type DeleteSandboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON202      *SandboxResponse
+	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
 }
 
@@ -4980,8 +5019,8 @@ func (c *ClientWithResponses) CreateSandboxWithResponse(ctx context.Context, par
 }
 
 // DeleteSandboxWithResponse request returning *DeleteSandboxResponse
-func (c *ClientWithResponses) DeleteSandboxWithResponse(ctx context.Context, id SandboxID, reqEditors ...RequestEditorFn) (*DeleteSandboxResponse, error) {
-	rsp, err := c.DeleteSandbox(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DeleteSandboxWithResponse(ctx context.Context, id SandboxID, params *DeleteSandboxParams, reqEditors ...RequestEditorFn) (*DeleteSandboxResponse, error) {
+	rsp, err := c.DeleteSandbox(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6266,6 +6305,13 @@ func ParseDeleteSandboxResponse(rsp *http.Response) (*DeleteSandboxResponse, err
 			return nil, err
 		}
 		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse

@@ -9,15 +9,32 @@ import (
 	"github.com/different-ai/differently/api"
 )
 
-// CreateSandbox asks for a sandbox; it is usually still queued when this returns (use
-// WaitForState). With a non-empty idempotencyKey the daemon answers a repeated create
-// with the same sandbox, which is also what makes the call safe to retry.
+// CreateSandbox asks for a sandbox; it is usually still queued or provisioning when
+// this returns (use WaitForState, or CreateSandboxAndWait). With a non-empty
+// idempotencyKey the daemon answers a repeated create with the same sandbox, which is
+// also what makes the call safe to retry.
 func (c *Client) CreateSandbox(ctx context.Context, body SandboxCreate, idempotencyKey string) (*Sandbox, error) {
 	var params CreateSandboxParams
 	if idempotencyKey != "" {
 		params.IdempotencyKey = &idempotencyKey
 	}
 	return decode[Sandbox](c.API.ClientInterface.CreateSandbox(ctx, &params, body))
+}
+
+// CreateSandboxAndWait creates a sandbox and waits until it is running, like
+// CreateSandbox followed by WaitForState(Running), with the errors of both. The
+// create itself asks the daemon to answer once the sandbox runs (Prefer: wait), so
+// a sandbox that starts within the first wait costs one request.
+func (c *Client) CreateSandboxAndWait(ctx context.Context, body SandboxCreate, idempotencyKey string) (*Sandbox, error) {
+	params := CreateSandboxParams{Prefer: c.preferWait(ctx)}
+	if idempotencyKey != "" {
+		params.IdempotencyKey = &idempotencyKey
+	}
+	sb, err := decode[Sandbox](c.API.ClientInterface.CreateSandbox(ctx, &params, body))
+	if err != nil {
+		return nil, err
+	}
+	return c.settle(ctx, sb, Running)
 }
 
 // GetSandbox returns one sandbox.
@@ -36,9 +53,21 @@ func (c *Client) PatchSandbox(ctx context.Context, id string, body SandboxPatch)
 }
 
 // DeleteSandbox starts terminating a sandbox and returns it as it is now; wait for
-// Terminated to know it is gone.
+// Terminated to know it is gone (or use DeleteSandboxAndWait).
 func (c *Client) DeleteSandbox(ctx context.Context, id string) (*Sandbox, error) {
-	return decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id))
+	return decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, nil))
+}
+
+// DeleteSandboxAndWait deletes a sandbox and waits until it is terminated, like
+// DeleteSandbox followed by WaitForState(Terminated). The delete itself asks the
+// daemon to answer once the sandbox is gone (Prefer: wait), so a prompt backend
+// costs one request.
+func (c *Client) DeleteSandboxAndWait(ctx context.Context, id string) (*Sandbox, error) {
+	sb, err := decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, &DeleteSandboxParams{Prefer: c.preferWait(ctx)}))
+	if err != nil {
+		return nil, err
+	}
+	return c.settle(ctx, sb, Terminated)
 }
 
 // Exec runs a command and returns its result; a non-zero exit is a result, not an

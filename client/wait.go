@@ -81,3 +81,19 @@ func statesText(states []SandboxState) string {
 	}
 	return s
 }
+
+// preferWait is the Prefer header asking the daemon to hold its answer as long as
+// one wait request of WaitForState would last.
+func (c *Client) preferWait(ctx context.Context) *Prefer {
+	p := Prefer(fmt.Sprintf("wait=%d", c.waitSeconds(ctx)))
+	return &p
+}
+
+// settle returns sb when it is in state, and otherwise waits for it as WaitForState
+// does (an error for a terminal state other than state).
+func (c *Client) settle(ctx context.Context, sb *Sandbox, state SandboxState) (*Sandbox, error) {
+	if sb.State == state {
+		return sb, nil
+	}
+	return c.WaitForState(ctx, sb.Id, state)
+}

@@ -12,42 +12,28 @@ import (
 )
 
 // floorTxPerLifecycle counts the transactions of floorLifecycle.
-const floorTxPerLifecycle = 6
+const floorTxPerLifecycle = 4
 
 var errFloorGuard = errors.New("floor: the sandbox is not in the state this step expects")
 
-// floorLifecycle issues the store transactions one sandbox lifecycle needs, and no
-// more, one sandbox at a time: create it queued (with the admission read the API's
-// create makes), claim it, move it to provisioning on the pool, to running
-// with its instance, to terminating (the delete) and to terminated. Reads the daemon
-// makes on the way (token lookups, GETs, policy and pool counts, lists) are left out,
-// so the floor is the best a daemon issuing these writes one by one could do.
+// floorLifecycle issues the store transactions one sandbox lifecycle needs in the
+// daemon, and no more, one sandbox at a time, as a create and a delete handed
+// straight to the scheduler make them: create it provisioning on the pool and
+// claimed (with the admission read the API's create makes), move it to running with
+// its instance, to terminating under a deletion claim (the delete) and to
+// terminated. Reads the daemon makes on the way (token lookups, the exec's read)
+// are left out, so the floor is the best a daemon issuing these writes one by one
+// could do.
 func floorLifecycle(ctx context.Context, st store.Store, claimer string) error {
-	if _, _, err := st.CreateSandboxAdmitted(ctx, time.Now(), store.Sandbox{
+	lease := func() *time.Time { t := time.Now().Add(150 * time.Second); return &t }
+	sb, _, err := st.CreateSandboxAdmitted(ctx, time.Now(), store.Sandbox{
 		ID: ids.New("sbx"), Org: "default", Project: "default",
 		Placement: store.Placement{AllowedPools: []string{"fake"}},
-	}, nil); err != nil {
+		State:     store.StateProvisioning, Pool: "fake", Region: "local",
+		ClaimedBy: claimer, ClaimExpiresAt: lease(),
+	}, func(store.Admission, *store.Sandbox) error { return nil })
+	if err != nil {
 		return fmt.Errorf("create: %w", err)
-	}
-	// Claim one queued sandbox: this worker's or, as in the daemon, any due one. Every
-	// claim follows a create, so one is always there, but a row another claimer holds
-	// locked at that instant is skipped; try again.
-	var sb store.Sandbox
-	for attempt := 0; ; attempt++ {
-		got, err := st.ClaimSandboxes(ctx, time.Now(), claimer, 150*time.Second, 1)
-		if err != nil {
-			return fmt.Errorf("claim: %w", err)
-		}
-		if len(got) == 1 {
-			sb = got[0]
-			break
-		}
-		if attempt >= 1000 {
-			return errors.New("claim: no queued sandbox after 1000 attempts")
-		}
-		if err := sleepCtx(ctx, time.Millisecond); err != nil {
-			return err
-		}
 	}
 	step := func(from store.State, fn func(*store.Sandbox)) error {
 		_, err := st.UpdateSandbox(ctx, sb.ID, time.Now(), func(cur *store.Sandbox) error {
@@ -62,11 +48,6 @@ func floorLifecycle(ctx context.Context, st store.Store, claimer string) error {
 		}
 		return nil
 	}
-	if err := step(store.StateQueued, func(cur *store.Sandbox) {
-		cur.State, cur.Pool, cur.Region = store.StateProvisioning, "fake", "local"
-	}); err != nil {
-		return err
-	}
 	if err := step(store.StateProvisioning, func(cur *store.Sandbox) {
 		cur.State, cur.BackendRef = store.StateRunning, ids.New("fake")
 		cur.ClaimedBy, cur.ClaimExpiresAt = "", nil
@@ -75,23 +56,14 @@ func floorLifecycle(ctx context.Context, st store.Store, claimer string) error {
 	}
 	if err := step(store.StateRunning, func(cur *store.Sandbox) {
 		cur.State, cur.Reason, cur.NextAttemptAt = store.StateTerminating, "deleted through the API", time.Now()
+		cur.ClaimedBy, cur.ClaimExpiresAt = claimer, lease()
 	}); err != nil {
 		return err
 	}
 	return step(store.StateTerminating, func(cur *store.Sandbox) {
 		cur.State = store.StateTerminated
+		cur.ClaimedBy, cur.ClaimExpiresAt = "", nil
 	})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // floor runs -n floor lifecycles at concurrency -c on st.

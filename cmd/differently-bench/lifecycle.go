@@ -14,7 +14,7 @@ var onFake = client.SandboxCreate{Placement: &client.Placement{AllowedPools: &[]
 
 // lifecycle is one sandbox's whole life through the API.
 type lifecycle struct {
-	// toRunning is from the create call to WaitForState seeing running.
+	// toRunning is from the create call to seeing the sandbox running.
 	toRunning time.Duration
 	// toRunningServer is the running row's updatedAt minus its createdAt.
 	toRunningServer time.Duration
@@ -24,14 +24,11 @@ type lifecycle struct {
 func runLifecycle(ctx context.Context, c *client.Client) (lifecycle, error) {
 	var l lifecycle
 	t0 := time.Now()
-	sb, err := c.CreateSandbox(ctx, onFake, "")
+	running, err := c.CreateSandboxAndWait(ctx, onFake, "")
 	if err != nil {
-		return l, fmt.Errorf("create sandbox: %w", err)
+		return l, fmt.Errorf("create sandbox and wait for running: %w", err)
 	}
-	running, err := c.WaitForState(ctx, sb.Id, client.Running)
-	if err != nil {
-		return l, fmt.Errorf("wait for running: %w", err)
-	}
+	sb := running
 	l.toRunning = time.Since(t0)
 	l.toRunningServer = running.UpdatedAt.Sub(running.CreatedAt)
 	if running.Pool == nil || *running.Pool != "fake" {
@@ -44,11 +41,8 @@ func runLifecycle(ctx context.Context, c *client.Client) (lifecycle, error) {
 	if res.ExitCode != 0 {
 		return l, fmt.Errorf("exec true on %s exited %d", sb.Id, res.ExitCode)
 	}
-	if _, err := c.DeleteSandbox(ctx, sb.Id); err != nil {
-		return l, fmt.Errorf("delete sandbox: %w", err)
-	}
-	if _, err := c.WaitForState(ctx, sb.Id, client.Terminated); err != nil {
-		return l, fmt.Errorf("wait for terminated: %w", err)
+	if _, err := c.DeleteSandboxAndWait(ctx, sb.Id); err != nil {
+		return l, fmt.Errorf("delete sandbox and wait for terminated: %w", err)
 	}
 	l.total = time.Since(t0)
 	return l, nil
@@ -63,7 +57,7 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	}
 	n := b.opts.n
 	ls := make([]lifecycle, n)
-	req0, pass0, rq0 := d.requests.Load(), d.passes.Load(), d.requeued.Load()
+	req0, pass0, direct0, rq0 := d.requests.Load(), d.passes.Load(), d.direct.Load(), d.requeued.Load()
 	start := time.Now()
 	err := workers(ctx, n, b.opts.c, func(ctx context.Context, i int) error {
 		l, err := runLifecycle(ctx, d.client)
@@ -92,6 +86,7 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	f.LifecyclesS = round(wall.Seconds())
 	f.HTTPRequestsPerLifecycle = round(float64(d.requests.Load()-req0) / float64(n))
 	f.SchedulerPassesPerS = round(float64(d.passes.Load()-pass0) / wall.Seconds())
+	f.DirectPerLifecycle = round(float64(d.direct.Load()-direct0) / float64(n))
 	f.SchedulerRequeues = int(d.requeued.Load() - rq0)
 	if f.SchedulerRequeues > 0 {
 		res.note("the scheduler handed sandboxes back to the queue %d times during the lifecycles; on the zero-latency fake pool the cause is its maxStarting limit (default 8 Creates in flight per replica), and such a sandbox is due again at once", f.SchedulerRequeues)

@@ -33,9 +33,10 @@ type runningDaemon struct {
 	client *client.Client
 	// requests counts every HTTP request the client sent (retries included).
 	requests atomic.Int64
-	// passes counts scheduler passes; requeued and started sum their results.
-	passes, requeued, started atomic.Int64
-	stop                      func()
+	// passes counts scheduler passes, direct the Creates and Deletes the API handed
+	// to the scheduler; requeued and started sum their results.
+	passes, direct, requeued, started atomic.Int64
+	stop                              func()
 }
 
 // startDaemon runs a development daemon (the devhost and fake pools, an admin token in
@@ -50,7 +51,11 @@ func startDaemon(ctx context.Context, dataDir, dbURL string, conc int) (*running
 		Getenv:        func(string) string { return "" },
 		ShutdownGrace: 5 * time.Second,
 		OnSchedulerPass: func(res scheduler.Result) {
-			r.passes.Add(1)
+			if res.Pass == scheduler.PassDirect {
+				r.direct.Add(1)
+			} else {
+				r.passes.Add(1)
+			}
 			r.requeued.Add(int64(res.Requeued))
 			r.started.Add(int64(res.Started))
 		},

@@ -201,6 +201,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Store:        d.st,
 		Pools:        d.pools,
 		Scheduler:    d.sched,
+		Direct:       d.sched,
 		Changes:      d.changes,
 		Reconciler:   d.reconciler,
 		Clock:        opts.Clock,

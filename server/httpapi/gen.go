@@ -526,6 +526,9 @@ type TrustReport struct {
 // Path defines model for Path.
 type Path = string
 
+// Prefer defines model for Prefer.
+type Prefer = string
+
 // SandboxID defines model for SandboxID.
 type SandboxID = string
 
@@ -577,6 +580,15 @@ type ListSandboxesParams struct {
 type CreateSandboxParams struct {
 	// IdempotencyKey A retried create with the same key (within the project) returns the same sandbox.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+
+	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// DeleteSandboxParams defines parameters for DeleteSandbox.
+type DeleteSandboxParams struct {
+	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ExecSandboxParams defines parameters for ExecSandbox.
@@ -730,12 +742,12 @@ type ServerInterface interface {
 	// List sandboxes, newest last, a page at a time.
 	// (GET /v1/sandboxes)
 	ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams)
-	// Ask for a sandbox. It is queued at once and provisioned in the background.
+	// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no sandbox is queued, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
 	// (POST /v1/sandboxes)
 	CreateSandbox(w http.ResponseWriter, r *http.Request, params CreateSandboxParams)
-	// Terminate the sandbox. Idempotent; the state moves through terminating to terminated.
+	// Terminate the sandbox. Idempotent; the state moves through terminating to terminated. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be terminated (or failed).
 	// (DELETE /v1/sandboxes/{id})
-	DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID)
+	DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params DeleteSandboxParams)
 
 	// (GET /v1/sandboxes/{id})
 	GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID)
@@ -932,15 +944,15 @@ func (_ Unimplemented) ListSandboxes(w http.ResponseWriter, r *http.Request, par
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// Ask for a sandbox. It is queued at once and provisioned in the background.
+// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no sandbox is queued, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
 // (POST /v1/sandboxes)
 func (_ Unimplemented) CreateSandbox(w http.ResponseWriter, r *http.Request, params CreateSandboxParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// Terminate the sandbox. Idempotent; the state moves through terminating to terminated.
+// Terminate the sandbox. Idempotent; the state moves through terminating to terminated. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be terminated (or failed).
 // (DELETE /v1/sandboxes/{id})
-func (_ Unimplemented) DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+func (_ Unimplemented) DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params DeleteSandboxParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1775,6 +1787,25 @@ func (siw *ServerInterfaceWrapper) CreateSandbox(w http.ResponseWriter, r *http.
 
 	}
 
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Prefer", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Prefer", Err: err})
+			return
+		}
+
+		params.Prefer = &Prefer
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateSandbox(w, r, params)
 	}))
@@ -1806,8 +1837,32 @@ func (siw *ServerInterfaceWrapper) DeleteSandbox(w http.ResponseWriter, r *http.
 
 	r = r.WithContext(ctx)
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteSandboxParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Prefer", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Prefer", Err: err})
+			return
+		}
+
+		params.Prefer = &Prefer
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DeleteSandbox(w, r, id)
+		siw.Handler.DeleteSandbox(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2687,113 +2742,118 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+w9XXPbOJJ/BcW7qjhVtCw7zu6NU/PgSSY7uU1mfI5T8xC7MjDZkrAmAS4AStam/N+v",
-	"0AD4JVBfljzZ2XlKLIIg0N/d6G58jRKRF4ID1yo6+xoVVNIcNEj864Lqifk3BZVIVmgmeHQWnZOC6glh",
-	"XLEUiJ4AUZSnt+J+EMURMyP+WYKcR3HEaQ7RWWSGR3Ek4Z8lk5BGZ1qWEEcqmUBOzfx6XphxSkvGx9HD",
-	"Qxx9tDO+e2Me45xuEjclSzea8MEMVoXgCnBjP0op5KX7xfyQCK6Ba/NfWhQZS6jZ7NE/lNnx18bM/y1h",
-	"FJ1F/3VUw+3IPlVHOOuPfAqZKMB+tQM5TsCMGUQPcXQhMpbMd74IO23o61cTIEVGE8iBa1LgOLcSke1h",
-	"HSILwoAUQmT2u1KMWAa7/7Sdt+fr9qFfwD8g0ftYgJm3dwHmIS7AkfnOF+DmDS+g4lazAE4LNRG7B4Gf",
-	"uGcJ7qldg6a6VLtfAU4b+v4vfx+gkHEjzUTnKS00yHd8JFAMSlGA1MxKi9bbC8IljpgSGe19esd4GnxQ",
-	"SKFFIrLgQy1LpYNPpiBV+FvmNfuLuLX0F0evaUETpueLu7oVJU+hubRbITKg3Lw2kgCvLz6ZhyMhc6qj",
-	"sygV5W0GUfURXua3IP3oD5ALOf/Afmi9w7j+y2n9CuMaxvadjMoxKP12ow81Xtrse0HQCKU/iBSyRdgk",
-	"RfmTKGV4VTnjLC/z6GwYWGGOy/ob+2Gr94PLlJAC14xmanGhwKeLCvpnmgMRI1TNwKdMCo4if0olo7cZ",
-	"kInIUsbHVndDIkETwQlMQc6JBGS4QQ3EZeSFKi8AP5HC4roYn9KMpV+M3galY1JyWuqJ2VxCNaQxGQl5",
-	"y9IUeEy40F9GhkRj4t9TmmqISUHnmaDpFy3EFyQIM5Eqi0JIDemXhBb0lmVMz2Pyz1Jo+gXuE4DUzN8c",
-	"Z9aLXBsbkTxlKcgvJadTyjIDJPNZDZLTbBESRqBoyixCaJoyMw3NLhowsBbJArxyUIqOIcy8tT3z2UKw",
-	"Hn/TnSuO7g/H4tD9SAs2sKho/H7IcrNVa9YZQy4aMz0pbweJyI9SNhqBBK4PKav/yOZHtGC4mLYxs0h4",
-	"HvErDaKFrdlXb0LUdA/Jj1Mn+TsymwPJGEe6pkRpCTSHlMA9JANiLJuMKm1HJFRKBorAPdOvRQpESG92",
-	"xV3JTjUNCtlqe4tP3KyNhw2pZhdmOdOw+OdI6VSUBl9KpyCb+24Ie5ZD+kupQ7L4YQ3MV2DbHfbvIbm0",
-	"bLqIeyrHi3oxuiw5SZmERGfzmMyYnohSG1xNIMvQNdCQq7Cyc3uRks7N34nIc2q15uI3zMzk6JbxIzUh",
-	"h8kgxJ7JLKxynbgMs2z/wmoKVTplYTVvcChK/RESwVOcLaf3Vs7/9WQ4DIr9fvUURrLHyI7RrMosgOW0",
-	"tOLxg1pTo6/iDCT/EOgci/RBtY8z0EjiqDkC8qLURamJmIIkx+QD+4EUIJ3cIDOqSFLqBuk02a0lq/ye",
-	"4gVGjpsQaq7lZl1kItx3hsu3LIOw/crUGybDEMxFesVyaBsqVMOhAXyIs3KH4Gp0ybh+cRIkCOurhyxf",
-	"F1dYpAT2L9jOnuvA2JrzalAB5fFgdlNWsH7PQrKxEnLVf5YpyGp5C0KwQ4d2tpDOfCvkXUNSh0XbiGYK",
-	"usrPOyZtxvGOGzGPX5GUqTsymwBHY9G47mRCFWHIPF7HmUGRt32DGi6jt7DMXFpH9mqdNaTrAolsJF+N",
-	"8+9DIQEFl2ViBumFEFkblys1l4QxEzygHc+TBAqN1rcbY8xOGIGUkJIRk0pvoiODG7KRn82IALf6472z",
-	"dBeW/R40mQl5R8aCaEHADURCUIRqQrNsMAgJUmMjj2iZ6c2NZP+VCv7tNQ0GA8pTQ4+cCJ7NzcL0BBQ8",
-	"HoAi4As6xg/OmTS862V8XnnhaNzwERtvDJSk6a0u/VY10Lwlweikc72+hE/a/ubSTzWGGryNRpBoNoW3",
-	"QHUpYQXvSKDpLzybd7Zc8dJorVm6b02AZnqCGOn5QINEmdOXyzbZDA2hJFO68np7vtCUe0pfSHELSzCw",
-	"cpKc3r8WPCmlBG4ZfFHX5vT+o6ZSm1eCA3qVsRVHYXVsI4WBKJiPXIIioqEa9MSIBAnGeycaZM64IT/j",
-	"gY0oyyAd9O+3sdYq+OUVTCHZlGoDLC8bglqmLNLNqL2jZRFGccXxfiELGGiDu8mbFXs3yLemyRCL3PQI",
-	"ol2YFzYGv7VpYV6/oDqZbKhTnlrCbSmutpMvi8y4zPBYYMzlg5fw4nY80afmPhaQbGopLNODf2J8S4xv",
-	"I5a3JoUlsi7M/1Jv51p4/6oKgfzl5csXLxs2+nHQRm+uD6foX1V9WNT+cimz1cFVMyg4tTs4XIxn+5gy",
-	"25R4tjDA+t3mpseyVO5XA+3BtyhlAiuZ5bIaaPYBeZEZmgpucrkntkjlO1LMLTQ0d9ZaUhPozU8vwfhO",
-	"lK0/dd5e39oZtpDNXfrs+J5pCqnxkiixkHmmiJhx0nxrQD5qYVxRhacjxHhYPoablvYMFtRmYdxvlF7b",
-	"wPmkILUBDg8dkgpQaMEq0KR+9xUZku8JN15wweTcwOLxQQiXKRA4QVM6GEWQJaTEPMWTkCyzxred5pki",
-	"lcket+xvDoownmQlHoOB0izHB1SRkZAEaDLxrz5TOH1re/0nslvItxSSjMpQ0PbXCegJyOaWMFZblPoV",
-	"oZyU3L9bPZ5Qgyp70BcOQ/SKUyHHwd9xLhcb+WUUnX1eK9nj//Cth5tussGPeKo6YpClhClCsxmdK1JI",
-	"UMA1OTAkVfKM5UxD+nywlbCMo9IfKq6x0E84tiuVDDBiL2crDHlg+C9Yk61PeJn/7kiSVjG/rSVpjZNV",
-	"orQT8TKoQK92ZpzZHu5a7ekSd8pNtBgjVVvxUeF68TAyKUrLEhg2QxGyYfJBytTd32xGRHCWdaSUD+N+",
-	"ePQ8nehBPc+WQnILvVix8voMvGQBnzyXdaXWTumklzDWkMYNAljDKss3TNlpIXSF+V6PjXH9za/V6wzx",
-	"7qXRtgnmBVbHNB3nohuW7zqqonBnguvbKrWNs9l7mCgQjPeb/yibhsMUKahyxGDR/gophsO9do8wZUFP",
-	"ICd0TBnfzNLKnLWw/htCFhPK1RvIYGNYFaInaQ1Judx0OnXHiiJsDszr0OKMWptMevJIyYFRNg6esbEC",
-	"nDP7PJgTgNlDryeUjzdb4IJfKsLO48q3VA+5N8zdHoXQBMr09cUnZ4p62DxTxIvXx6iMx6iJxxnCPYe3",
-	"lw3/bpentz47dlFyaONGaBWOoN/S5A54emk0Sc9Z0JYxgtW2/kiKvIlv/DEXKWTEnYV5PYIaxcFtfzY8",
-	"ukCgNnnFbKHKCg6m0YZzdnZxdNxn6m/nofbKv6KOH4WeeU8vdBLmUpvDAtApUzKjaJrKSuYxTmZCpioo",
-	"8JZEELfzsVGCrpl6/hHHfnOBJKwbsb6OR4jfVzue5KhuIeZUiYhNokwOJq/xhUeGdjYwTTZMduvQnmQa",
-	"DgXP5g3iqrfU5ea+DH/y7g3RwogkLSSgHAsS6w65vBv8yhknWtyBscZ4Nj9DlhJyTDlTmL9FDpz6JNfe",
-	"T7mOwkbElgKjlgs95SjPFDG+9xkxDN5EOfoO1AfwMM0hRpFvBlYESw5sgOHWRRqex8TzXdyo+emOsrqj",
-	"4kEyYlnm3V6mKs8kAzoFRUquQA/IOSclv+Nixv3iCVOkk9sdBl4tAtfCkY/xaOEjc2wTXD1xIPE9G4GR",
-	"QWaRygFU8ASILDlnfDwg72GkiSh1tTuL+ZhApsBp94wl89qeU4P6i27YySmZiFKqARme7TgY6cTULkI4",
-	"VQHSolgyPs/rUqpgfvXaER73gW2Op7cQNZ0sZECWUq5iAucLCsll5PLWWHRczIwpLyEXU+v+7QGfH73a",
-	"9seFzklDuEyZYoLbNAZHqKgRBbpkcVTQUuF/fOzCDqgjGWahaI0EMzKaKqKj1zY3OnsMRJ/HuH42Yq8B",
-	"5wytd2lvduoPcxciWCde0gW8BJrOVx/NopFSL8XtsPn92mapwRjkEgf+rSyPOj/Uhe48ZNcF9MOSFe1E",
-	"yFQ1hlsHil2R4MJCVPX7clS5caGpr4w62yfdZ1TpT2pHZ8u9HtISt0UlrjTIEwQ1erxhWq9J6TjNKlJG",
-	"cG5Fx9/Ynu0MK7aYBkgSC/UCmXgTY4oZS+OVTYc1luGEqokxy9DqToPmkfb0uYzFLBF3t2Bfjf2Sevey",
-	"CyZ3K9iaw69kqXRfKHkh+3nx+HAhGXmzOOnyQHV/RpV79jqjLF9y5OCGEUXnGGtmWkE2CuJ7eZVyL5Nw",
-	"ofsSlBJgU1C/CnnXf5RbOx85nZOysnNFhqe59qzX5lbVPQnicK1PKEp2ZXw5rOQU8pkiCrSxUGIym7AE",
-	"OYCWeiIk01SzKQy2TwFtbXfj+G+b0OLeePADMlUpmZ5/NAzgSrWBSksnyBUIGftTNcFE68LWuvuc5kDz",
-	"h/I2Ywk5v3jnq4Pf1CFSkgiupcgMxjicNY6wRkISDZxyrWKb+B9fc4sq60Bav80M85hQA/K/H3/52ZZf",
-	"/XR1dWGr9uyi3QsDgmnU6OFe89++XtuzlOvojHy9xvrX6ygm174E1v7h6m6vo4eH3+wRihlIUkhY6gxo",
-	"q5LJwelweM0XSo5Ph8eLZcenwxfN0uPT4Wmz/Ph0+F09katBPj1+EapDPj056a1FPj357pp3C5Jf4nKC",
-	"Rckvhy+ChcnPB+QcHxqGSqiU82v+2yVoOT88H2mQv5ED534+j21yxz3NiwzqKh60/w0JzCgz3NLANVNk",
-	"VGbZ4Joj/m5F6mMQ7tjaOOOn5AP7ISbo+rsRWpDj4dD8Prg2mkEznRmybBLY+cW7qNG+IDpGHVwApwWL",
-	"zqIXg+HgRWSLw5Dqj2za9L/M/8dW81XgMRZ69DfQP7khnf4uJ8Nhn16pxh11+k40eS86+3wTR6rMcyrn",
-	"6NtPgYNSrwjlagZSGfmSgffjE1BG9EjjwzlKsyFZOlaYXOGXraIb85mjHLRkiVq2sw9uSHhnjQ4ZGu71",
-	"UZFR1umNEeiB0xYJ7guDpTu/kCI3krxUxC2aMEtF5rvGWxUKDTFiDdCl20b/Zyk+L+2IXaAzjl4OX6x+",
-	"rd0KaBkozNqYpQKz/5RqeksVRr8k0GSCxV1GIOZsLKlL8eiFxfT4CE3Ho6Iq2+oDiivs2gYonSZDD3F0",
-	"uh1Q/D6suXtjrJsysNqLsrla5IQfRDrfS3ejdvunh12BZ7gxeLYDahydHu8EFR1qcjZnkJiMQW4N2ZVi",
-	"5XGdn9DyD8gcmw1nD/SNRYC+CsrwuBP25inx1XWD3dKtO21tQ8a6XVgwsy/KdVUXa9Hu8Tq02+ja9dSU",
-	"O/zuW6L3o6/GbH+wVm8G1mFp49cmujj8Nrvcff4a7Fk3EjLBqv8KuVUYzAUZFjoH3Cxg8TTQwQJDveng",
-	"MbA/fSKMPbS1n1l45b0NyK+Gf2vLUWmWZURwwjSanQl8b0i7znlz2U1VqfMiZ/brP8eVm4v3Los8FcDD",
-	"kidAdu22hs77XL+x4Q3ay/YIpKOJzc97lmf29GV3yvj3FGin37oYrFnRJrERJXKwB7nGL7nFfHL7J7kD",
-	"KAy7MUmmNCtBhRmu34T7RtTgn1SzO6pxp5adrEHGrfd2YCwxI37Q8vJhxYRyLjRJkOCeh4iorYztkfYK",
-	"+9MP2qcJ2ijr6rdC7aDYlzzdzhEAu7Q2g9BZ31pxaSPfrl3xsJEa79vOOlzeaRX7h1XmfRK5Abs9COVG",
-	"4eHO5HIIY9+8b91QsjbjSEjsiFkJTpfxdMBSyAthQP98QOpmGDlNbZIbYZoAlRkDabUxplUxTcbUWtH5",
-	"OtL0H5DoldLUDtqvNK1KuwLS1C+hKUiFHNsGPY+VqDVCrNDuFgDaZDjwAt3mixlQT2irGLKKNmAEPiZY",
-	"z2ajDCLsjwRxcfRVyPHD0Vf393pC3KWZ/mc4hwsVmj5Z0ZZokksYlbbkthFAr0o5VxZObeg59gF/PQHW",
-	"ag7+pAKsBd2rVm3ZAgHTRqHAgJy32QDLZgx7kKLUBO6Z0oqw3IgC1mrUidOSgwp9GOV43uM3rNR9NsV6",
-	"g47/wVmKBvp2o0Qb0+1BiVZVijtUor8fDe5Aib6x1NRi84ZGrcRCR5+eW2fWPnIurZlmGLfrZ5eK7KpQ",
-	"zNYMhoK+Vanhz2K2TwXaLWkMKNG6iJQqRfDkGZk7Zelu1OdrkRcGhlBF4J8pwrjSlCegrH5sHWtxMYsJ",
-	"9RpW4spXAt0e7S+1WK7skD2Cu849Ct2CYbMVDqxQtDESm8eknj/dQcOVy6DahyBqZsqtf9iw60+nfVeQ",
-	"IIlUVoEF/eDf1T2gnCDCjVSryxXugNum5K65PnOH5ky5/AFS1dWsZqajryxdw86sKWq1lTkVd99GqGC1",
-	"IbHhRT83bQD6nLE++7CZHLhPgdT4TCgcRZOJl8i4ZMsdPl/PCuCZT6iziVcZGDtOE03vADu07iFs1ar3",
-	"75XnHxuV/h18dlv4Z3NbwYQ5WqDIgYQCKJoE2PL9UIGZQVu7E+6LDLtNW6SHTul8FnyNhk2qU+oaxW5F",
-	"up5n7hAwj4xt2t7IHcy/x7D6K+I2gBVuSKNEGb1CszU3gLUj4Q2srpvvrjJ495YN5S+1vFcWYwkO9bVF",
-	"PXd81dWUK438LgyMQRc+aj3Gxvm+idzxsNVHP9hDLvyJxNYbrfAb9sb/zcKq8J1QxpcTo9r9fZRCPH6c",
-	"asOuCo3QCYcZVgFSZWxBu1bjmxPNcmgqsVperDJ/fHnYColxTiRoyYxva9VtZaUqmgO5gzk5MD+5jDRH",
-	"g8/NW6Xkqh7ZvaBuAjTF7FlHH++895HMD/8O8xah5PT+PfCxnkRnJy9fxmHC2b0V164Z3pVD2b1w7CGO",
-	"ToYnW733dNT5xMGw462+dXKy1VvfPd3tg93c41aXNVFmKRkLm7Et7D07lXvuMh5dJjbGdNH4qNjR9pKw",
-	"UstlXT7NnkIJ0q/suhop0RulPtt+zam7ArMxS6D0xpX5aoHzkVsYCQlEy7mZuurjs6B0an310Ba95+oO",
-	"U7ZpJbHIO3QfbMmmEbtYUmwMwqp4E1KfkntLk7uxFCVP+8Ry17Jb07mo5XVH5GwrOk4fGRH18eDW9aOk",
-	"EuP6VVUKAMTX1kpRjiekUceKFfXByHJbk/V5D71QGT4lVHq0b1uvhiathxzV162uyihq7nlvSm+3eUU7",
-	"1F3/fklCttjdeFiGIa6u3mMDB7jXwFNIzQ8kESXXyp5acjHbSHQcwb1tyvcoegtaij/eQ9JrJ4adQbx7",
-	"rSlvfZHmMIqjY1vMBViwnikIVWruyZZr3t21PlXv8NN405T5cHOi+0Oebj6ZvWiuJ7Yn8UuxITfUwRYl",
-	"3x9XV/YZ1Qtmhsd5ON82H25feVIfqJbYj9jeg+dzbT0wsfDTxhGZIj+/wVItC1UCHG/2ROgbM27EOM3s",
-	"w80Ye3Uil2POty6ZazMJgFeL79XpfrskAewN3lMo5JwAx86LT06NL7fz0net7Jfg/qiBhSANXAJNGzSw",
-	"WQBVJBr0YX1dZo3TqpHBLeMU5fvKSjYjelwXpdu5rrB5+oT8/i1gM16f64JH5Njyq4vRdbThI5G5ShsG",
-	"zjDMUjXwp1civzd59DCsq8HfvRX2Vsi7/dr8zQsMHxw97MTH/GOaFi5k9AQUuAMzprpMstnFkvLUxWEo",
-	"4TCrfq96nPregbG/WwxjuFh1tJEJg72r9sMWF2bqb8D/35b2fid6eCsB/uXC+LZtFLmDQpODjI0gmScZ",
-	"DBBph8aRyNvpZ2vgW0ibLbsPZ7QQFcIv/HHxPspj6iuXnthTbN2rFDyl+nT53la6Y+wMy0ik/gOr4K0J",
-	"fn2StXS+H5q9xLn/FFKbJzMbuOFJJ2YqNw4P10es12ErXOhq1D5Pn5st93q8p/run2rhg13EpKv9PTom",
-	"vew02fcB3FNQut1EcVf1+37a/wSj9feRvg3i62FSTf1NArumTLwB8k/Zu7HDYMCG0WJsQLul7NWi2BdW",
-	"RfEnUjdHqihirILzhmPK1F3T6DcYO0Ru3NDkn1HWH6D8lTK9ZqbR1aRKSvSH+SMhd5eg2J/BulXCYs74",
-	"O/ve8cbZiz+JGcmEPf3GjVJNcqH0KzKsupu5PIO+ZD/NchClri/cDKTuvWhm7v1l1a1fN/92B7stCjeU",
-	"RkquWdaKdNi8b5dNYx6M2RS4IzQ8JWOcUJ+DkLl8hQN/u0edm/CcMO2L8bEbP77sPthCBtaPvLK1l+6M",
-	"qJE05wIwmLzD1ICc+7fNUs3klBPswnhm6L3wpTt2XVhrpu5cXgvmt6cUcsHJjN655ouGoDCByPZmtGfQ",
-	"tikpRnMon2P1D0tojNUnQFMDnEJkGePjJdmEjz7i8NbAuikvTaNyVTjaXaNFDoQkNMM2d2QsODzfvRHd",
-	"m4zSu97htrbo/kz/XST6tzv11U1SP98YaYLdGN3X8E5o7JB6dnR0fPLXwXAwHByf/c9fh0PU9W7JXyuh",
-	"XVGekZ7+x2o/jR9twnzjh0abv4ebh/8PAAD//yVdqRlemQAA",
+	"H4sIAAAAAAAC/+x9W3PbONLoX0HxnKrYVbQsO87MGafmwZNMdnI2yfhznJqHsSuByZaENQlwAdCyNuX/",
+	"/hUaAG8CdbPkZHfnKbEIgkDfu9Hd+BolIi8EB65VdPo1KqikOWiQ+Nc51RPzbwoqkazQTPDoNDojBdUT",
+	"wrhiKRA9AaIoT2/E/SCKI2ZG/LMEOYviiNMcotPIDI/iSMI/SyYhjU61LCGOVDKBnJr59aww45SWjI+j",
+	"h4c4OpcwAjn/7Ys3r8iPxydDUuAA4AmoAfkypUz//OEL2ftARlLkZEi0ID8MiYJE8FTtE6puFS41pZAL",
+	"bh5TrqYgieBJaxNkQhWRQJMJpPZ3TbUdYTYASpMMaKqIFjERklCiQeaM04wIDvankQZJPvivx2Q6YckE",
+	"7kCSROSgyIhJpV/inG4VTLXWQBVh2v3IY0J5ShIqJQNFvpxXOz84K4qMQXpK3P4H5Hc9AdkEDqESCBtz",
+	"ISF9SSjJaTYSMocU3zGfOBkOK8RNgKYga8w5NCzG1Ue76LevzWOcxiHcTcLStZD/YAarQnAFSIS/Sink",
+	"hfvF/JAIroFr819qAJBQQxyH/1CGQr42Zv6/EkbRafR/DmsaP7RP1SHO+iu/g0wUYL/aoXJOwIwZRIYc",
+	"RcaS2dYXYacNff1yAqTIaAI5cE0KHOdWIrIdrENkQRiQQojMfleKEctg+5+28/Z83T70C/gHJHoXCzDz",
+	"9i7APMQFODLf+gLcvOEFVJLVLIDTQk3E9kHgJ+5Zgntq16CpLtX2V4DThr7/+98HKGTcSDPRWUoLDfIt",
+	"HwlUWVIUIDWz0qL19pxwiSOmREZ7n94yngYfFFJokYgs+FDLUungkzuQKvwt85r9RdxY+oujV7SgCdOz",
+	"+V3diJKn0FzajRAZUG5eG0mAV+efzEMj2qmOTqNUlDcZRNVHeJnfgPSj30Mu5Ow9+6X1DuP6h5P6FcY1",
+	"jO07GZVjUPrNWh9qvLTe94KgEUq/Fylk87BJivI3UcrwqnLGWV7m0ekwsMIcl/U39stG7weXKSEFrhnN",
+	"1PxCgd/NGzQfaA5EjFD7A79jUnAU+XdUMnqTAZmILGV8bM0DSCRoIjgxxsSMSECGG9RAXEReqPIC8BMp",
+	"zK+L8TuasfSzs3liUnJaGmtEGw6HNCYjIW9Ymhr7hAv9eWRINCb+PbSaYlLQWSZo+lkL8RkJwkykyqIQ",
+	"UkP6OaEFvWEZ07OY/LMUmn6G+wQgNfM3x5n1ItfGRiTfsRTk55LTO8oyAyTzWQ2S02weEkagaMosQmia",
+	"MjMNzc4bMLAWyRy8clCKjiHMvLU986eFYD3+ujtXHN0fjMWB+5EWbGBR0fj9gOVmq9YEN0Z3NGZ6Ut4M",
+	"EpEfpmyE5pw+oKz+I5sd0oLhYtrGzDzhecQvNYjmtmZfvQ5R0z0kv945yd+R2RxIxjjSNSVKS6DG4IR7",
+	"SAbEWDYZNVa0GeGtWrhn+pVIwZjPzuyKu5KdahoUstX25p+4WRsPG1LNLsxypmHxPyOlU1EafCmdgmzu",
+	"uyHsWQ7p76UOyeKHFTBfgW172L+H5MKy6TzuqRyrgBtVcpIyCYnOZjGZMj0RpTa4mkCWoTegIVdhZef2",
+	"IiWdmb8TkefUas35b5iZyeEN44dqQg6SQYg9k2lY5TpxGWbZ/oXVFKp0ysJq3uBQlPqj9c/MkJzeWzn/",
+	"4/FwGBT7/eopjGSPkS2jWZVZAMtpacXje7WiRl/GGUj+IdA5FumDah9noJHEUXME5EWpi1ITYRzkI/Ke",
+	"/UIKkE5ukClVJCl1g3Sa7NaSVX5P8Rwjx00INddyvSoyEe5bw+UblkHYfmXqNZNhCOYivWQ5tA0VquHA",
+	"AD7EWblDcDW6ZFw/Pw4ShPXVQ5aviwHNUwL7F2xmz3VgbM15NaiA8ngwuykrWL9jIdlYCbnqP4sUZLW8",
+	"OSHYoUM7W0hnvhHytiGpw6JtRDMFXeXnHZM243jHjZjHL0nK1C2ZToCjsWhcdwxmMWQer+PMoMjbvkEN",
+	"l9EbWGQurSJ7tc4a0nWORNaSr8b596GQgILLMjGF9FyIrI3LpZpLwpgJHtCOZ0kChUbr242JXUhNQmqD",
+	"d+voyOCGbORnPSLArf567yzduWW/A02mQt6SsSBaEHADkRAUoZrQLBsMQoLU2MgjWmZ6fSPZf6WCf3tN",
+	"g8GAcoyjciJ4NjML0xNQ8HgAioAv6Bg/OGfS8K4X8XnlhaNxw0dsvDZQkqa3uvBb1UDzlgSjk8706hI+",
+	"afubCz/VGGrwNhpBotkdvAGqSwlLeEcCTX/n2ayz5YqXRivN0n1rAjTTE8RIzwcaJMqcvly0yWZoCCWZ",
+	"0pXX2/OFptxT+lyKG1iAgaWT5PT+leBJKSVwy+Dzujan9x81ldq8EhzQq4ytOAqrYxspDETBfOQSFBEN",
+	"1aAnRiRIMN67P8PQkBoPbERZBumgf7+NtVbBL69gCsnuqDbA8rIhqGXKIl2P2jtaFmEUVxzvFzKHgTa4",
+	"m7xZsXeDfGuaDLHIdY8g2oZ5YWPwG5sW5vVzqpPJmjrlqSXchuJqM/kyz4yLDI85xlw8eAEvbsYTfWru",
+	"YwHJupbCIj34F8Y3xPgmYnljUlgg68L8L/VmroX3r6oQyA8vXjx/0bDRj4I2enN9OEX/qurDovaXS5kt",
+	"D66aQcGp3cHhfDzbx5TZusSzgQHW7zY3PZaFcr8aaA++RSkTWMosF9VAsw/Ii8zQVHCTiz2xeSrfkmJu",
+	"oaG5s9aSmkBvfnoBxreibP2p8+b61s6wgWzu0mfH90xTSDE9hVjIPFNETDlpvjUgH7UwrqjC0xFMD/Ex",
+	"3LS0Z7Cg1gvjfqf02gbOJwWpDXB46JBUgEILVoEm9bsvyZD8TLjxggsmZwYWjw9CuEyBwAma0sEogiwh",
+	"JeYpnoRkmTW+7TTPFKlM9rhlf3NQhPEkK/EYDJRmOT6gioyEJECTiX/1mcLpW9vrP5HdQL6lkGRUhoK2",
+	"f0wAc40aW8JYbVHql4RyUnL/bvV4Qg2q7EFfOAzRK06FHAd/x7lcbOT3UXT650rJHv+Dbz1cd5MNfsVT",
+	"1RGDLCVMEZpN6UyRQoICrsmeIamSZyxnGtL9wUbCMo5Kf6i4wkI/4diuVDLAiL2crTDkgeG/YE22PuFl",
+	"/rslSVrF/DaWpDVOlonSTsTLoAK92qlxZnu4a7mnW2X2aTFGqrbio8L1/GFkUpSWJTBshiJkzeSDlKnb",
+	"v9mMiOAsq0gpH8Z9/+h5OtGDep4NheQGerFi5dUZeMECPnku60qtrdJJL2GsII0bBLCCVZavmbLTQugS",
+	"870eG+P6m1+r1xni3QujbRPMC6yOaTrORTcs33VUReHOBFe3VWobZ733MFEgGO83/1E2DYcpUlDliMGi",
+	"3WbqcrjX7hGmLOgJ5ISOKePrWVqZsxZWf0PIYkK5eg0ZrA2rQvQkrSEpl+tOp25ZUYTNgVkdWpxSa5NJ",
+	"Tx4p2TPKxsEzNlaAc2b3gzkBmD30akL5eL0FzvmlIuw8Ln1L9ZB7w9ztUQhNoNy9Ov/kTFEPm2eKePH6",
+	"GJXxGDXxOEO45/D2ouHfbfP01mfHzksObdwIrcIR9Bua3AJPL4wm6TkL2jBGsNzWxwqEBr7xx1ykkBF3",
+	"Fub1CGoUB7fd2fDoAoFa5xWzhSorOJhGG87Z2cbRcZ+pv5mH2iv/ijp+FHrmPb3QSZhLbQ4LQF/CMaVo",
+	"mspK5jFOpkKmKijwFkQQN/OxUYKumHr+Ecd+d4EkrBuxvo5HiN9XO57kqG4u5lSJiHWiTA4mr/CFR4Z2",
+	"1jBN1kx269CeZBoOBM9mDeKqt9Tl5r4Mf/L2NdHCiCQtJKAcCxLrFrm8G/zKGSda3IKxxng2O0WWEnJM",
+	"OVOYv0X2nPokV95PuYrCRsSGAqOWCz3lKM8UMb73KTEM3kQ5+g7UB/AwzcHWbpmBFcGSPRtguHGRhv2Y",
+	"eL6LGzU/3VFWd1Q8SEYsy7zby1SzNu0OFCm5Aj0gZ5yU/JaLKfeLJ0yRTm53GHi1CFwJRz7Go4WPzLF1",
+	"cPXEgcR3bARGBplFuio9WwgoS84ZHw/IOxhpIkpd7c5iPiaQKXDaPWPJrLbn1KD+oht2fEImopRqQIan",
+	"Ww5GOjG1jRBOVYA0L5aMz/OqlCqYX71yhMd9YJPj6Q1ETScLGZCllKuYwPmCQnIRubwxFh0XU2PKS8jF",
+	"nXX/doDPj15t++NC56QhXO6YYoLbNAZHqKgRBbpkcVTQUuF/fOzCDqgjGWahaI0EMzKaKqKj19Y3OnsM",
+	"RJ/HuHo2Yq8B5wytt2lvduovMxciWCVe0gW8BJrOlh/NopFSL8XtsPn92mapwRjkEgf+jSyPOj/Uhe48",
+	"ZFcF9MOCFW1FyFQ1hhsHil2R4NxCVPX7YlS5caGpL4062yXdZ1TpT2pLZ8u9HtICt0UlrjTIEwQ1erxh",
+	"Wq9I6TjNMlJGcG5Ex9/Znu0MS7aYBkgSC/UCmXgTY4oZS+OlTYc1luGEqokxy9DqToPmkfb0uYjFLBF3",
+	"t2Bfjf2SeveyDSZ3K9iYwy9lqXRfKHku+3n++HAuGXm9OOniQHV/RpV79iqjLF9w5OCGEUVnGGtmWkE2",
+	"CuJ7cZVyL5NwofsSlBJgd6D+EPK2/yi3dj5yOiNlZeeKDE9z7Vmvza2qexLE4VqfUJTs0vhyWMkp5DNF",
+	"FGhjobj2GHjgWuqJkExTze5gsHkKaGu7a8d/24QW98aDH5CpSsn07KNhAFeqDVRaOkGuQMjYn6oJJloX",
+	"ttbd5zQHmj+UNxlLyNn5W18d/LoOkZJEcC1FZjDG4bRxhDUSkmjglGsV28T/+IpbVFkH0vptZpjHhBqQ",
+	"///x9w+2/Oq3y8tzW7VnF+1eGBBMo0YP94p/+Xplz1KuolPy9QrrX6+imFz5Elj7h6u7vYoeHr7YIxQz",
+	"kKSQsNQZ0FYlk72T4fCKz5UcnwyP5suOT4bPm6XHJ8OTZvnxyfCneiJXg3xy9DxUh3xyfNxbi3xy/NMV",
+	"7xYkv8DlBIuSXwyfBwuT9wfkDB8ahkqolLMr/uUCtJwdnI00yC9kz7eoiW1yxz3NiwzqKh60/w0JTCkz",
+	"3NLANVNkVGbZ4Ioj/m5E6mMQ7tjaOOMn5D37JSbo+rsRWpCj4dD8PrgymkEznRmybBLY2fnbqNG+IDpC",
+	"HVwApwWLTqPng+HgeWSLw5DqD23a9L/M/8dW81XgMRZ69DfQv7khnf4ux8Nhn16pxh12+k40eS86/fM6",
+	"jlSZ51TO0Le/Aw5KvXS9dZSRLxl4Pz4BZUSPND6cozQbkqVjhckVftkqujafOcxBS5aoRTt774aEd9bo",
+	"kKHhXh8WGWWd3hiBHjhtkeC+MFi483MpciPJS0XcogmzVGS+a7xVodAQI9YAXbht9H8W4vPCjtgGOuPo",
+	"xfD58tfarYAWgcKsjVkqsF2fNL2hCqNf2NsJi7uMQMzZWFKX4tELi7ujQzQdD4uqbKsPKK6waxOgdJoM",
+	"PcTRyWZA8fuw5u61sW7KwGrPy+ZqkRN+EelsJ92N2u2fHrYFnuHa4NkMqHF0crQVVHSoydmcQWIyBrk1",
+	"ZJeKlcd1fkLLPyBzbDacPdA3FgH6KijD407YG9uT2aq5wXbp1p22tiFj3S4smNkV5bqqi5Vo92gV2m10",
+	"7Xpqyh3+9D3R++FXY7Y/WKs3A+uwtPFrE10cfpsdCf/8GuwvOBIygVaTuioM5oIMc50DrueweBLoYIGh",
+	"3nTwGNifPBHGHtrazyy88t4G5A/Dv7XlqDTLMiI4YRrNzgR+NqRd57y57Kaq1HmeM/v1n+PK9cV7l0We",
+	"CuBhyRMgu3ZbQ+d9rt7Y8BrtZXsE0tHE5ucdyzN7+rI9ZfwtBdrJ9y4Ga1a0SWxEiRzsQa7xS24wn9z+",
+	"SW4BCsNuTJI7mpWgwgzXb8J9J2rwL6rZHtW4U8tO1iDj1nvbM5aYET9oefmwYkI5F5okSHD7ISJqK2N7",
+	"pL3E/vSDdmmCNsq6+q1QOyj2JU83MwTANq3NIHRWt1Zc2sj3a1c8rKXG+7azCpd3WsX+xyrzPoncgN0O",
+	"hHKj8HBrcjmEse/et24oWZtxJCR2xKwEp8t42mMp5IUwoN8fkLoZRk5Tm+RGmCZAZcZAWm2MaVVMkzG1",
+	"VnS+ijT9ByR6qTS1g3YrTavSroA09UtoClIhx7ZBz2Mlao0QK7S7BYA2GQ68QLf5YgbUE9oqhqyiDRiB",
+	"jwnWs9kogwj7I0FcHH4Vcvxw+NX9vZoQd2mm/x3O4VyFpk9WtCWa5AJGpS25bQTQq1LOpYVTa3qOfcBf",
+	"TYC1moM/qQBrQfeyVVs2R8C0USgwIGdtNsCyGbwmoCg1gXumtCIsN6KAtRp14rRkr0IfRjn2e/yGpbrP",
+	"plivcTtDcJaigb7tKNHGdDtQolWV4haV6LejwS0o0deWmlps3tColVjo6NMz68zaR86lNdMM43b97EKR",
+	"XRWK2ZrBUNC3KjX8IKa7VKDdksaAEq2LSKlSBE+ekblTlm5Hfb4SeWFgCFUE/pkijCtN8UoP1I+tYy0u",
+	"pjGhXsNKXPlSoNuj/YUWy6UdskNw17lHoVswbLbCnhWKNkZi85jU/tMdNFy6DKpdCKJmptzqhw3b/nTa",
+	"dwUJkkhlFVjQD/5d3QPKCSLcSLW6XOEWuG1K7prrM3dozlR9Q5Crq1nOTIdfWbqCnVlT1HIr807cfh+h",
+	"guWGxJoX/Vy3Aehzxvrsw2Zy4C4FUuMzoXAUTSZeIuOSLXf4fD0rgKc+oc4mXmWg8T4nTW8BO7TuIGzV",
+	"qvfvlecfG5X+HXx2W/hnM1vBZO+/UmRPQgEUTQJs+X6gwMygrd0J90WG3aYt0kOndD4LvkbDOtUpdY1i",
+	"tyJdzzJ3CJhHxjZtb+QWZj9jWP0lcRvACjekUaKMXqHZihvA2pHwBpbXzXdXGbwnzYbyF1reS4uxBIf6",
+	"2qKe+9jqasqlRn4XBsagCx+1HmHjfN9E7mjY6qMf7CEX/kRi642W+A074/9mYVX4Tijjy4lR7f4+SiEe",
+	"PU61YVeFRuiEwxSrAKkytqBdq/HNiWY5NJVYLS+WmT++PGyJxDgjErRkxre16rayUhXNgdzCjOyZn1xG",
+	"mqPBffNWKbmqR3YvE+zeSffWex/J7ODvMGsRSk7v3wEf60l0evziRRyi6hCs640duhvvLIlt395rVxdv",
+	"y/XsXk32EEfHw+ON3ns6On7isNnRRt86Pt7orZ+e7p7CbpZyqx+bKLOUjIXN7Rb2Rp7KkXe5kS5nG6O/",
+	"aKZUjGu7Tlj55vIzn2ZPoVTql3ZdjeTptZKkbWfn1F1s2pglUKTjCoK1sHdk3sBISCBazszUVcefOfVU",
+	"a7aHtpA+U7eY3E0r2UbeoqNR1XRC6jN1b2hyO5ai5OmpEdxYlOy6drvbvly0tcptxs76FWZts/8JVXjz",
+	"EpWaqExoMpJgA5BcVB0qmLKAQ6KRohxPmsA0BuyUKXDJQ+7a0eqq0eblpbbVRVkYiFW3ntpShEZDDC3I",
+	"TVVgTfaqzhj7fWqpa9mu6Fz16qt1JH9LAj+tJD15ZADah99bN/OSSmu6e2ftrba+lNlhvy4bxgYGdSB/",
+	"uzTQaK22Ahn0nxjUmN6Kynykp9yxqNaivfoK3WVZYs0978w82W6u2DfljW+d+GUbGBDHB5eX77ApB9xr",
+	"4Cmk5geSiJJrZU+iuZiuJQ4P4d42WnwUvQWt/1/vIemVpWEHH+/Ta2pGX3g7jOLoyBboATYhyBSEqm93",
+	"ZHU372Nbnaq3+Gm8Pcx8uDnR/QFP15/MXh7YE6+V+CW8hBytJYuSn4+qaxiNmQBmhsd5rd83H25eTVQf",
+	"kpfYY9rebejzpz0w2/e2f3iN5XcWqgQ43taK0Ddm2QhvhseH6zH28uQ8x5xvXILemtYO1ZNop4GUNwuS",
+	"+l7j3ZNCzghw7Kb55NT4YrPIy7aV/QLcHzawEKSBC6BpgwbWC4qLRIM+qK9ArXFaNae4YZyifF9anWhE",
+	"j+uMdTPTFTZPnpDfvwdsxqtzXTDtAdu4dTG6ijZ8JDKXacPAuZRZqgb+9ErkW5NHD8O6vgrbt8LeCHm7",
+	"W5u/eSnlg6OHfyv392lNCxfcewIK3IIZU10Q2nTCKU9dkIcSDtPq96pvre8HGfvIE8blsZJsLRMG+5Ht",
+	"hi3OzdTfgf+/Ke19I3p4IwH+5Y5mbCswcguFJnsZG0EySzIYINIOjCORw/6a+BbSZkDvwhktRIXwc58C",
+	"sIuSp/oarSf2FFt3ZQVPHj9dvLPdCzBAh6VBUv8Hq+CNCX51krV0vhuavcC5/xJS6yeoG7jh6TVmnzcO",
+	"hFdHrNdhS1zoatQuMwqabRR7vKf6Pqdq4YNtxKSr/T06Jr0oQ8D3dtxRULrdGHNbPRn8tP8NRuu3kb4N",
+	"4uthUk397RDbpky81fMv2bu2w4BHxpS4psIbyl4til1hVRR/IXV9pIoixspGbzimTN02jX6DsQPkxjVN",
+	"/ill/QHKPyjTK2aPXU6qRFOfdjEScntJp/1ZyRsloeaMv7XvHa2dkfqbmJJM2CN23CjVJBdKvyTDKqvD",
+	"ZX70JXBqloModX2JaiAd83kzG/OHZTe5Xf/bHey2KNxQGim5Zlkr0mFz+V12jHkwZnfAHaHhKRnjhPp8",
+	"hMwlRez5G1vqPIV9wrRvsIA3LODL7oMtZGBN0EtbT+tTI+pESBeAwTQrpgbkzL9tlmomp5xgZ81TQ++F",
+	"L8ey68L6QXXrMpCwZiGlkAtOpvTWNdQ0BIWpXrbfpj2Dto1mMZpD+cznEcVYUQQ0NcApRJYxPl6QIfro",
+	"Iw5vDayaxtM0KpeFo93VaJhOQjNsXUjGgsP+9o3o3mSU3vUON7VFd2f6b6N4o919sW58++e1kSbYYdN9",
+	"De/5xq63p4eHR8c/DoaD4eDo9P/9OByirndL/loJ7YryjPT0P1b7afxoiyAaPzRaNz5cP/xvAAAA//9S",
+	"tvoR3pwAAA==",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

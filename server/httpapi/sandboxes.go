@@ -13,6 +13,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/placement"
+	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -99,6 +100,11 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		s.writeError(w, r, invalid("Idempotency-Key is longer than %d bytes", maxIdempotencyKey))
 		return
 	}
+	wait, err := preferWait(params.Prefer)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ctx := r.Context()
 	org, project, err := tenant(principalFrom(ctx), body.Org, body.Project)
 	if err != nil {
@@ -142,7 +148,7 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		snapshotPool = sn.Pool
 	}
 	// Without a TTL from the request or its profile, the policy's default applies.
-	out, created, err := s.queueSandbox(ctx, sb, snapshotPool, body.TtlSeconds == nil && sb.TTLSeconds == 0)
+	out, created, started, err := s.queueSandbox(ctx, sb, snapshotPool, body.TtlSeconds == nil && sb.TTLSeconds == 0)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -151,7 +157,7 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 	if !created {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, s.toSandbox(out))
+	s.applyWait(w, r, status, wait, out, store.StateRunning, started)
 }
 
 // DefaultTTLSeconds is the lifetime of a sandbox whose create names no TTL, when the
@@ -181,35 +187,38 @@ func policyDefaultTTL(p store.Policy) (int64, error) {
 const queueFullRetryAfter = 5
 
 // queueSandbox validates a new sandbox, checks that some pool could ever take it,
-// admits it (project quota, queue bound) and stores it queued for the scheduler.
-// With defaultTTL it takes the policy's default lifetime, read with the policy
-// placement needs anyway. created is false when the idempotency key named an
-// existing sandbox, which is returned instead.
-func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string, defaultTTL bool) (store.Sandbox, bool, error) {
+// admits it (project quota, queue bound) and stores it for the scheduler: straight
+// onto a pool of this replica's when one has a start slot free and no sandbox is
+// queued before it (started then delivers the outcome of its Create, see
+// scheduler.Start), queued otherwise (started is nil). With defaultTTL it takes the
+// policy's default lifetime, read with the policy placement needs anyway. created is
+// false when the idempotency key named an existing sandbox, which is returned
+// instead.
+func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPool string, defaultTTL bool) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
 	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
 	if err != nil {
-		return sb, false, err
+		return sb, false, nil, err
 	}
 	sb.Capabilities = caps
 	if err := adapters.ValidateLabels(sb.Labels); err != nil {
-		return sb, false, err
+		return sb, false, nil, err
 	}
 	if err := sb.Resources.Validate(); err != nil {
-		return sb, false, err
+		return sb, false, nil, err
 	}
 	if sb.TTLSeconds < 0 {
-		return sb, false, invalid("ttlSeconds must not be negative")
+		return sb, false, nil, invalid("ttlSeconds must not be negative")
 	}
 	if err := validateEnv(sb.Env); err != nil {
-		return sb, false, err
+		return sb, false, nil, err
 	}
 	policy, err := s.policy(ctx)
 	if err != nil {
-		return sb, false, errorf("get policy: %w", err)
+		return sb, false, nil, errorf("get policy: %w", err)
 	}
 	if defaultTTL {
 		if sb.TTLSeconds, err = policyDefaultTTL(policy); err != nil {
-			return sb, false, err
+			return sb, false, nil, err
 		}
 	}
 	// Here placement only decides whether some pool could ever take the sandbox. How
@@ -224,7 +233,7 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		if len(d.Rejected) > 0 {
 			e = e.WithDetail("rejected", d.Rejected)
 		}
-		return sb, false, e
+		return sb, false, nil, e
 	}
 	if d.Wait {
 		sb.Reason = d.Reason
@@ -233,9 +242,16 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	sb.ID = ids.New("sbx")
 	sb.State = store.StateQueued
 	sb.NextAttemptAt = now
+	// A sandbox restored from a snapshot goes through the queue, whose placement
+	// reads the snapshot's backend reference.
+	var start *scheduler.Start
+	if s.direct != nil && !d.Wait && snapshotPool == "" && sb.FromSnapshot == "" {
+		start = s.direct.Reserve(&sb, d.Pools)
+	}
+	defer start.Release() // unless started below
 	// Admission, in the transaction that inserts: the project's quota, then the bound
 	// on the queue. A retried create (same Idempotency-Key) skips both.
-	out, created, err := s.st.CreateSandboxAdmitted(ctx, now, sb, func(a store.Admission) error {
+	out, created, err = s.st.CreateSandboxAdmitted(ctx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
 		if err := store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources); err != nil {
 			return err
 		}
@@ -244,20 +260,26 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 				"the queue is full: %d sandboxes are waiting for a pool (the limit is %d); try again later",
 				a.Queued, s.maxQueued), queueFullRetryAfter)
 		}
+		if start != nil && a.Queued > 0 {
+			// Others were waiting first: no overtaking them.
+			start.Queue(ins)
+		}
 		return nil
 	})
 	if err != nil {
-		return sb, false, errorf("create sandbox: %w", err)
+		return sb, false, nil, errorf("create sandbox: %w", err)
 	}
 	if !created && (out.Org != sb.Org || out.Project != sb.Project) {
 		// The store looks keys up within the organisation and project, so this cannot
 		// happen; were it to, another tenant's sandbox must not be revealed.
-		return sb, false, errorf("idempotency key lookup returned another project's sandbox")
+		return sb, false, nil, errorf("idempotency key lookup returned another project's sandbox")
 	}
 	if created {
-		s.waker.Wake(out.State)
+		if started = start.Start(out); started == nil {
+			s.waker.Wake(out.State)
+		}
 	}
-	return out, created, nil
+	return out, created, started, nil
 }
 
 func (s *Server) GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
@@ -399,37 +421,58 @@ func (s *Server) renewBackendTTL(ctx context.Context, sb store.Sandbox, ttl int6
 	return renewer.RenewTTL(ctx, sb.BackendRef, ttl)
 }
 
-// DeleteSandbox marks the sandbox terminating and leaves the rest to the scheduler,
-// which deletes the backend instance (if any) and moves it to terminated. One path for
-// every state keeps a delete racing a provisioning attempt safe: the scheduler sees the
-// terminating state under its row lock.
-func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
-	ctx := r.Context()
-	if _, err := s.loadSandbox(ctx, id); err != nil {
+// DeleteSandbox marks the sandbox terminating; the scheduler deletes the backend
+// instance (if any) and moves it to terminated. One path for every state keeps a
+// delete racing a provisioning attempt safe: the scheduler sees the terminating
+// state under its row lock. In the same transaction, a sandbox with nothing to
+// delete is terminated at once, and one with an instance is handed to this
+// replica's scheduler, which deletes it as soon as the transaction commits
+// (scheduler.Delete); otherwise a pass takes it.
+func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params DeleteSandboxParams) {
+	wait, err := preferWait(params.Prefer)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	ctx := r.Context()
+	var del *scheduler.Delete
+	if s.direct != nil {
+		del = s.direct.ReserveDelete()
+	}
+	defer del.Release() // unless started below
 	var seen store.Sandbox
-	out, err := s.st.UpdateSandbox(ctx, id, s.now(), func(cur *store.Sandbox) error {
+	now := s.now()
+	out, err := s.st.UpdateSandbox(ctx, id, now, func(cur *store.Sandbox) error {
+		if !principalFrom(ctx).owns(cur.Org, cur.Project) {
+			return notFound("sandbox", id)
+		}
 		seen = *cur
 		if cur.State.IsTerminal() || cur.State == store.StateTerminating {
 			return errUnchanged
 		}
 		cur.State = store.StateTerminating
 		cur.Reason = "deleted through the API"
-		cur.NextAttemptAt = s.now()
+		cur.NextAttemptAt = now
+		del.Prepare(cur, now)
 		return nil
 	})
+	var started <-chan store.Sandbox
 	switch {
 	case errors.Is(err, errUnchanged):
 		out = seen
+	case api.IsCode(err, api.CodeNotFound):
+		// The same answer for a missing sandbox and another project's.
+		s.writeError(w, r, notFound("sandbox", id))
+		return
 	case err != nil:
-		s.writeError(w, r, err)
+		s.writeError(w, r, errorf("delete sandbox %s: %w", id, err))
 		return
 	default:
-		s.waker.Wake(out.State)
+		if started = del.Start(out); started == nil {
+			s.waker.Wake(out.State)
+		}
 	}
-	writeJSON(w, http.StatusAccepted, s.toSandbox(out))
+	s.applyWait(w, r, http.StatusAccepted, wait, out, store.StateTerminated, started)
 }
 
 // parseStates reads a repeated, possibly comma-separated state parameter.

@@ -20,6 +20,7 @@ import (
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -43,6 +44,14 @@ type Waker interface {
 	Wake(state store.State)
 }
 
+// Direct is the replica's scheduler, to which the API hands a new sandbox or a
+// deletion at once when it can, instead of leaving it for a pass (package
+// scheduler's Reserve and ReserveDelete).
+type Direct interface {
+	Reserve(sb *store.Sandbox, ranked []string) *scheduler.Start
+	ReserveDelete() *scheduler.Delete
+}
+
 // Reconciler runs one reconcile pass on demand (POST /v1/admin/reconcile).
 type Reconciler interface {
 	Reconcile(ctx context.Context) (reconcile.Report, error)
@@ -57,6 +66,9 @@ type Options struct {
 	// Scheduler is woken after changes it must act on; nil means nobody is woken (the
 	// scheduler then finds the work on its next tick).
 	Scheduler Waker
+	// Direct takes new sandboxes and deletions straight from the API when it can;
+	// nil leaves all of them to the scheduler's passes.
+	Direct Direct
 	// Changes is the replica's change hub, fed by the store's change feed: the wait
 	// route wakes on it, and the token and policy caches are dropped on its token,
 	// policy and resync changes. Required.
@@ -92,6 +104,7 @@ type Server struct {
 	st       store.Store
 	pools    PoolSource
 	waker    Waker
+	direct   Direct
 	changes  *changes.Hub
 	rec      Reconciler
 	clock    clock.Clock
@@ -129,7 +142,7 @@ func New(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
-		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, rec: opts.Reconciler,
+		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
 		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger,
 	}

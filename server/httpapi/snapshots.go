@@ -213,7 +213,7 @@ func (s *Server) ForkSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		return
 	}
 	child.FromSnapshot = sn.ID
-	out, _, err := s.queueSandbox(ctx, child, src.Pool, false)
+	out, _, _, err := s.queueSandbox(ctx, child, src.Pool, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -164,7 +164,10 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 		var wg sync.WaitGroup
 		for _, j := range jobs {
 			if j != nil {
-				wg.Go(func() { tally(s.create(ctx, *j)) })
+				wg.Go(func() {
+					o, _ := s.create(ctx, *j)
+					tally(o)
+				})
 			}
 		}
 		wg.Wait()
@@ -186,13 +189,15 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	now := s.clk.Now()
 	requeueAt := func(reason string, at time.Time) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
-			return s.requeue(ctx, sb.ID, "", reason, at)
+			o, _ := s.requeue(ctx, sb.ID, "", reason, at)
+			return o
 		}}
 	}
 	requeue := func(reason string) decision { return requeueAt(reason, now.Add(RequeueDelay)) }
 	fail := func(reason string) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
-			return s.fail(ctx, sb.ID, "", reason, false)
+			o, _ := s.fail(ctx, sb.ID, "", reason, false)
+			return o
 		}}
 	}
 	req := placement.Request{
@@ -284,8 +289,9 @@ func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters
 	}
 }
 
-// create calls the adapter and records the outcome.
-func (s *Scheduler) create(ctx context.Context, j job) outcome {
+// create calls the adapter and records the outcome. The sandbox it returns is the
+// row as the outcome left it (zero for outNone and outError).
+func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) {
 	pool := j.view.Pool.Name
 	log := s.log.With("sandbox", j.sb.ID, "pool", pool)
 	log.Debug("creating instance", "attempts", j.sb.Attempts)
@@ -325,11 +331,11 @@ func (s *Scheduler) create(ctx context.Context, j job) outcome {
 	}
 }
 
-func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Instance) outcome {
+func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Instance) (outcome, store.Sandbox) {
 	pool := j.view.Pool.Name
 	var seen store.Sandbox
 	o := outStarted
-	_, ok, err := s.update(ctx, j.sb.ID, func(cur *store.Sandbox) error {
+	row, ok, err := s.update(ctx, j.sb.ID, func(cur *store.Sandbox) error {
 		seen = *cur
 		if s.deletedWhileProvisioning(cur, pool) {
 			// Leave it terminating; with the ref the terminator can delete the instance.
@@ -359,13 +365,13 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 	switch {
 	case err != nil:
 		s.log.Error("record running", "sandbox", j.sb.ID, "pool", pool, "error", err)
-		return outError
+		return outError, store.Sandbox{}
 	case ok:
 		if o == outStarted {
 			s.m.provision.WithLabelValues(pool).Observe(s.clk.Now().Sub(j.claimedAt).Seconds())
 			s.log.Info("sandbox running", "sandbox", j.sb.ID, "pool", pool)
 		}
-		return o
+		return o, row
 	}
 	// The sandbox ended while we created its instance and nobody will delete it: do it
 	// now. A sandbox still alive elsewhere may own this very instance (Create is keyed
@@ -377,11 +383,11 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 			s.log.Error("delete instance of a finished sandbox", "sandbox", j.sb.ID, "pool", pool, "error", err)
 		}
 	}
-	return outNone
+	return outNone, store.Sandbox{}
 }
 
 // requeue sends the sandbox back to queued without counting an attempt.
-func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at time.Time) outcome {
+func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at time.Time) (outcome, store.Sandbox) {
 	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
 		toQueued(cur, reason, at)
 		return outRequeued
@@ -389,7 +395,7 @@ func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at tim
 }
 
 // retry counts an attempt and backs off, or fails the sandbox after MaxAttempts.
-func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) outcome {
+func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) (outcome, store.Sandbox) {
 	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
 		cur.Attempts++
 		if cur.Attempts >= s.opts.MaxAttempts {
@@ -404,7 +410,7 @@ func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) outcome 
 }
 
 // fail ends the sandbox; counted says whether a Create was attempted.
-func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted bool) outcome {
+func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted bool) (outcome, store.Sandbox) {
 	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
 		if counted {
 			cur.Attempts++
@@ -419,10 +425,10 @@ func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted b
 // finish applies fn to a sandbox this replica holds: queued and claimed when pool is
 // "" (before placement), provisioning on pool otherwise. A sandbox deleted while its
 // Create ran only gets its claim released, so the terminator need not wait for the
-// lease to lapse.
-func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.Sandbox) outcome) outcome {
+// lease to lapse. It returns the row as written (zero when nothing was).
+func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.Sandbox) outcome) (outcome, store.Sandbox) {
 	o := outNone
-	_, _, err := s.update(ctx, id, func(cur *store.Sandbox) error {
+	row, ok, err := s.update(ctx, id, func(cur *store.Sandbox) error {
 		switch {
 		case pool == "" && s.ours(cur, store.StateQueued), s.provisioning(cur, pool):
 			o = fn(cur)
@@ -439,9 +445,12 @@ func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.
 	})
 	if err != nil {
 		s.log.Error("update sandbox", "sandbox", id, "pool", pool, "error", err)
-		return outError
+		return outError, store.Sandbox{}
 	}
-	return o
+	if !ok {
+		return outNone, store.Sandbox{}
+	}
+	return o, row
 }
 
 func (s *Scheduler) ours(cur *store.Sandbox, state store.State) bool {

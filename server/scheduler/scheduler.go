@@ -123,6 +123,9 @@ const (
 	PassProvision Pass = "provision"
 	PassTerminate Pass = "terminate"
 	PassExpire    Pass = "expire"
+	// PassDirect reports one Create or Delete the API handed to this replica
+	// directly (Reserve, ReserveDelete).
+	PassDirect Pass = "direct"
 )
 
 // Result is what one pass did.
@@ -154,6 +157,8 @@ type Scheduler struct {
 	log   *slog.Logger
 	m     *schedMetrics
 	batch *batcher
+	// direct owns the goroutines of the work the API hands over (direct.go).
+	direct directRuns
 
 	wakeProvision chan struct{}
 	wakeHousekeep chan struct{}
@@ -259,6 +264,8 @@ func wake(c chan struct{}) {
 // sandbox that may expire, runs on the tick only; a wake-up (a delete) runs just the
 // termination pass.
 func (s *Scheduler) Run(ctx context.Context) {
+	s.direct.open(ctx)
+	defer s.direct.close()
 	var wg sync.WaitGroup
 	// The Creates of a pass run while the next pass claims and places: a slow
 	// backend holds its start slots, not this replica's other pools. wg owns them.

@@ -52,7 +52,7 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			o, err := s.terminate(ctx, sb)
+			o, _, err := s.terminate(ctx, sb, false)
 			mu.Lock()
 			defer mu.Unlock()
 			switch o {
@@ -82,13 +82,20 @@ const (
 	termFailed                        // given up on: now failed
 )
 
-func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox) (termOutcome, error) {
+// terminate deletes sb's instance and records the outcome, returning the row as it
+// left it (zero when it wrote nothing). direct says that this call holds the
+// sandbox's deletion claim (DirectDelete); a pass leaves alone a sandbox whose
+// deletion someone holds.
+func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool) (termOutcome, store.Sandbox, error) {
 	log := s.log.With("sandbox", sb.ID, "pool", sb.Pool)
-	if sb.BackendRef == "" {
-		if exp := sb.ClaimExpiresAt; sb.Pool != "" && sb.ClaimedBy != "" && exp != nil && exp.After(s.clk.Now()) {
-			return termNone, nil
-		}
+	now := s.clk.Now()
+	if NoInstance(&sb, now) {
 		return s.markTerminated(ctx, sb, "", termNoInstance)
+	}
+	if sb.BackendRef == "" || !direct && claimLive(&sb, now) {
+		// A Create in flight brings the ref or releases the claim; a deletion in
+		// flight ends the sandbox, or releases the claim when it fails.
+		return termNone, store.Sandbox{}, nil
 	}
 	view, ok := s.pools.View(sb.Pool)
 	if !ok {
@@ -113,8 +120,8 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox) (termOutcom
 // markTerminated ends the sandbox; reason "" keeps why it was terminated (ttl
 // expired, say) but drops a delete failure that no longer applies. result labels
 // differently_terminations_total.
-func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason, result string) (termOutcome, error) {
-	_, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason, result string) (termOutcome, store.Sandbox, error) {
+	row, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef {
 			return errStale
 		}
@@ -131,20 +138,20 @@ func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason
 	switch {
 	case err != nil:
 		s.log.Error("mark terminated", "sandbox", sb.ID, "pool", sb.Pool, "error", err)
-		return termNone, err
+		return termNone, store.Sandbox{}, err
 	case !ok:
-		return termNone, nil
+		return termNone, store.Sandbox{}, nil
 	}
 	s.m.terminations.WithLabelValues(result).Inc()
 	s.log.Info("sandbox terminated", "sandbox", sb.ID, "pool", sb.Pool, "result", result)
-	return termTerminated, nil
+	return termTerminated, row, nil
 }
 
 // deleteFailed records why the sandbox is still terminating and returns an error
 // for the pass's count. Once the sandbox has been terminating for TerminateGiveUp it
 // is failed instead: its instance may still exist, and being no longer live it is an
 // orphan to the reconciler, which keeps trying to delete it.
-func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg string) (termOutcome, error) {
+func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg string) (termOutcome, store.Sandbox, error) {
 	s.m.terminations.WithLabelValues(termDeleteFailed).Inc()
 	giveUp := !s.clk.Now().Before(sb.StateChangedAt.Add(s.opts.TerminateGiveUp))
 	reason := deleteFailedPrefix + msg
@@ -152,12 +159,14 @@ func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg stri
 		reason = fmt.Sprintf("delete kept failing for %s: %s; the backend instance may still exist", shortDuration(s.opts.TerminateGiveUp), msg)
 	}
 	o := termNone
-	_, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+	row, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
 		// An unchanged reason is not rewritten, so a backend down for hours does not
-		// bump the row on every tick.
-		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef || cur.Reason == reason {
+		// bump the row on every tick. A deletion claim is always released, so that
+		// the passes retry.
+		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef || cur.Reason == reason && cur.ClaimedBy == "" {
 			return errStale
 		}
+		clearClaim(cur)
 		if giveUp && !cur.StateChangedAt.Equal(sb.StateChangedAt) {
 			return errStale // it entered terminating again meanwhile: its clock restarted
 		}
@@ -177,7 +186,10 @@ func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg stri
 	if err != nil {
 		s.log.Error("record delete failure", "sandbox", sb.ID, "pool", sb.Pool, "error", err)
 	}
-	return o, errors.Join(errors.New(reason), err)
+	if !ok {
+		row = store.Sandbox{}
+	}
+	return o, row, errors.Join(errors.New(reason), err)
 }
 
 // shortDuration writes d as an operator would: 1h, 90m, 45s.

@@ -52,9 +52,11 @@ type Store interface {
 	// on PostgreSQL, the single writer on SQLite), it reads the project's quota, its
 	// usage and the global number of queued sandboxes, calls admit with them, and inserts
 	// only when admit returns nil; admit's error is returned as is. So concurrent creates
-	// can never take a project over its quota. admit must be quick and must not call the
-	// Store.
-	CreateSandboxAdmitted(ctx context.Context, now time.Time, sb Sandbox, admit func(Admission) error) (out Sandbox, created bool, err error)
+	// can never take a project over its quota. admit may change the state of the
+	// sandbox it is shown, and the fields that go with a state (pool, region, reason,
+	// claim, next attempt): the API queues a sandbox it meant to start at once when
+	// others are waiting. admit must be quick and must not call the Store.
+	CreateSandboxAdmitted(ctx context.Context, now time.Time, sb Sandbox, admit func(Admission, *Sandbox) error) (out Sandbox, created bool, err error)
 	// GetSandbox returns the sandbox, or not_found.
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
 	// ListSandboxes returns one page of the sandboxes matching f, ordered by ID (ULIDs,

@@ -103,7 +103,7 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 // connections and replicas; READ COMMITTED gives each statement after it a fresh
 // snapshot, so the usage read includes every sandbox admitted before the lock was
 // granted.
-func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission) error) (store.Sandbox, bool, error) {
+func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	sb, err := store.NormalizeSandbox(now, sb)
 	if err != nil {
 		return store.Sandbox{}, false, err
@@ -126,9 +126,12 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 			return err
 		}
 		if admit != nil {
-			if err := admit(a); err != nil {
+			ins := sb
+			if err := admit(a, &ins); err != nil {
 				return err
 			}
+			out, created, err = insertSandbox(ctx, tx, ins)
+			return err
 		}
 		out, created, err = insertSandbox(ctx, tx, sb)
 		return err

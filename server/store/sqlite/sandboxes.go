@@ -86,22 +86,19 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 
 // CreateSandboxAdmitted implements store.Store. The write transaction is the project's
 // lock: no other writer runs between the usage read and the insert.
-func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission) error) (store.Sandbox, bool, error) {
+func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	return s.createSandbox(ctx, now, sb, true, admit)
 }
 
-func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandbox, admitted bool, admit func(store.Admission) error) (store.Sandbox, bool, error) {
+func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandbox, admitted bool, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	sb, err := store.NormalizeSandbox(now, sb)
-	if err != nil {
-		return store.Sandbox{}, false, err
-	}
-	args, err := sandboxArgs(sb)
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
 	var out store.Sandbox
 	created := false
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		ins := sb
 		if sb.IdempotencyKey != "" {
 			out, err = scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 				WHERE org = ? AND project = ? AND idempotency_key = ?`, sb.Org, sb.Project, sb.IdempotencyKey))
@@ -115,10 +112,14 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 				return err
 			}
 			if admit != nil {
-				if err := admit(a); err != nil {
+				if err := admit(a, &ins); err != nil {
 					return err
 				}
 			}
+		}
+		args, err := sandboxArgs(ins)
+		if err != nil {
+			return err
 		}
 		created = true
 		out, err = scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`)

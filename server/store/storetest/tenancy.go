@@ -87,8 +87,8 @@ func testProjectUsageAndDelete(t *testing.T, d Driver) {
 }
 
 // admitQuota is the admission the API runs: the project's quota and nothing else.
-func admitQuota(sb store.Sandbox) func(store.Admission) error {
-	return func(a store.Admission) error {
+func admitQuota(sb store.Sandbox) func(store.Admission, *store.Sandbox) error {
+	return func(a store.Admission, _ *store.Sandbox) error {
 		return store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources)
 	}
 }
@@ -106,9 +106,9 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 	// What admit sees: the quota, the usage without the new sandbox, the queue.
 	var seen store.Admission
 	first := mk("k1", 1024)
-	out, created, err := s.CreateSandboxAdmitted(ctx, t0, first, func(a store.Admission) error {
+	out, created, err := s.CreateSandboxAdmitted(ctx, t0, first, func(a store.Admission, _ *store.Sandbox) error {
 		seen = a
-		return admitQuota(first)(a)
+		return admitQuota(first)(a, nil)
 	})
 	if err != nil || !created || out.ID != first.ID {
 		t.Fatalf("first admitted create = %v, %v, %v", out.ID, created, err)
@@ -123,9 +123,9 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 		t.Fatalf("message %q", msg)
 	}
 	second := mk("k3", 1024)
-	_, created, err = s.CreateSandboxAdmitted(ctx, t0, second, func(a store.Admission) error {
+	_, created, err = s.CreateSandboxAdmitted(ctx, t0, second, func(a store.Admission, _ *store.Sandbox) error {
 		seen = a
-		return admitQuota(second)(a)
+		return admitQuota(second)(a, nil)
 	})
 	if err != nil || !created {
 		t.Fatalf("second = %v, %v", created, err)
@@ -142,7 +142,7 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 	// A retry of an admitted create is answered with its sandbox, never refused.
 	again := mk("k1", 1024)
 	again.ID = ids.At("sbx", t0)
-	out, created, err = s.CreateSandboxAdmitted(ctx, t0, again, func(store.Admission) error {
+	out, created, err = s.CreateSandboxAdmitted(ctx, t0, again, func(store.Admission, *store.Sandbox) error {
 		return errors.New("admit must not run for a repeated key")
 	})
 	if err != nil || created || out.ID != first.ID {
@@ -150,7 +150,7 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 	}
 	// admit's own error comes back as is, and nothing is written.
 	boom := errors.New("boom")
-	_, _, err = s.CreateSandboxAdmitted(ctx, t0, newSandbox("q"), func(store.Admission) error { return boom })
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, newSandbox("q"), func(store.Admission, *store.Sandbox) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
@@ -165,7 +165,37 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 	if err != nil || !created {
 		t.Fatalf("after a sandbox ended = %v, %v", created, err)
 	}
+
+	// admit may change the state of what is inserted: a sandbox meant to start at
+	// once is queued instead (the API does so when others wait).
+	direct := newSandbox("r")
+	direct.State, direct.Pool, direct.ClaimedBy = store.StateProvisioning, "pool-a", "replica-1"
+	direct.ClaimExpiresAt = ptr(t0.Add(time.Minute))
+	out, created, err = s.CreateSandboxAdmitted(ctx, t0, direct, func(_ store.Admission, sb *store.Sandbox) error {
+		sb.State, sb.Pool, sb.ClaimedBy, sb.ClaimExpiresAt = store.StateQueued, "", "", nil
+		return nil
+	})
+	if err != nil || !created {
+		t.Fatalf("queued by admit = %v, %v", created, err)
+	}
+	got := must[store.Sandbox](t)(s.GetSandbox(ctx, direct.ID))
+	for _, sb := range []store.Sandbox{out, got} {
+		if sb.State != store.StateQueued || sb.Pool != "" || sb.ClaimedBy != "" || sb.ClaimExpiresAt != nil {
+			t.Fatalf("stored %+v, want the queued sandbox admit left", sb)
+		}
+	}
+	// And left alone, the state given is the state stored.
+	direct = newSandbox("r")
+	direct.State, direct.Pool, direct.ClaimedBy = store.StateProvisioning, "pool-a", "replica-1"
+	direct.ClaimExpiresAt = ptr(t0.Add(time.Minute))
+	out = must[store.Sandbox](t)(first2(s.CreateSandboxAdmitted(ctx, t0, direct, admitQuota(direct))))
+	if out.State != store.StateProvisioning || out.Pool != "pool-a" || out.ClaimedBy != "replica-1" || out.ClaimExpiresAt == nil {
+		t.Fatalf("stored %+v, want it provisioning on pool-a, claimed", out)
+	}
 }
+
+// first2 drops the middle result of a (value, bool, error) call.
+func first2[T any](v T, _ bool, err error) (T, error) { return v, err }
 
 // Eight creates race for a quota of five sandboxes, through two stores on one
 // database (two replicas): exactly five are admitted.

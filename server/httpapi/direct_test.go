@@ -1,0 +1,140 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/httpapi"
+	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/store"
+)
+
+// schedPools adds what the scheduler needs of a pool manager to testPools.
+type schedPools struct{ *testPools }
+
+func (schedPools) MarkUnhealthy(string, error) {}
+
+// newEnvScheduled is newEnv with a real scheduler running behind the API, woken by
+// it and taking its direct work, until the test ends.
+func newEnvScheduled(t *testing.T, st store.Store) *env {
+	t.Helper()
+	return newEnvWith(t, st, func(o *httpapi.Options) {
+		sched, err := scheduler.New(o.Store, schedPools{o.Pools.(*testPools)}, o.Clock, scheduler.Options{Installation: o.Installation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { sched.Run(ctx) })
+		t.Cleanup(func() {
+			cancel()
+			wg.Wait()
+		})
+		o.Scheduler, o.Direct = sched, sched
+	})
+}
+
+func prefer(v string) http.Header { return http.Header{"Prefer": {v}} }
+
+// With a scheduler taking direct work and Prefer: wait, a create answers with the
+// sandbox running and a delete with it terminated: one request each.
+func TestPreferWaitDirect(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnvScheduled(t, st)
+		body := `{"placement":{"allowedPools":["fake"]}}`
+		r := e.request(e.admin, "POST", "/v1/sandboxes", strings.NewReader(body), prefer("wait=30"))
+		if r.status != http.StatusAccepted || r.header.Get("Preference-Applied") != "wait=30" {
+			t.Fatalf("create = %d %v: %s", r.status, r.header, r.body)
+		}
+		var sb httpapi.Sandbox
+		r.decode(t, &sb)
+		if sb.State != httpapi.Running || sb.Pool == nil || *sb.Pool != "fake" {
+			t.Fatalf("created %+v, want it running on fake", sb)
+		}
+		fk := e.pools.adapters["fake"].(*fake.Adapter)
+		if fk.Instances() != 1 {
+			t.Fatalf("instances = %d", fk.Instances())
+		}
+		// Exec works at once: the row the answer came from is committed.
+		if r := e.do(e.admin, "POST", "/v1/sandboxes/"+sb.Id+"/exec", map[string]any{"command": "true"}); r.status != http.StatusOK {
+			t.Fatalf("exec = %d: %s", r.status, r.body)
+		}
+
+		r = e.request(e.admin, "DELETE", "/v1/sandboxes/"+sb.Id, nil, prefer("respond-async, wait=30"))
+		if r.status != http.StatusAccepted || r.header.Get("Preference-Applied") != "wait=30" {
+			t.Fatalf("delete = %d %v: %s", r.status, r.header, r.body)
+		}
+		r.decode(t, &sb)
+		if sb.State != httpapi.Terminated {
+			t.Fatalf("deleted %+v, want it terminated", sb)
+		}
+		if fk.Instances() != 0 {
+			t.Fatalf("instances after delete = %d", fk.Instances())
+		}
+		// Deleting again answers at once with the same sandbox.
+		r = e.request(e.admin, "DELETE", "/v1/sandboxes/"+sb.Id, nil, prefer("wait=30"))
+		r.decode(t, &sb)
+		if r.status != http.StatusAccepted || sb.State != httpapi.Terminated {
+			t.Fatalf("second delete = %d, %s", r.status, sb.State)
+		}
+	})
+}
+
+// A malformed wait is refused before anything is written; a Prefer header without
+// wait changes nothing.
+func TestPreferWaitInvalid(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		body := `{"placement":{"allowedPools":["fake"]}}`
+		for _, v := range []string{"wait=61", "wait=-1", "wait=abc", "wait=", "wait=+5", "wait=1.5"} {
+			r := e.request(e.admin, "POST", "/v1/sandboxes", strings.NewReader(body), prefer(v))
+			if r.status != http.StatusBadRequest || r.apiError(t).Code != api.CodeInvalidRequest {
+				t.Fatalf("Prefer %q on create = %d: %s", v, r.status, r.body)
+			}
+		}
+		var list httpapi.SandboxList
+		e.do(e.admin, "GET", "/v1/sandboxes", nil).decode(t, &list)
+		if len(list.Items) != 0 {
+			t.Fatalf("refused creates stored %d sandboxes", len(list.Items))
+		}
+		r := e.request(e.admin, "POST", "/v1/sandboxes", strings.NewReader(body), prefer("return=minimal"))
+		if r.status != http.StatusAccepted || r.header.Get("Preference-Applied") != "" {
+			t.Fatalf("create with another preference = %d %v", r.status, r.header)
+		}
+		var sb httpapi.Sandbox
+		r.decode(t, &sb)
+		r = e.request(e.admin, "DELETE", "/v1/sandboxes/"+sb.Id, nil, prefer("wait=x"))
+		if r.status != http.StatusBadRequest {
+			t.Fatalf("Prefer wait=x on delete = %d: %s", r.status, r.body)
+		}
+		var got httpapi.Sandbox
+		e.do(e.admin, "GET", "/v1/sandboxes/"+sb.Id, nil).decode(t, &got)
+		if got.State != httpapi.Queued {
+			t.Fatalf("a refused delete changed the sandbox: %s", got.State)
+		}
+	})
+}
+
+// Without a scheduler nothing runs: wait=0 answers at once with the sandbox as
+// stored, and a queued sandbox, with nothing to delete, is terminated by its delete.
+func TestPreferWaitNoScheduler(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		r := e.request(e.admin, "POST", "/v1/sandboxes", strings.NewReader(`{"placement":{"allowedPools":["fake"]}}`), prefer("wait=0"))
+		var sb httpapi.Sandbox
+		r.decode(t, &sb)
+		if r.status != http.StatusAccepted || sb.State != httpapi.Queued || r.header.Get("Preference-Applied") != "wait=0" {
+			t.Fatalf("create = %d %v, %s", r.status, r.header, sb.State)
+		}
+		r = e.do(e.admin, "DELETE", "/v1/sandboxes/"+sb.Id, nil)
+		r.decode(t, &sb)
+		if r.status != http.StatusAccepted || sb.State != httpapi.Terminated {
+			t.Fatalf("delete of a queued sandbox = %d, %s", r.status, sb.State)
+		}
+	})
+}
