@@ -92,7 +92,7 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 		res.note("the scheduler handed sandboxes back to the queue %d times during the lifecycles; on the zero-latency fake pool the cause is its maxStarting limit (default 8 Creates in flight per replica), and such a sandbox is due again at once", f.SchedulerRequeues)
 	}
 	if f.CreateToRunningP50Ms > 5*max(f.CreateToRunningServerP50Ms, 1) {
-		res.note("create→running seen by the client is far above the daemon's own (%v ms at p50): the time is spent between the daemon and the client (HTTP, the wait route's wake-up)", f.CreateToRunningServerP50Ms)
+		res.note("create→running seen by the client is far above the daemon's own (%v ms at p50): the time is spent between the daemon and the client (HTTP, the wait for the answer)", f.CreateToRunningServerP50Ms)
 	}
 	return nil
 }

@@ -96,11 +96,11 @@ func printTable(w io.Writer, o options, r *result) {
 	}
 	fmt.Fprintln(tw, "figure\tvalue\tunit\tnote")
 	fmt.Fprintln(tw, "------\t-----\t----\t----")
-	row("create→running p50", f.CreateToRunningP50Ms, "ms", "client-observed, through client.WaitForState (the wait route)")
+	row("create→running p50", f.CreateToRunningP50Ms, "ms", "client-observed: CreateSandboxAndWait (Prefer: wait) until it runs")
 	row("create→running p99", f.CreateToRunningP99Ms, "ms", "")
 	row("create→running p50 (daemon)", f.CreateToRunningServerP50Ms, "ms", "running row updatedAt − createdAt")
 	row("create→running p99 (daemon)", f.CreateToRunningServerP99Ms, "ms", "")
-	row("lifecycles/s", f.LifecyclesPerS, "1/s", fmt.Sprintf("create, wait running, exec true, delete, wait terminated; %.1f s", f.LifecyclesS))
+	row("lifecycles/s", f.LifecyclesPerS, "1/s", fmt.Sprintf("create until running, exec true, delete until terminated; %.1f s", f.LifecyclesS))
 	row("lifecycle p50 / p99", fmt.Sprintf("%v / %v", f.LifecycleP50Ms, f.LifecycleP99Ms), "ms", "")
 	row("HTTP requests per lifecycle", f.HTTPRequestsPerLifecycle, "", "waits included")
 	row("scheduler passes/s", f.SchedulerPassesPerS, "1/s", "during the lifecycles")

@@ -189,7 +189,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 	d.changes.Listen(func(c store.Change) {
 		switch c.Kind {
 		case store.ChangeSandbox:
-			d.sched.Wake(c.State)
+			d.sched.Changed(c)
 		case store.ChangeResync:
 			if c.Err != nil {
 				log.Warn("change feed interrupted; reconnecting", "error", c.Err)

@@ -352,3 +352,27 @@ func TestDirectDeleteFails(t *testing.T) {
 		t.Fatalf("retrying pass = %+v", res)
 	}
 }
+
+// Changed wakes the loops as Wake does, but not for a deletion a replica holds.
+func TestChangedWakes(t *testing.T) {
+	tests := []struct {
+		c                    store.Change
+		provision, housekeep bool
+	}{
+		{c: store.Change{Kind: store.ChangeSandbox, State: store.StateQueued}, provision: true},
+		{c: store.Change{Kind: store.ChangeSandbox, State: store.StateTerminating}, housekeep: true},
+		{c: store.Change{Kind: store.ChangeSandbox, State: store.StateTerminating, Claimed: true}},
+		{c: store.Change{Kind: store.ChangeSandbox, State: store.StateRunning}},
+		{c: store.Change{Kind: store.ChangeToken, State: store.StateQueued}},
+	}
+	for _, tt := range tests {
+		e := newEnv(t, Options{})
+		e.s.Changed(tt.c)
+		if got := len(e.s.wakeProvision) == 1; got != tt.provision {
+			t.Errorf("%+v: provisioning woken %v, want %v", tt.c, got, tt.provision)
+		}
+		if got := len(e.s.wakeHousekeep) == 1; got != tt.housekeep {
+			t.Errorf("%+v: housekeeping woken %v, want %v", tt.c, got, tt.housekeep)
+		}
+	}
+}

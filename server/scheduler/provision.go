@@ -74,8 +74,10 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 	// Claim no more than this replica can start now: a sandbox claimed without a
 	// start slot would only be handed back. releaseSlot wakes the loop when a slot
 	// frees.
-	limit := min(s.opts.BatchSize, s.freeSlots(s.pools.Views()))
+	free := s.freeSlots(s.pools.Views())
+	limit := min(s.opts.BatchSize, free)
 	if limit == 0 {
+		s.setStarved()
 		return nil, res, nil
 	}
 	claimed, err := s.st.ClaimSandboxes(ctx, now, s.opts.ReplicaID, s.opts.ClaimLease, limit)
@@ -83,6 +85,10 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 		return nil, res, fmt.Errorf("claim sandboxes: %w", err)
 	}
 	res.Claimed = len(claimed)
+	if len(claimed) == free {
+		// Every slot taken: more may be queued behind these.
+		s.setStarved()
+	}
 	if len(claimed) == 0 {
 		return nil, res, nil
 	}
@@ -236,6 +242,7 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	}
 	// Due again at once: the slot that frees first wakes the loop (releaseSlot), and
 	// whichever pass runs then, on this replica or another, takes the sandbox.
+	s.setStarved()
 	return requeueAt(fmt.Sprintf("waiting: pools %s are starting as many sandboxes as they allow (maxStarting)", strings.Join(ranked, ", ")), now)
 }
 
@@ -512,15 +519,25 @@ func (s *Scheduler) acquire(v pools.View) bool {
 	return true
 }
 
-// releaseSlot gives a start slot back and wakes the provisioning loop, which may
-// have left sandboxes queued for want of one.
+// releaseSlot gives a start slot back and wakes the provisioning loop when it may
+// have left sandboxes queued for want of one (starved).
 func (s *Scheduler) releaseSlot(pool string) {
 	s.mu.Lock()
 	if s.starting[pool]--; s.starting[pool] <= 0 {
 		delete(s.starting, pool)
 	}
+	starved := s.starved
+	s.starved = false
 	s.mu.Unlock()
-	wake(s.wakeProvision)
+	if starved {
+		wake(s.wakeProvision)
+	}
+}
+
+func (s *Scheduler) setStarved() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starved = true
 }
 
 // freeSlots counts the start slots free on this replica over the pools that can take

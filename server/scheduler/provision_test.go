@@ -302,22 +302,42 @@ func TestProvisionRespectsMaxStarting(t *testing.T) {
 	wantState(t, e.get(t, onA.ID), store.StateRunning)
 }
 
-// A freed start slot wakes the provisioning loop.
+// A freed start slot wakes the provisioning loop when a pass may have left
+// sandboxes queued for want of one, and only then.
 func TestReleaseSlotWakesProvisioning(t *testing.T) {
 	v := view("fake", fake.New(fake.Config{}))
+	v.Pool.MaxStarting = 1
 	e := newEnv(t, Options{}, v)
+	woken := func() bool {
+		select {
+		case <-e.s.wakeProvision:
+			return true
+		default:
+			return false
+		}
+	}
 	if !e.s.acquire(v) {
 		t.Fatal("could not take a slot")
 	}
-	select {
-	case <-e.s.wakeProvision:
-	default:
+	woken()
+	e.s.releaseSlot("fake")
+	if woken() {
+		t.Fatal("releasing a slot nobody waited for woke the provisioning loop")
+	}
+	// A pass that finds no slot free leaves the next release to wake the loop.
+	if !e.s.acquire(v) {
+		t.Fatal("could not take a slot")
+	}
+	e.create(t, store.Sandbox{})
+	if r := e.provision(t); r.Claimed != 0 {
+		t.Fatalf("pass without a free slot = %+v", r)
 	}
 	e.s.releaseSlot("fake")
-	select {
-	case <-e.s.wakeProvision:
-	default:
-		t.Fatal("releasing a slot did not wake the provisioning loop")
+	if !woken() {
+		t.Fatal("releasing a slot a pass waited for did not wake the provisioning loop")
+	}
+	if r := e.provision(t); r.Started != 1 {
+		t.Fatalf("pass after the release = %+v", r)
 	}
 }
 

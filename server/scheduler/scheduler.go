@@ -166,6 +166,11 @@ type Scheduler struct {
 	mu sync.Mutex
 	// starting counts Creates in flight per pool on this replica (maxStarting).
 	starting map[string]int
+	// starved is set when queued sandboxes may be waiting for a start slot on this
+	// replica: a pass found none free, claimed as many as it had, or handed some
+	// back. Only then does a freed slot wake the provisioning loop; otherwise every
+	// Create's end would cost a claim query that finds nothing.
+	starved bool
 	// avoid remembers, per sandbox, a pool that just answered insufficient_capacity,
 	// so that the next attempt tries the next ranked pool first.
 	avoid map[string]avoidEntry
@@ -248,6 +253,18 @@ func (s *Scheduler) Wake(state store.State) {
 	case store.StateTerminating:
 		wake(s.wakeHousekeep)
 	}
+}
+
+// Changed wakes the loop that acts on a sandbox change heard on the change feed, as
+// Wake does, except for a terminating sandbox under a claim: a replica holds its
+// deletion (ReserveDelete) or its Create is still in flight, and a pass would only
+// skip it. Should the holder die, the tick's pass takes the sandbox up once the
+// claim lapses.
+func (s *Scheduler) Changed(c store.Change) {
+	if c.Kind != store.ChangeSandbox || c.State == store.StateTerminating && c.Claimed {
+		return
+	}
+	s.Wake(c.State)
 }
 
 func wake(c chan struct{}) {

@@ -84,7 +84,7 @@ const (
 
 // terminate deletes sb's instance and records the outcome, returning the row as it
 // left it (zero when it wrote nothing). direct says that this call holds the
-// sandbox's deletion claim (DirectDelete); a pass leaves alone a sandbox whose
+// sandbox's deletion claim (ReserveDelete); a pass leaves alone a sandbox whose
 // deletion someone holds.
 func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool) (termOutcome, store.Sandbox, error) {
 	log := s.log.With("sandbox", sb.ID, "pool", sb.Pool)

@@ -26,6 +26,9 @@ type Change struct {
 	Kind  ChangeKind
 	ID    string
 	State State
+	// Claimed, on a ChangeSandbox, says that the write left the sandbox claimed by a
+	// replica, which is then working on it (a Create or a Delete in flight).
+	Claimed bool
 	// Err, on a ChangeResync, is why the feed broke; nil when it (re)connected.
 	Err error
 }
@@ -38,6 +41,11 @@ type Watcher interface {
 	// one goroutine and must not block. When the feed breaks and resumes, fn gets a
 	// ChangeResync. Watch may be called more than once; each call has its own feed.
 	Watch(ctx context.Context, fn func(Change)) error
+}
+
+// SandboxChange is the change announcing sb as written.
+func SandboxChange(sb Sandbox) Change {
+	return Change{Kind: ChangeSandbox, ID: sb.ID, State: sb.State, Claimed: sb.ClaimedBy != ""}
 }
 
 // BatchIndex maps each ID of an UpdateSandboxes call to its index, refusing a

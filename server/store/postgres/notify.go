@@ -42,10 +42,15 @@ func (s *Store) startNotifier() {
 	go n.run(runCtx)
 }
 
-// sandbox queues the announcement of a sandbox's new state.
-func (n *notifier) sandbox(id string, state store.State) {
+// sandbox queues the announcement of a sandbox's new state: "s <id> <state>", and
+// " c" when the row is claimed.
+func (n *notifier) sandbox(sb store.Sandbox) {
+	line := "s " + sb.ID + " " + string(sb.State)
+	if sb.ClaimedBy != "" {
+		line += " c"
+	}
 	n.mu.Lock()
-	n.pending = append(n.pending, "s "+id+" "+string(state))
+	n.pending = append(n.pending, line)
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
@@ -56,7 +61,7 @@ func (n *notifier) sandbox(id string, state store.State) {
 // written announces the rows of an update whose state changed.
 func (n *notifier) written(before, after store.Sandbox) {
 	if before.State != after.State {
-		n.sandbox(after.ID, after.State)
+		n.sandbox(after)
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 		return store.Sandbox{}, false, err
 	}
 	if created {
-		s.notify.sandbox(out.ID, out.State)
+		s.notify.sandbox(out)
 	}
 	return out, created, nil
 }
@@ -140,7 +140,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		return store.Sandbox{}, false, err
 	}
 	if created {
-		s.notify.sandbox(out.ID, out.State)
+		s.notify.sandbox(out)
 	}
 	return out, created, nil
 }

@@ -73,8 +73,8 @@ func (s *Store) listen(ctx context.Context, fn func(store.Change)) (listened boo
 func parseChange(payload string) (store.Change, bool) {
 	f := strings.Fields(payload)
 	switch {
-	case len(f) == 3 && f[0] == "s":
-		return store.Change{Kind: store.ChangeSandbox, ID: f[1], State: store.State(f[2])}, true
+	case (len(f) == 3 || len(f) == 4 && f[3] == "c") && f[0] == "s":
+		return store.Change{Kind: store.ChangeSandbox, ID: f[1], State: store.State(f[2]), Claimed: len(f) == 4}, true
 	case len(f) == 2 && f[0] == "t":
 		return store.Change{Kind: store.ChangeToken, ID: f[1]}, true
 	case len(f) == 1 && f[0] == "p":

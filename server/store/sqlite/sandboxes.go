@@ -130,7 +130,7 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 		return store.Sandbox{}, false, err
 	}
 	if created {
-		s.feed.publish(store.Change{Kind: store.ChangeSandbox, ID: out.ID, State: out.State})
+		s.feed.publish(store.SandboxChange(out))
 	}
 	return out, created, nil
 }

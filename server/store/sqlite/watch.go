@@ -45,7 +45,7 @@ func (f *feed) publish(c store.Change) {
 // sandboxWritten reports an update that changed the sandbox's state.
 func (f *feed) sandboxWritten(before, after store.Sandbox) {
 	if before.State != after.State {
-		f.publish(store.Change{Kind: store.ChangeSandbox, ID: after.ID, State: after.State})
+		f.publish(store.SandboxChange(after))
 	}
 }
 

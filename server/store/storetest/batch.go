@@ -164,6 +164,14 @@ func testWatch(t *testing.T, d Driver) {
 	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateRunning}) {
 		t.Fatalf("after a batch update: %+v", c)
 	}
+	// A write that leaves the sandbox claimed says so (a deletion under way).
+	must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t0, func(x *store.Sandbox) error {
+		x.State, x.ClaimedBy, x.ClaimExpiresAt = store.StateTerminating, "replica-1", ptr(t0.Add(time.Minute))
+		return nil
+	}))
+	if c := next(); c != (store.Change{Kind: store.ChangeSandbox, ID: sb.ID, State: store.StateTerminating, Claimed: true}) {
+		t.Fatalf("after a claimed state change: %+v", c)
+	}
 
 	tok := must[store.Token](t)(s.CreateToken(ctx, t0, store.Token{ID: ids.New("tok"), Name: "w", Hash: []byte("0123456789abcdef0123456789abcdef"), Scope: store.ScopeAdmin}))
 	if err := s.DeleteToken(ctx, tok.ID); err != nil {
