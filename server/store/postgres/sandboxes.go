@@ -99,51 +99,92 @@ func (s *Store) CreateSandbox(ctx context.Context, now time.Time, sb store.Sandb
 }
 
 // CreateSandboxAdmitted implements store.Store. For a project with a quota, the
-// project's advisory lock (see admission) serialises its admissions across
+// project's advisory lock (see limitedAdmission) serialises its admissions across
 // connections and replicas; READ COMMITTED gives each statement after it a fresh
 // snapshot, so the usage read includes every sandbox admitted before the lock was
-// granted.
+// granted. A project without one takes two round trips (pipelinedTx): BEGIN with
+// the key lookup and the admission read, then the INSERT with COMMIT.
 func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	sb, err := store.NormalizeSandbox(now, sb)
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	var out store.Sandbox
-	var created bool
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if sb.IdempotencyKey != "" {
-			out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-				WHERE org = $1 AND project = $2 AND idempotency_key = $3`, sb.Org, sb.Project, sb.IdempotencyKey))
-			if err == nil {
-				return nil // created stays false: a retry is never refused
-			}
-			if !isNoRows(err) {
+	key := sb.IdempotencyKey
+	var existing *store.Sandbox
+	var a store.Admission
+	var reads pgx.Batch
+	if key != "" {
+		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
+	}
+	reads.Queue(admissionSQL, sb.Org, sb.Project)
+	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
+		if key != "" {
+			got, err := scanSandbox(br.QueryRow())
+			switch {
+			case err == nil:
+				existing = &got
+			case !isNoRows(err):
 				return wrap(err)
 			}
 		}
-		a, err := admission(ctx, tx, sb.Org, sb.Project)
-		if err != nil {
-			return err
-		}
-		if admit != nil {
-			ins := sb
-			if err := admit(a, &ins); err != nil {
-				return err
-			}
-			out, created, err = insertSandbox(ctx, tx, ins)
-			return err
-		}
-		out, created, err = insertSandbox(ctx, tx, sb)
-		return err
+		return scanAdmission(br.QueryRow(), &a)
 	})
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	if created {
-		s.notify.sandbox(out)
+	if existing != nil {
+		// A retry is never refused, and needs no write.
+		tx.Rollback()
+		return *existing, false, nil
 	}
-	return out, created, nil
+	if a.Quota.Limited() {
+		err = limitedAdmission(ctx, tx, sb.Org, sb.Project, &a)
+	}
+	if err == nil && admit != nil {
+		err = admit(a, &sb)
+	}
+	var args []any
+	if err == nil {
+		args, err = sandboxArgs(sb)
+	}
+	if err != nil {
+		tx.Rollback()
+		return store.Sandbox{}, false, err
+	}
+	var writes pgx.Batch
+	writes.Queue(insertSandboxSQL, args...)
+	var out store.Sandbox
+	conflict := false
+	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
+		var err error
+		out, err = scanSandbox(br.QueryRow())
+		if isNoRows(err) && key != "" {
+			// A concurrent create with the key committed first; the lookup below
+			// (a new snapshot) finds its sandbox.
+			conflict = true
+			return nil
+		}
+		return translate(err, "sandbox", sb.ID)
+	})
+	switch {
+	case err != nil:
+		return store.Sandbox{}, false, err
+	case conflict:
+		out, err = scanSandbox(s.pool.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
+		return out, false, translate(err, "sandbox", sb.ID)
+	}
+	s.notify.sandbox(out)
+	return out, true, nil
 }
+
+// selectByKeySQL finds the sandbox holding an idempotency key ($3) in a project.
+const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
+	WHERE org = $1 AND project = $2 AND idempotency_key = $3`
+
+// insertSandboxSQL inserts a sandbox, or nothing when its idempotency key is taken.
+const insertSandboxSQL = `INSERT INTO sandboxes (` + sandboxColumns + `) VALUES (` + sandboxParams + `)
+	ON CONFLICT (org, project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+	RETURNING ` + sandboxColumns
 
 // insertSandbox inserts a normalised sandbox, or returns the one holding its
 // idempotency key (created=false).
@@ -152,9 +193,7 @@ func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sand
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	row := tx.QueryRow(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`) VALUES (`+sandboxParams+`)
-		ON CONFLICT (org, project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-		RETURNING `+sandboxColumns, args...)
+	row := tx.QueryRow(ctx, insertSandboxSQL, args...)
 	out, err := scanSandbox(row)
 	if err == nil || sb.IdempotencyKey == "" {
 		return out, true, translate(err, "sandbox", sb.ID)
@@ -162,8 +201,7 @@ func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sand
 	if !isNoRows(err) {
 		return out, false, wrap(err)
 	}
-	out, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE org = $1 AND project = $2 AND idempotency_key = $3`, sb.Org, sb.Project, sb.IdempotencyKey))
+	out, err = scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, sb.IdempotencyKey))
 	return out, false, translate(err, "sandbox", sb.ID)
 }
 
@@ -244,36 +282,45 @@ const updateSandboxSQL = `UPDATE sandboxes SET org = $2, project = $3, state = $
 	WHERE id = $1 AND created_at = $26 RETURNING ` + sandboxColumns
 
 // UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
-// one sandbox queue on the row lock, so none is lost.
+// one sandbox queue on the row lock, so none is lost. Two round trips: BEGIN and the
+// SELECT, then the UPDATE and COMMIT (pipelinedTx).
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
 	var out, cur store.Sandbox
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	var reads pgx.Batch
+	reads.Queue(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id)
+	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
 		var err error
-		cur, err = scanSandbox(tx.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id))
-		if err != nil {
-			return translate(err, "sandbox", id)
-		}
-		next, err := store.ApplyUpdate(cur, now, fn)
-		if err != nil {
-			return err
-		}
-		args, err := sandboxArgs(next)
-		if err != nil {
-			return err
-		}
-		out, err = scanSandbox(tx.QueryRow(ctx, updateSandboxSQL, args...))
+		cur, err = scanSandbox(br.QueryRow())
 		return translate(err, "sandbox", id)
 	})
 	if err != nil {
 		return out, err
 	}
-	s.notify.written(cur, out)
-	return out, nil
+	next, err := store.ApplyUpdate(cur, now, fn)
+	if err == nil {
+		var args []any
+		if args, err = sandboxArgs(next); err == nil {
+			var writes pgx.Batch
+			writes.Queue(updateSandboxSQL, args...)
+			err = tx.Commit(&writes, func(br pgx.BatchResults) error {
+				var err error
+				out, err = scanSandbox(br.QueryRow())
+				return translate(err, "sandbox", id)
+			})
+			if err != nil {
+				return store.Sandbox{}, err
+			}
+			s.notify.written(cur, out)
+			return out, nil
+		}
+	}
+	tx.Rollback()
+	return store.Sandbox{}, err
 }
 
-// UpdateSandboxes implements store.Store in four round trips whatever the batch size:
-// BEGIN, one SELECT ... FOR UPDATE of every row (ordered by id, the lock order),
-// one pipelined batch of UPDATEs, COMMIT.
+// UpdateSandboxes implements store.Store in two round trips whatever the batch size:
+// BEGIN with one SELECT ... FOR UPDATE of every row (ordered by id, the lock order),
+// then the UPDATEs with COMMIT (pipelinedTx).
 func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
 	out := make([]store.Sandbox, len(ids))
 	before := make([]store.Sandbox, len(ids))
@@ -285,49 +332,54 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	if err != nil {
 		return nil, nil, err
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := collectSandboxes(tx.Query(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids))
+	var rows []store.Sandbox
+	var reads pgx.Batch
+	reads.Queue(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
+		var err error
+		rows, err = collectSandboxes(br.Query())
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	found := make([]bool, len(ids))
+	var writes pgx.Batch
+	var written []int
+	for _, cur := range rows {
+		i := index[cur.ID]
+		found[i], before[i] = true, cur
+		next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
 		if err != nil {
-			return err
+			errs[i] = err
+			continue
 		}
-		found := make([]bool, len(ids))
-		var batch pgx.Batch
-		var written []int
-		for _, cur := range rows {
-			i := index[cur.ID]
-			found[i], before[i] = true, cur
-			next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			args, err := sandboxArgs(next)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			batch.Queue(updateSandboxSQL, args...)
-			written = append(written, i)
+		args, err := sandboxArgs(next)
+		if err != nil {
+			errs[i] = err
+			continue
 		}
-		for i, ok := range found {
-			if !ok {
-				errs[i] = store.NotFound("sandbox", ids[i])
-			}
+		writes.Queue(updateSandboxSQL, args...)
+		written = append(written, i)
+	}
+	for i, ok := range found {
+		if !ok {
+			errs[i] = store.NotFound("sandbox", ids[i])
 		}
-		if len(written) == 0 {
-			return nil
-		}
-		br := tx.SendBatch(ctx, &batch)
+	}
+	if len(written) == 0 {
+		tx.Rollback()
+		return out, errs, nil
+	}
+	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
 		for _, i := range written {
 			sb, err := scanSandbox(br.QueryRow())
 			if err != nil {
-				br.Close()
 				return translate(err, "sandbox", ids[i])
 			}
 			out[i] = sb
 		}
-		return wrap(br.Close())
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err

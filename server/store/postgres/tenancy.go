@@ -17,7 +17,7 @@ type querier interface {
 // lockProject takes the transaction-scoped advisory lock of one project. It works for
 // projects that were never put (no row to lock FOR UPDATE). Two projects whose keys
 // hash alike merely share a lock.
-func lockProject(ctx context.Context, tx pgx.Tx, org, name string) error {
+func lockProject(ctx context.Context, tx txConn, org, name string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('differently.project:' || $1 || '/' || $2, 0))`, org, name)
 	return wrap(err)
 }
@@ -34,34 +34,32 @@ func usage(ctx context.Context, q querier, org, name string) (store.Usage, error
 	return u, wrap(err)
 }
 
-// admission reads the project's quota and the queue's length in one statement (the
-// partial index sandboxes_claim holds exactly the queued rows). Only a project whose
-// quota limits something is then locked (lockProject), its quota read again under
-// the lock, and its usage summed: the lock serialises that project's creates, which
+// admissionSQL reads a project's quota ($1, $2) and the queue's length in one
+// statement (the partial index sandboxes_claim holds exactly the queued rows).
+const admissionSQL = `SELECT coalesce(p.quota_sandboxes, 0), coalesce(p.quota_cpu, 0),
+		coalesce(p.quota_memory_mib, 0), coalesce(p.quota_disk_gib, 0),
+		(SELECT count(*) FROM sandboxes WHERE state = 'queued')
+	FROM (VALUES (1)) AS one LEFT JOIN projects p ON p.org = $1 AND p.name = $2`
+
+func scanAdmission(row pgx.Row, a *store.Admission) error {
+	return wrap(row.Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB, &a.Queued))
+}
+
+// limitedAdmission completes an admission (a, read by admissionSQL) whose quota
+// limits something: the project is locked (lockProject), its quota read again under
+// the lock, and its usage summed. The lock serialises that project's creates, which
 // unlimited projects need not pay for. A quota put while an unlimited create is under
 // way applies from the next create on, as if put just after this one.
-func admission(ctx context.Context, tx pgx.Tx, org, name string) (store.Admission, error) {
-	var a store.Admission
-	readQuota := func() error {
-		err := tx.QueryRow(ctx, `SELECT coalesce(p.quota_sandboxes, 0), coalesce(p.quota_cpu, 0),
-				coalesce(p.quota_memory_mib, 0), coalesce(p.quota_disk_gib, 0),
-				(SELECT count(*) FROM sandboxes WHERE state = 'queued')
-			FROM (VALUES (1)) AS one LEFT JOIN projects p ON p.org = $1 AND p.name = $2`, org, name).
-			Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB, &a.Queued)
-		return wrap(err)
-	}
-	if err := readQuota(); err != nil || !a.Quota.Limited() {
-		return a, err
-	}
+func limitedAdmission(ctx context.Context, tx txConn, org, name string, a *store.Admission) error {
 	if err := lockProject(ctx, tx, org, name); err != nil {
-		return a, err
+		return err
 	}
-	if err := readQuota(); err != nil {
-		return a, err
+	if err := scanAdmission(tx.QueryRow(ctx, admissionSQL, org, name), a); err != nil {
+		return err
 	}
 	var err error
 	a.Usage, err = usage(ctx, tx, org, name)
-	return a, err
+	return err
 }
 
 // ProjectUsage implements store.Store.
