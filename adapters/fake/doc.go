@@ -1,6 +1,6 @@
 // Package fake is an in-memory execution adapter for tests, development and fault
 // injection. It implements ExecutionAdapter and every optional interface (Streamer,
-// FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer), keeps all state in memory
+// FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, TTLRenewer), keeps all state in memory
 // and never touches the host: exec echoes the command back unless a test installs
 // Config.ExecFunc.
 //
@@ -106,6 +106,10 @@
 // stopped instance, a memory snapshot only of a running or paused one. Snapshots
 // outlive their instance. ExposePort returns https://<ref>-<port>.fake.invalid/ for a
 // running instance.
+//
+// The fake keeps a simulated backend expiry, never acted on: the Create request's
+// ttlSeconds, moved by RenewTTL (on an instance in any state; a missing one is
+// not_found). Inspect reports it and how many renewals there were.
 //
 // Tests can also flip faults at run time (SetHealthError, SetListError), force an
 // instance's state (SetState) and read counters (CreateCalls, Instances).
