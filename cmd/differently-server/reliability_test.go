@@ -227,7 +227,7 @@ pools:
 	}
 
 	settle(t, f, began, deadline)
-	reconcileClean(t, ctx, f, began, len(pools))
+	reconcileClean(t, ctx, f, began, deadline, len(pools))
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
 	w.execAll(ctx, f.list(f.live()[0]))
 	if t.Failed() {
@@ -249,7 +249,7 @@ pools:
 		w.delete(ctx, id)
 	}
 	settle(t, f, began, deadline)
-	reconcileClean(t, ctx, f, began, len(pools))
+	reconcileClean(t, ctx, f, began, deadline, len(pools))
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
 
 	checkAnswers(t, f)
@@ -284,7 +284,7 @@ func settle(t *testing.T, f *fleet, began, deadline time.Time) {
 // deleted while their Create's answer was lost, or while a killed replica created
 // them) is the only work a pass may find; a List or Delete the backends fail makes
 // another pass needed.
-func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began time.Time, pools int) {
+func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began, deadline time.Time, pools int) {
 	t.Helper()
 	var orphans []string
 	for i := 0; ; i++ {
@@ -292,7 +292,7 @@ func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began time.Time
 			t.Fatalf("no clean reconcile pass in 40 tries\n%s", f.tails())
 		}
 		live := f.live()
-		c, data := f.do(ctx, live[i%len(live)], "POST", "/v1/admin/reconcile", "", nil)
+		c, data := f.reconcileNow(ctx, live[i%len(live)], deadline)
 		if c.status != http.StatusOK {
 			t.Logf("reconcile: %s", c) // judged with every other answer by checkAnswers
 			continue
