@@ -61,6 +61,13 @@
 //     default).
 //   - listErrorRate (number): each List fails with provider_unavailable with this
 //     probability.
+//   - execErrorRate (number): each Exec or ExecStream that would run a command (the
+//     request is valid and the instance running) fails with this probability, with a
+//     code drawn uniformly from execErrorCodes, and runs nothing. The message names
+//     the code: "fake: injected exec failure (execErrorRate: <code>)".
+//   - execErrorCodes (list of codes): the codes execErrorRate draws from, out of
+//     provider_unavailable, insufficient_capacity, invalid_state, not_found and
+//     internal (the default: all five). An empty list is rejected.
 //   - features (list): declared features, checked against the known names. Default:
 //     every feature the fake implements (exec, exec.stream, files,
 //     lifecycle.stop-start, persistence.disk, lifecycle.pause-resume, snapshots.disk,

@@ -118,6 +118,11 @@ func New(cfg Config) *Adapter {
 	} else {
 		cfg.DeleteErrorCodes = slices.Clone(cfg.DeleteErrorCodes)
 	}
+	if cfg.ExecErrorCodes == nil {
+		cfg.ExecErrorCodes = InjectableExecCodes()
+	} else {
+		cfg.ExecErrorCodes = slices.Clone(cfg.ExecErrorCodes)
+	}
 	if cfg.Features == nil {
 		cfg.Features = DefaultFeatures()
 	} else {
