@@ -29,30 +29,36 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 // TestReliability is the reliability harness: hundreds of sandboxes go through three
 // daemon replicas on one PostgreSQL while two fake backends, served over the adapter
 // HTTP protocol, inject every Create error code, lost Create answers, Delete and
-// List failures and latency at random, while replicas are SIGKILLed and restarted at
-// random points and some sandboxes are deleted mid-flight. Once everything has
-// settled and a reconcile pass finds nothing left to do (and again after every
-// sandbox left is deleted, when the backends must end empty):
+// List failures, exec failures and latency at random, while replicas are SIGKILLed
+// and restarted at random points, one backend is SIGKILLed and restarted (empty: the
+// fake keeps its instances in memory), and some sandboxes are deleted mid-flight.
+// Once everything has settled, the reconciler has failed the sandboxes whose
+// instances the restarted backend lost, and a reconcile pass finds nothing left to do
+// (and again after every sandbox left is deleted, when the backends must end empty):
 //
 //   - every sandbox is running, terminated (only if the test deleted it) or failed
 //     with a reason the faults explain: an injected invalid_request, which fails a
-//     sandbox at once, or retryable faults that used up maxAttempts (rare: the rates
-//     and maxAttempts 10 make that unlikely);
+//     sandbox at once, retryable faults that used up maxAttempts (rare: the rates
+//     and maxAttempts 10 make that unlikely), or, on the restarted backend's pool
+//     only, an instance lost with the restart;
 //   - every backend instance belongs to a running sandbox on that pool that names it
 //     as its backendRef, and every running sandbox has exactly that one instance,
-//     in which exec works;
-//   - no reconciler ever had to delete a second instance of a sandbox, fail one
-//     whose instance disappeared or follow a state the backend changed;
+//     in which exec works, though it may take a few tries: every exec the backend
+//     fails must answer the status and code the contract maps its fault to;
+//   - no reconciler ever had to delete a second instance of a sandbox, follow a
+//     state the backend changed, or fail a sandbox whose instance disappeared, but
+//     on the restarted backend's pool;
 //   - every API answer of 5xx is one the contract allows: 503 with Retry-After from
-//     a full create queue. (A reconcile pass whose Delete the backend refused answers
+//     a full create queue, or 503 provider_unavailable from an injected exec outage
+//     or capacity fault. (A reconcile pass whose Delete the backend refused answers
 //     200 with the failure among its report's errors.) A request that got no answer
 //     went to a replica the test killed.
 //   - every daemon still running exits cleanly on SIGTERM, and no daemon reported a
 //     data race.
 //
 // Randomness comes from one seed, logged at the start; set DIFFERENTLY_RELIABILITY_SEED
-// to replay a run's plan (which sandboxes are deleted when, when replicas die, the
-// backends' fault draws). Goroutine and process scheduling still vary between runs.
+// to replay a run's plan (which sandboxes are deleted when, when replicas and which
+// backend die, the backends' fault draws). Goroutine and process scheduling still vary between runs.
 //
 // Nothing here sleeps to wait for state: the test waits on the daemons' log lines,
 // and a create refused because the queue is full is retried after the next
@@ -81,14 +87,19 @@ func TestReliability(t *testing.T) {
 	const adapterToken = "reliability-test-adapter-token"
 	pools := []string{"a", "b"}
 	fakeURLs := map[string]string{}
+	backends := map[string]*backendProc{}
+	execCodes, _ := json.Marshal(execFaultCodes)
 	for i, pool := range pools {
 		// Per Create: 10% injected errors (2% of each code), 4% lost answers, and
-		// 50-450 ms to make an instance. 15% of Deletes and 10% of Lists fail.
+		// 50-450 ms to make an instance. 15% of Deletes, 10% of Lists and 20% of
+		// execs fail.
 		faults := fmt.Sprintf(`{"faultSeed": %d, "createLatencyMs": 50, "createLatencyJitterMs": 400,
-			"createErrorRate": 0.1, "dropCreateResponseRate": 0.04, "deleteErrorRate": 0.15, "listErrorRate": 0.1}`,
-			(seed+int64(i)+1)&(1<<62-1))
-		fakeURLs[pool] = serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
+			"createErrorRate": 0.1, "dropCreateResponseRate": 0.04, "deleteErrorRate": 0.15, "listErrorRate": 0.1,
+			"execErrorRate": 0.2, "execErrorCodes": %s}`,
+			(seed+int64(i)+1)&(1<<62-1), execCodes)
+		backends[pool] = startBackend(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
 			"--adapter", "fake", "--config-json", faults)
+		fakeURLs[pool] = backends[pool].url
 	}
 	cfg := fmt.Sprintf(`database:
   url: %q
@@ -139,12 +150,19 @@ pools:
 			deletions = append(deletions, deletion{index: i, after: i + rng.IntN(60)})
 		}
 	}
-	t.Logf("seed %d (rerun with %s=%d); replicas die at Creates %v; %d sandboxes deleted mid-flight",
-		seed, reliabilitySeedEnv, seed, plan, len(deletions))
+	// One backend dies once it holds running sandboxes, yet early enough that they
+	// are past the reconciler's 30 s grace for recent changes by the time the
+	// sandboxes a killed replica was creating are taken over (see budget), so the
+	// run does not wait for them; it comes back some Creates later.
+	crash := backendCrash{pool: pools[rng.IntN(len(pools))], killAt: 40 + rng.IntN(60)}
+	crash.restartAt = crash.killAt + 10 + rng.IntN(30)
+	t.Logf("seed %d (rerun with %s=%d); replicas die at Creates %v; pool %s's backend dies at Create %d and returns at %d; %d sandboxes deleted mid-flight",
+		seed, reliabilitySeedEnv, seed, plan, crash.pool, crash.killAt, crash.restartAt, len(deletions))
 
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
 	w := newWorkload(f, seed, sandboxes, deletions)
+	w.lostPool = crash.pool
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range creators {
@@ -185,6 +203,16 @@ pools:
 	heldProvisioning := 0
 	f.waitFor("every create answered and every planned kill and restart done", deadline, func() (bool, string) {
 		n := f.createLines()
+		switch {
+		case crash.state == 0 && n >= crash.killAt:
+			backends[crash.pool].kill()
+			crash.state = 1
+			t.Logf("%s: killed pool %s's backend after %d Creates", time.Since(began).Round(time.Millisecond), crash.pool, n)
+		case crash.state == 1 && n >= crash.restartAt:
+			backends[crash.pool].restart()
+			crash.state = 2
+			t.Logf("%s: restarted pool %s's backend after %d Creates", time.Since(began).Round(time.Millisecond), crash.pool, f.createLines())
+		}
 		for step < len(plan) {
 			s := plan[step]
 			switch {
@@ -216,7 +244,8 @@ pools:
 		default:
 			return false, fmt.Sprintf("%d of %d creates answered, %d Creates started", w.answered(), sandboxes, n)
 		}
-		return step == len(plan), fmt.Sprintf("%d Creates started, chaos step %d of %d", n, step, len(plan))
+		return step == len(plan) && crash.state == 2, fmt.Sprintf("%d Creates started, chaos step %d of %d, backend crash step %d of 2",
+			n, step, len(plan), crash.state)
 	})
 	if t.Failed() {
 		t.FailNow()
@@ -227,7 +256,13 @@ pools:
 	}
 
 	settle(t, f, began, deadline)
-	reconcileClean(t, ctx, f, began, deadline, len(pools))
+	installation := installationID(t, ctx, dbURL)
+	lost := awaitLost(t, ctx, f, crash.pool, fakeURLs[crash.pool], adapterToken, installation, deadline)
+	t.Logf("%s: %d sandboxes on pool %s failed with the instances its backend's restart lost", time.Since(began).Round(time.Millisecond), lost, crash.pool)
+	if lost == 0 {
+		t.Errorf("the restarted backend lost no running sandbox: the run did not exercise the reconciler's recovery from it")
+	}
+	reconcileClean(t, ctx, f, began, deadline, len(pools), crash.pool)
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
 	w.execAll(ctx, f.list(f.live()[0]))
 	if t.Failed() {
@@ -249,16 +284,40 @@ pools:
 		w.delete(ctx, id)
 	}
 	settle(t, f, began, deadline)
-	reconcileClean(t, ctx, f, began, deadline, len(pools))
+	reconcileClean(t, ctx, f, began, deadline, len(pools), crash.pool)
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
 
 	checkAnswers(t, f)
-	checkRepairs(t, f)
+	checkRepairs(t, f, crash.pool)
 	t.Logf("warnings and errors the daemons logged: %v", f.logged)
 	if len(f.races) > 0 {
 		t.Errorf("daemons %v reported data races", f.races)
 	}
 	t.Logf("%s: checked; %d Creates started fleet-wide", time.Since(began).Round(time.Millisecond), f.createLines())
+}
+
+// backendCrash is the plan for the backend that dies: its pool, the Create counts at
+// which it is killed and restarted, and how far that went (0 up, 1 killed, 2
+// restarted).
+type backendCrash struct {
+	pool              string
+	killAt, restartAt int
+	state             int
+}
+
+// installationID reads the installation the daemons stamp on every instance.
+func installationID(t *testing.T, ctx context.Context, dbURL string) string {
+	t.Helper()
+	st, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := st.InstallationID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // settle waits until no sandbox is queued, provisioning or terminating, and logs
@@ -284,7 +343,7 @@ func settle(t *testing.T, f *fleet, began, deadline time.Time) {
 // deleted while their Create's answer was lost, or while a killed replica created
 // them) is the only work a pass may find; a List or Delete the backends fail makes
 // another pass needed.
-func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began, deadline time.Time, pools int) {
+func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began, deadline time.Time, pools int, lostPool string) {
 	t.Helper()
 	var orphans []string
 	for i := 0; ; i++ {
@@ -304,12 +363,16 @@ func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began, deadline
 		clean := len(rep.Pools) == pools
 		for _, p := range rep.Pools {
 			orphans = append(orphans, p.OrphansDeleted...)
-			if n := len(p.Adopted) + len(p.Requeued) + len(p.Lost) + len(p.StateChanged) + len(p.Duplicates); n > 0 {
+			lost := len(p.Lost)
+			if p.Pool == lostPool {
+				lost = 0 // awaitLost waited for these, but a pass may still find one first
+			}
+			if n := len(p.Adopted) + len(p.Requeued) + lost + len(p.StateChanged) + len(p.Duplicates); n > 0 {
 				t.Errorf("reconcile after settling changed sandboxes on pool %s: %+v", p.Pool, p)
 			}
 			// A failed action (an orphan Delete the backend refused) is in the
 			// report's errors; the pass is clean once nothing failed or was done.
-			if p.Skipped != "" || len(p.OrphansDeleted) > 0 || len(p.Errors) > 0 {
+			if p.Skipped != "" || len(p.OrphansDeleted) > 0 || len(p.Lost) > 0 || len(p.Errors) > 0 {
 				clean = false
 			}
 		}
@@ -375,6 +438,8 @@ type workload struct {
 	pending   []deletion
 	deleted   map[string]bool
 	queueFull int // creates refused because the queue was full
+	// lostPool is the pool whose backend the test restarts, losing its instances.
+	lostPool string
 }
 
 func newWorkload(f *fleet, seed int64, n int, deletions []deletion) *workload {
@@ -504,17 +569,40 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	}
 	jobs := make(chan job)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	faults := map[string]int{}
 	for range 8 {
 		wg.Go(func() {
 			for j := range jobs {
-				id, live := j.id, w.f.live()
-				c, data := w.f.do(ctx, live[j.n%len(live)], "POST", "/v1/sandboxes/"+id+"/exec", `{"command": "echo ok"}`, nil)
-				var res struct {
-					ExitCode int    `json:"exitCode"`
-					Stdout   string `json:"stdout"`
-				}
-				if c.status != http.StatusOK || json.Unmarshal(data, &res) != nil || res.ExitCode != 0 || res.Stdout != "echo ok\n" {
-					w.t.Errorf("exec in running sandbox %s: %s: %s", id, c, data)
+				id := j.id
+				// The backends fail 20% of execs: try until one runs, checking that
+				// each failure answers as the contract maps its fault.
+				for try := 0; ; try++ {
+					if try == 20 {
+						w.t.Errorf("exec in running sandbox %s failed 20 times", id)
+						break
+					}
+					live := w.f.live()
+					c, data := w.f.do(ctx, live[(j.n+try)%len(live)], "POST", "/v1/sandboxes/"+id+"/exec", `{"command": "echo ok"}`, nil)
+					if c.status != http.StatusOK {
+						fault, ok := execFault(c)
+						if !ok {
+							w.t.Errorf("exec in running sandbox %s: %s: %s", id, c, data)
+							break
+						}
+						mu.Lock()
+						faults[fault]++
+						mu.Unlock()
+						continue
+					}
+					var res struct {
+						ExitCode int    `json:"exitCode"`
+						Stdout   string `json:"stdout"`
+					}
+					if json.Unmarshal(data, &res) != nil || res.ExitCode != 0 || res.Stdout != "echo ok\n" {
+						w.t.Errorf("exec in running sandbox %s: %s: %s", id, c, data)
+					}
+					break
 				}
 			}
 		})
@@ -528,17 +616,19 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	}
 	close(jobs)
 	wg.Wait()
-	w.t.Logf("exec answered in all %d running sandboxes", n)
+	w.t.Logf("exec answered in all %d running sandboxes; injected exec faults answered as the contract maps them: %v", n, faults)
 }
 
 // acceptableFailure says why a failed sandbox may have failed under the injected
 // faults, or "" when nothing in them explains its reason.
-func acceptableFailure(reason string) string {
+func acceptableFailure(sb apiSandbox, lostPool string) string {
 	switch {
-	case strings.Contains(reason, "(createErrorRate: invalid_request)"):
+	case strings.Contains(sb.Reason, "(createErrorRate: invalid_request)"):
 		return "invalid_request injected"
-	case strings.Contains(reason, "(gave up after "):
+	case strings.Contains(sb.Reason, "(gave up after "):
 		return "retryable faults used up maxAttempts"
+	case sb.Reason == lostReason && sb.Pool == lostPool:
+		return "instance lost with the restarted backend"
 	}
 	return ""
 }
@@ -567,8 +657,8 @@ func (w *workload) check(ctx context.Context, all map[string]apiSandbox, pools [
 			outcomes["running"]++
 		case sb.State == "terminated" && deleted:
 			outcomes["terminated (deleted)"]++
-		case sb.State == "failed" && sb.Reason != "" && acceptableFailure(sb.Reason) != "":
-			outcomes["failed: "+acceptableFailure(sb.Reason)]++
+		case sb.State == "failed" && sb.Reason != "" && acceptableFailure(sb, w.lostPool) != "":
+			outcomes["failed: "+acceptableFailure(sb, w.lostPool)]++
 		default:
 			t.Errorf("sandbox %s (deleted: %v) ended %s after %d attempts: %q", id, deleted, sb.State, sb.Attempts, sb.Reason)
 		}
@@ -650,6 +740,8 @@ func checkAnswers(t *testing.T, f *fleet) {
 		case c.method == "POST" && c.path == "/v1/sandboxes" && c.status == http.StatusServiceUnavailable &&
 			c.code == "provider_unavailable" && c.retryAfter != "" && strings.Contains(c.message, "queue is full"):
 			allowed["503 queue full"]++
+		case c.method == "POST" && strings.HasSuffix(c.path, "/exec") && allowedExec5xx(c):
+			allowed["503 injected exec fault"]++
 		default:
 			t.Errorf("an answer the contract does not allow: %s", c)
 		}
@@ -661,12 +753,13 @@ func checkAnswers(t *testing.T, f *fleet) {
 var actionAttr = regexp.MustCompile(` action=(\S+)`)
 
 // checkRepairs judges what the reconcilers repaired during the run. Adopting and
-// requeueing the sandboxes of a killed replica, and deleting orphans (instances made
+// requeueing the sandboxes of a killed replica, deleting orphans (instances made
 // for a sandbox that was deleted or requeued while its Create's answer was lost),
-// are their job here. A second instance of one sandbox, an instance lost from the
+// and failing the sandboxes whose instances the restarted backend lost, are their
+// job here. A second instance of one sandbox, an instance lost from the
 // backend, or a state the backend changed would each mean an invariant broke at some
 // point, even if a later pass repaired it.
-func checkRepairs(t *testing.T, f *fleet) {
+func checkRepairs(t *testing.T, f *fleet, lostPool string) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -679,6 +772,12 @@ func checkRepairs(t *testing.T, f *fleet) {
 		counts[action]++
 		switch reconcile.ActionKind(action) {
 		case reconcile.Adopt, reconcile.Requeue, reconcile.DeleteOrphan:
+		case reconcile.Lost:
+			// Failing the sandboxes whose instances the restarted backend lost is
+			// the reconciler's job; an instance vanishing anywhere else is not.
+			if !strings.Contains(l, " pool="+lostPool+" ") {
+				t.Errorf("a reconciler had to repair what should never break: %s", l)
+			}
 		default:
 			t.Errorf("a reconciler had to repair what should never break: %s", l)
 		}
