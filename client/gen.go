@@ -4099,6 +4099,7 @@ type ReconcileNowResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *ReconcileReport
 	JSON403      *ErrorResponse
+	JSON409      *ErrorEnvelope
 }
 
 // Status returns HTTPResponse.Status
@@ -6004,6 +6005,13 @@ func ParseReconcileNowResponse(rsp *http.Response) (*ReconcileNowResponse, error
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	}
 

@@ -30,6 +30,7 @@ const maxResponseJSON = 64 << 20
 // Client is an adapters.ExecutionAdapter that talks to a Handler, or to any server of
 // the protocol, over HTTP. It implements every optional interface: what the remote
 // can actually do is what its /info declares, and it answers 501 for the rest.
+// TTLRenewer too, in effect only when /info declares ttlRenewal: see RenewTTL.
 type Client struct {
 	base  string
 	token string
@@ -40,6 +41,9 @@ type Client struct {
 
 	mu   sync.Mutex
 	info adapters.Info
+	// fetched is set once /info has answered; ttlRenewal is what it last declared.
+	fetched    bool
+	ttlRenewal bool
 }
 
 var (
@@ -50,6 +54,7 @@ var (
 	_ adapters.Pauser           = (*Client)(nil)
 	_ adapters.Snapshotter      = (*Client)(nil)
 	_ adapters.PortExposer      = (*Client)(nil)
+	_ adapters.TTLRenewer       = (*Client)(nil)
 )
 
 // Option configures a Client.

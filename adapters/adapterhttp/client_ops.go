@@ -47,6 +47,7 @@ func (c *Client) Capabilities(ctx context.Context) (adapters.Capabilities, error
 	}
 	c.mu.Lock()
 	c.info = info
+	c.fetched, c.ttlRenewal = true, out.TTLRenewal
 	c.mu.Unlock()
 	caps := out.Capabilities
 	caps.Features = adapters.EffectiveFeatures(c, caps.Features)
@@ -287,6 +288,36 @@ func (c *Client) ExposePort(ctx context.Context, ref string, port int) (string, 
 		return "", err
 	}
 	return out.URL, nil
+}
+
+// RenewTTL moves the remote backend's expiry of an instance (POST
+// /instances/{ref}/ttl) when the plugin declares ttlRenewal in /info, as of the last
+// Capabilities or Refresh; before the first, it fetches /info. A plugin that does not
+// declare it keeps no expiry of its own, as an in-process adapter without TTLRenewer,
+// so there is nothing to move and RenewTTL succeeds without a request.
+func (c *Client) RenewTTL(ctx context.Context, ref string, ttlSeconds int64) error {
+	p, err := instancePath(ref, "ttl")
+	if err != nil {
+		return err
+	}
+	if ttlSeconds < 0 {
+		return adapters.InvalidRequest("ttlSeconds must not be negative, not %d", ttlSeconds)
+	}
+	c.mu.Lock()
+	fetched, declared := c.fetched, c.ttlRenewal
+	c.mu.Unlock()
+	if !fetched {
+		if err := c.Refresh(ctx); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		declared = c.ttlRenewal
+		c.mu.Unlock()
+	}
+	if !declared {
+		return nil
+	}
+	return c.call(ctx, http.MethodPost, p, nil, ttlRequest{TTLSeconds: &ttlSeconds}, nil)
 }
 
 // String names the endpoint for logs; the token is never part of it.

@@ -12,7 +12,7 @@
 // (application/octet-stream, at most api.MaxFileBytes). Request JSON is limited to
 // api.MaxJSONBodyBytes and must not carry unknown fields.
 //
-//	GET    /info                              {"info": Info, "capabilities": Capabilities}
+//	GET    /info                              {"info": Info, "capabilities": Capabilities, "ttlRenewal": bool}
 //	GET    /capacity                          Capacity
 //	GET    /health                            {"status":"ok"}, or an error (normally 503)
 //	POST   /instances                         CreateRequest -> Instance
@@ -28,6 +28,7 @@
 //	POST   /instances/{ref}/snapshots         {"kind":"disk"|"memory"} -> Snapshot
 //	DELETE /snapshots/{ref}                   204
 //	POST   /instances/{ref}/ports             {"port":N} -> {"url":"..."}
+//	POST   /instances/{ref}/ttl               {"ttlSeconds":N} -> 204
 //
 // Refs are opaque and path-escaped, so they may contain slashes or any other
 // character; only the refs "." and ".." cannot be routed.
@@ -45,6 +46,17 @@
 // the adapter specification's error table says. An optional route the adapter cannot
 // serve, because it lacks the interface or does not declare the feature, is 501
 // unsupported_operation with details.operation.
+//
+// # TTL renewal
+//
+// An adapter whose backend keeps its own expiry for an instance implements
+// adapters.TTLRenewer, which backs no feature name. A plugin declares it in /info as
+// "ttlRenewal": true (omitted means false) and serves POST /instances/{ref}/ttl with
+// {"ttlSeconds": N}: N is required and not negative, 0 removes the expiry. Handler
+// declares and serves it exactly when the adapter implements TTLRenewer, and answers
+// 501 otherwise. Client.RenewTTL calls the route only when the plugin's last /info
+// declared it; otherwise the plugin has no expiry to move, and RenewTTL succeeds
+// without a request.
 //
 // # Streaming
 //

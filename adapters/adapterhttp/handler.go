@@ -60,6 +60,7 @@ func Handler(a adapters.ExecutionAdapter, token string) http.Handler {
 	route("POST /instances/{ref}/snapshots", h.snapshot)
 	route("DELETE /snapshots/{ref}", h.deleteSnapshot)
 	route("POST /instances/{ref}/ports", h.exposePort)
+	route("POST /instances/{ref}/ttl", h.renewTTL)
 	// The mux's own 404 and 405 answers are plain text; a catch-all keeps every answer
 	// in the error envelope, which is all a client can interpret.
 	mux.HandleFunc("/", h.unrouted)

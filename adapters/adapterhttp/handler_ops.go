@@ -14,6 +14,17 @@ import (
 type infoResponse struct {
 	Info         adapters.Info         `json:"info"`
 	Capabilities adapters.Capabilities `json:"capabilities"`
+	// TTLRenewal declares POST /instances/{ref}/ttl: the adapter implements
+	// adapters.TTLRenewer. It backs no feature name, as TTLRenewer backs none, so it is
+	// declared beside the features rather than among them. Absent (false) means the
+	// backend keeps no expiry of its own that the control plane must move.
+	TTLRenewal bool `json:"ttlRenewal,omitempty"`
+}
+
+// ttlRequest is the body of POST /instances/{ref}/ttl. TTLSeconds is required, so
+// that an empty body cannot remove an expiry by accident.
+type ttlRequest struct {
+	TTLSeconds *int64 `json:"ttlSeconds"`
 }
 
 type healthResponse struct {
@@ -42,7 +53,8 @@ func (h *handler) info(w http.ResponseWriter, r *http.Request) error {
 	caps.Features = adapters.EffectiveFeatures(h.a, caps.Features)
 	info := h.a.Info()
 	info.Protocol = adapters.ProtocolVersion
-	writeJSON(w, http.StatusOK, infoResponse{Info: info, Capabilities: caps})
+	_, renews := h.a.(adapters.TTLRenewer)
+	writeJSON(w, http.StatusOK, infoResponse{Info: info, Capabilities: caps, TTLRenewal: renews})
 	return nil
 }
 
@@ -311,5 +323,30 @@ func (h *handler) exposePort(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, portResponse{URL: url})
+	return nil
+}
+
+// renewTTL serves POST /instances/{ref}/ttl. TTLRenewer backs no feature, so only the
+// interface is checked: an adapter without it answers 501, and /info does not declare
+// ttlRenewal.
+func (h *handler) renewTTL(w http.ResponseWriter, r *http.Request) error {
+	var req ttlRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	switch {
+	case req.TTLSeconds == nil:
+		return adapters.InvalidRequest("ttlSeconds is required (0 removes the expiry)")
+	case *req.TTLSeconds < 0:
+		return adapters.InvalidRequest("ttlSeconds must not be negative, not %d", *req.TTLSeconds)
+	}
+	renewer, ok := h.a.(adapters.TTLRenewer)
+	if !ok {
+		return adapters.Unsupported("ttl.renew")
+	}
+	if err := renewer.RenewTTL(r.Context(), r.PathValue("ref"), *req.TTLSeconds); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -35,6 +35,8 @@ type Config struct {
 	DeleteErrorRate        float64
 	DeleteErrorCodes       []api.Code // nil: every code in InjectableDeleteCodes
 	ListErrorRate          float64
+	ExecErrorRate          float64
+	ExecErrorCodes         []api.Code // nil: every code in InjectableExecCodes
 
 	// Features nil means DefaultFeatures; an empty non-nil list declares nothing.
 	Features  []string
@@ -93,6 +95,19 @@ func InjectableDeleteCodes() []api.Code {
 	return []api.Code{api.CodeProviderUnavailable, api.CodeInternal}
 }
 
+// InjectableExecCodes are the codes execErrorCodes may name: the ones Exec can
+// legitimately return for a running instance, so that injected faults exercise real
+// API paths. A command's own failure is an exit code, never an error.
+func InjectableExecCodes() []api.Code {
+	return []api.Code{
+		api.CodeProviderUnavailable,
+		api.CodeInsufficientCapacity,
+		api.CodeInvalidState,
+		api.CodeNotFound,
+		api.CodeInternal,
+	}
+}
+
 // FromConfig builds an adapter from pool config keys.
 func FromConfig(cfg map[string]any) (*Adapter, error) {
 	c, err := ParseConfig(cfg)
@@ -128,8 +143,10 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	c.DropCreateResponseRate = rate(r, "dropCreateResponseRate")
 	c.DeleteErrorRate = rate(r, "deleteErrorRate")
 	c.ListErrorRate = rate(r, "listErrorRate")
+	c.ExecErrorRate = rate(r, "execErrorRate")
 	c.CreateErrorCodes = codeList(r, "createErrorCodes", InjectableCreateCodes())
 	c.DeleteErrorCodes = codeList(r, "deleteErrorCodes", InjectableDeleteCodes())
+	c.ExecErrorCodes = codeList(r, "execErrorCodes", InjectableExecCodes())
 	if n := r.Int("dropCreateResponses", 0); n > math.MaxInt32 {
 		r.Check("dropCreateResponses", fmt.Errorf("%d is too large", n))
 	} else {

@@ -1,6 +1,6 @@
 // Package fake is an in-memory execution adapter for tests, development and fault
 // injection. It implements ExecutionAdapter and every optional interface (Streamer,
-// FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer), keeps all state in memory
+// FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, TTLRenewer), keeps all state in memory
 // and never touches the host: exec echoes the command back unless a test installs
 // Config.ExecFunc.
 //
@@ -61,6 +61,13 @@
 //     default).
 //   - listErrorRate (number): each List fails with provider_unavailable with this
 //     probability.
+//   - execErrorRate (number): each Exec or ExecStream that would run a command (the
+//     request is valid and the instance running) fails with this probability, with a
+//     code drawn uniformly from execErrorCodes, and runs nothing. The message names
+//     the code: "fake: injected exec failure (execErrorRate: <code>)".
+//   - execErrorCodes (list of codes): the codes execErrorRate draws from, out of
+//     provider_unavailable, insufficient_capacity, invalid_state, not_found and
+//     internal (the default: all five). An empty list is rejected.
 //   - features (list): declared features, checked against the known names. Default:
 //     every feature the fake implements (exec, exec.stream, files,
 //     lifecycle.stop-start, persistence.disk, lifecycle.pause-resume, snapshots.disk,
@@ -106,6 +113,10 @@
 // stopped instance, a memory snapshot only of a running or paused one. Snapshots
 // outlive their instance. ExposePort returns https://<ref>-<port>.fake.invalid/ for a
 // running instance.
+//
+// The fake keeps a simulated backend expiry, never acted on: the Create request's
+// ttlSeconds, moved by RenewTTL (on an instance in any state; a missing one is
+// not_found). Inspect reports it and how many renewals there were.
 //
 // Tests can also flip faults at run time (SetHealthError, SetListError), force an
 // instance's state (SetState) and read counters (CreateCalls, Instances).

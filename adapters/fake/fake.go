@@ -58,6 +58,10 @@ type instance struct {
 	env          map[string]string
 	labels       map[string]string
 	files        map[string]file
+	// ttlSeconds is the simulated backend expiry: CreateRequest.TTLSeconds, then what
+	// the last RenewTTL set. renewals counts RenewTTL calls.
+	ttlSeconds int64
+	renewals   int
 	// ready is closed when a pending creation ends, either way; concurrent Creates
 	// for the same sandbox wait on it.
 	ready chan struct{}
@@ -82,6 +86,10 @@ type InstanceView struct {
 	Resources    adapters.Resources
 	Env          map[string]string
 	Labels       map[string]string
+	// TTLSeconds is the backend expiry the fake keeps (it never acts on it): the
+	// Create request's, or the last RenewTTL's. TTLRenewals counts RenewTTL calls.
+	TTLSeconds  int64
+	TTLRenewals int
 }
 
 // Interface checks: the fake must back every feature it declares by default.
@@ -93,6 +101,7 @@ var (
 	_ adapters.Pauser           = (*Adapter)(nil)
 	_ adapters.Snapshotter      = (*Adapter)(nil)
 	_ adapters.PortExposer      = (*Adapter)(nil)
+	_ adapters.TTLRenewer       = (*Adapter)(nil)
 )
 
 // New builds an adapter. cfg is taken as is; ParseConfig is where operator input is
@@ -108,6 +117,11 @@ func New(cfg Config) *Adapter {
 		cfg.DeleteErrorCodes = InjectableDeleteCodes()
 	} else {
 		cfg.DeleteErrorCodes = slices.Clone(cfg.DeleteErrorCodes)
+	}
+	if cfg.ExecErrorCodes == nil {
+		cfg.ExecErrorCodes = InjectableExecCodes()
+	} else {
+		cfg.ExecErrorCodes = slices.Clone(cfg.ExecErrorCodes)
 	}
 	if cfg.Features == nil {
 		cfg.Features = DefaultFeatures()
@@ -384,6 +398,7 @@ func (a *Adapter) reserveLocked(req adapters.CreateRequest) (*instance, error) {
 		env:          maps.Clone(req.Env),
 		labels:       adapters.OwnershipLabels(req.Labels, req.ID, req.Installation),
 		files:        files,
+		ttlSeconds:   req.TTLSeconds,
 		ready:        make(chan struct{}),
 	}
 	a.byRef[in.pub.Ref] = in
@@ -448,6 +463,23 @@ func (a *Adapter) Delete(_ context.Context, ref string) error {
 	return nil
 }
 
+// RenewTTL records the new expiry of an instance in any state; Inspect shows it. A
+// missing instance is not_found.
+func (a *Adapter) RenewTTL(_ context.Context, ref string, ttlSeconds int64) error {
+	if ttlSeconds < 0 {
+		return adapters.InvalidRequest("fake: ttlSeconds must not be negative, not %d", ttlSeconds)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in, err := a.lookupLocked(ref)
+	if err != nil {
+		return err
+	}
+	in.ttlSeconds = ttlSeconds
+	in.renewals++
+	return nil
+}
+
 // Inspect returns what the fake remembers of an instance, for tests.
 func (a *Adapter) Inspect(ref string) (InstanceView, error) {
 	a.mu.Lock()
@@ -467,6 +499,8 @@ func (in *instance) view() InstanceView {
 		Resources:    in.resources,
 		Env:          maps.Clone(in.env),
 		Labels:       maps.Clone(in.labels),
+		TTLSeconds:   in.ttlSeconds,
+		TTLRenewals:  in.renewals,
 	}
 }
 

@@ -339,3 +339,28 @@ func TestSetState(t *testing.T) {
 		t.Errorf("Create = %+v", again)
 	}
 }
+
+func TestRenewTTL(t *testing.T) {
+	a := New(Config{})
+	r := req("sbx_1")
+	r.TTLSeconds = 60
+	inst := mustCreate(t, a, r)
+	if v, _ := a.Inspect(inst.Ref); v.TTLSeconds != 60 || v.TTLRenewals != 0 {
+		t.Fatalf("after Create: ttl %d, renewals %d", v.TTLSeconds, v.TTLRenewals)
+	}
+	if err := a.RenewTTL(bg, inst.Ref, 3600); err != nil {
+		t.Fatal(err)
+	}
+	// A stopped instance keeps its expiry too.
+	if err := a.Stop(bg, inst.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RenewTTL(bg, inst.Ref, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := a.Inspect(inst.Ref); v.TTLSeconds != 0 || v.TTLRenewals != 2 {
+		t.Fatalf("after renewals: ttl %d, renewals %d", v.TTLSeconds, v.TTLRenewals)
+	}
+	wantCode(t, a.RenewTTL(bg, "fake_missing", 60), api.CodeNotFound)
+	wantCode(t, a.RenewTTL(bg, inst.Ref, -1), api.CodeInvalidRequest)
+}

@@ -110,12 +110,28 @@ func TestRandomFaults(t *testing.T) {
 			want: map[string]float64{"ok": 0.9, "provider_unavailable": 0.1},
 		},
 		{
+			name: "execErrorRate draws every code by default",
+			cfg:  Config{ExecErrorRate: 0.5},
+			op:   execOnce,
+			want: map[string]float64{"ok": 0.5, "provider_unavailable": 0.1, "insufficient_capacity": 0.1,
+				"invalid_state": 0.1, "not_found": 0.1, "internal": 0.1},
+		},
+		{
+			name: "execErrorCodes narrows the draw",
+			cfg:  Config{ExecErrorRate: 0.3, ExecErrorCodes: []api.Code{api.CodeInvalidState}},
+			op:   execOnce,
+			want: map[string]float64{"ok": 0.7, "invalid_state": 0.3},
+		},
+		{
 			name: "rates 0 inject nothing",
 			cfg:  Config{FaultSeed: 3},
 			op: func(a *Adapter, i int) error {
 				inst, err := a.Create(bg, req(fmt.Sprint("sbx_", i%10)))
 				if err == nil {
 					_, err = a.List(bg, "inst_a")
+				}
+				if err == nil {
+					_, err = a.Exec(bg, inst.Ref, api.ExecRequest{Command: "true"})
 				}
 				if err == nil && i%2 == 0 {
 					err = a.Delete(bg, inst.Ref)
@@ -146,6 +162,23 @@ func TestRandomFaults(t *testing.T) {
 	}
 }
 
+// execOnce runs one exec, alternately plain and streamed, in a running instance.
+func execOnce(a *Adapter, i int) error {
+	inst, err := a.Create(bg, req("sbx_exec"))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if i%2 == 0 {
+		res, err := a.Exec(bg, inst.Ref, api.ExecRequest{Command: "echo hi"})
+		if err == nil && res.Stdout != "echo hi\n" {
+			return fmt.Errorf("exec answered %+v", res)
+		}
+		return err
+	}
+	_, err = a.ExecStream(bg, inst.Ref, api.ExecRequest{Command: "echo hi"}, func(api.ExecEvent) error { return nil })
+	return err
+}
+
 func TestRandomFaultsKeepTheContract(t *testing.T) {
 	// A dropped answer still made the instance, and a retry finds that same one.
 	a := New(Config{DropCreateResponseRate: 1})
@@ -171,6 +204,36 @@ func TestRandomFaultsKeepTheContract(t *testing.T) {
 	}
 	if _, err := c.Get(bg, inst.Ref); err != nil {
 		t.Errorf("the instance is gone after a failed Delete: %v", err)
+	}
+
+	// Exec faults run nothing, leave the instance as it was, and never hide the
+	// errors the instance itself would give.
+	var ran int
+	e := New(Config{ExecErrorRate: 1, ExecFunc: func(context.Context, InstanceView, api.ExecRequest) (api.ExecResult, error) {
+		ran++
+		return api.ExecResult{}, nil
+	}})
+	inst = mustCreate(t, e, req("sbx_1"))
+	_, err = e.Exec(bg, inst.Ref, api.ExecRequest{Command: "true"})
+	if e := api.AsError(err); e == nil || !strings.Contains(e.Message, "(execErrorRate: "+string(e.Code)+")") {
+		t.Fatalf("Exec = %v, want an injected failure naming its code", err)
+	}
+	if ran != 0 {
+		t.Fatalf("an injected exec failure ran the command")
+	}
+	if got, _ := e.Get(bg, inst.Ref); got.State != adapters.StateRunning {
+		t.Fatalf("an injected exec failure changed the instance: %+v", got)
+	}
+	_, err = e.Exec(bg, "fake_missing", api.ExecRequest{Command: "true"})
+	wantCode(t, err, api.CodeNotFound)
+	_, err = e.Exec(bg, inst.Ref, api.ExecRequest{})
+	wantCode(t, err, api.CodeInvalidRequest)
+	if err := e.Stop(bg, inst.Ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Exec(bg, inst.Ref, api.ExecRequest{Command: "true"})
+	if e := api.AsError(err); e == nil || e.Code != api.CodeInvalidState || strings.Contains(e.Message, "injected") {
+		t.Fatalf("Exec on a stopped instance = %v, want the real invalid_state", err)
 	}
 
 	// An invalid request is refused as such, whatever the rates.

@@ -72,6 +72,9 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api
 	if err := req.Validate(); err != nil {
 		return api.ExecResult{}, err
 	}
+	if err := a.execFault(); err != nil {
+		return api.ExecResult{}, err
+	}
 	if a.cfg.ExecFunc != nil {
 		return a.cfg.ExecFunc(ctx, view, req)
 	}
@@ -80,6 +83,17 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api
 		text = strings.Join(req.Args, " ")
 	}
 	return api.ExecResult{Stdout: text + "\n"}, nil
+}
+
+// execFault draws the execErrorRate fault of one exec that would run.
+func (a *Adapter) execFault() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.chanceLocked(a.cfg.ExecErrorRate) {
+		return nil
+	}
+	code := a.pickLocked(a.cfg.ExecErrorCodes)
+	return api.Errorf(code, "fake: injected exec failure (execErrorRate: %s)", code)
 }
 
 // ExecStream emits the whole stdout, then the whole stderr: the fake has no process

@@ -289,6 +289,34 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 	}
 }
 
+// passes counts the reconcile passes every daemon logged so far.
+func (f *fleet) passes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, p := range f.procs {
+		n += p.reconcilePasses
+	}
+	return n
+}
+
+// reconcileNow asks via for a reconcile pass. Passes never overlap: a 409 says
+// another replica's pass was running, so it asks again once a daemon logged the end
+// of a pass. Only the test's goroutine may call it.
+func (f *fleet) reconcileNow(ctx context.Context, via *daemonProc, until time.Time) (apiCall, []byte) {
+	f.t.Helper()
+	for {
+		before := f.passes()
+		c, data := f.do(ctx, via, "POST", "/v1/admin/reconcile", "", nil)
+		if c.status != http.StatusConflict {
+			return c, data
+		}
+		f.waitFor("the running reconcile pass to end", until, func() (bool, string) {
+			return f.passes() > before, c.String()
+		})
+	}
+}
+
 // createLines counts the "creating instance" lines of every daemon so far.
 func (f *fleet) createLines() int {
 	f.mu.Lock()

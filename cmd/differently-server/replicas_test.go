@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -123,7 +124,10 @@ pools:
 			Duplicates     []string `json:"duplicates"`
 		} `json:"pools"`
 	}
-	f.call(alive[1], "POST", "/v1/admin/reconcile", "", http.StatusOK, &rep)
+	c, data := f.reconcileNow(t.Context(), alive[1], deadline)
+	if c.status != http.StatusOK || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("%s: %s", c, data)
+	}
 	if len(rep.Pools) != 1 || rep.Pools[0].Pool != "shared" {
 		t.Fatalf("reconcile report covers %+v, want pool shared only", rep.Pools)
 	}

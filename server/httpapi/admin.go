@@ -3,10 +3,12 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -168,6 +170,12 @@ func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := s.rec.Reconcile(r.Context())
+	if errors.Is(err, reconcile.ErrPassRunning) {
+		// Passes never overlap; this one may run as soon as the other replica's ends.
+		if e := api.AsError(err); e != nil {
+			err = retryAfter(e, int(reconcile.PassRetryAfter/time.Second))
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

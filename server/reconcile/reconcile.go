@@ -49,6 +49,21 @@ type Options struct {
 // LeaseName is the lease that makes one replica the reconciling leader.
 const LeaseName = "reconciler"
 
+// PassLeaseName is the lease held, for the duration of a pass, by whichever replica
+// runs it: the leader on its ticks, or any replica asked by POST /v1/admin/reconcile.
+// It is what keeps two passes from ever overlapping, so an operator can ask any
+// replica for a pass. On one replica, passes also take turns through a local lock.
+const PassLeaseName = "reconcile-pass"
+
+// ErrPassRunning is in the chain of Reconcile's error, beside an invalid_state
+// *api.Error, when another replica is running a pass: try again after PassRetryAfter.
+var ErrPassRunning = errors.New("reconcile: a pass is running on another replica")
+
+// PassRetryAfter is how long a caller refused with ErrPassRunning should wait. A pass
+// normally takes a few List calls and writes; one that crashed holds the pass lease
+// until it lapses (three intervals), and callers meet ErrPassRunning until then.
+const PassRetryAfter = 5 * time.Second
+
 // Reconciler runs reconcile passes.
 type Reconciler struct {
 	st    store.Store
@@ -56,6 +71,8 @@ type Reconciler struct {
 	clk   clock.Clock
 	opts  Options
 	m     *recMetrics
+	// turn is this replica's pass lock: a pass holds its one slot.
+	turn chan struct{}
 }
 
 // New builds a reconciler.
@@ -82,7 +99,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.Logger = opts.Logger.With("replica", opts.ReplicaID)
-	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts, m: newRecMetrics(opts.Metrics)}
+	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts, m: newRecMetrics(opts.Metrics), turn: make(chan struct{}, 1)}
 }
 
 // leaseTTL is how long one TryLease makes this replica the leader: three intervals,
@@ -117,19 +134,31 @@ func (r *Reconciler) Run(ctx context.Context) {
 }
 
 // RunOnce is one turn of Run: it takes or renews the leader lease and, when this
-// replica holds it, reconciles under it. led says whether a pass ran.
+// replica holds it, reconciles under it and the pass lease. led says whether a pass
+// ran: not when another replica leads, nor when a pass asked of another replica
+// (Reconcile) holds the pass lease, in which case the leader waits for its next turn.
 func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err error) {
-	l, err := r.acquire(ctx)
-	if err != nil {
+	if err := r.lockTurn(ctx); err != nil {
+		return Report{}, false, err
+	}
+	defer r.unlockTurn()
+	l, err := r.begin(ctx, true)
+	switch {
+	case errors.Is(err, errNotLeader):
+		return Report{}, false, nil
+	case errors.Is(err, ErrPassRunning):
+		r.opts.Logger.Debug("reconcile pass skipped: another replica is running one")
+		return Report{}, false, nil
+	case err != nil:
 		if ctx.Err() == nil {
 			r.opts.Logger.Warn("reconciler lease", "error", err)
 		}
 		return Report{}, false, err
 	}
-	if l == nil {
-		return Report{}, false, nil
-	}
 	rep, err = r.reconcile(ctx, l)
+	// Released before the line below, so that whoever waits on it finds the pass
+	// lease free.
+	l.end(ctx)
 	if err != nil && ctx.Err() == nil {
 		r.opts.Logger.Warn("reconcile pass failed", "error", err)
 	}
@@ -140,44 +169,96 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err err
 }
 
 // Reconcile runs one pass now (POST /v1/admin/reconcile) and reports what it found
-// and did. When this replica holds the leader lease or can take it, the pass runs
-// under it as Run's passes do. When another replica leads, the pass still runs, as an
-// operator asked, without the lease: its deletes touch only instances no live sandbox
-// owns and every change it writes is guarded by the sandbox's version, so racing the
-// leader's pass at worst repeats a delete that then answers not_found.
+// and did. It may run on any replica, leader or not, but never beside another pass:
+// it waits for a pass running on this replica, and holds the pass lease for its own
+// duration, with the same local deadline and renewals as the leader's passes. When
+// another replica holds the pass lease it runs nothing and fails with an
+// invalid_state error wrapping ErrPassRunning. A replica that holds the leader lease,
+// or can take it, renews or takes it too, as Run would.
 func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
-	l, err := r.acquire(ctx)
+	if err := r.lockTurn(ctx); err != nil {
+		return Report{}, err
+	}
+	defer r.unlockTurn()
+	l, err := r.begin(ctx, false)
+	if errors.Is(err, ErrPassRunning) {
+		e := api.Errorf(api.CodeInvalidState, "a reconcile pass is running on another replica; try again in %d s", int(PassRetryAfter/time.Second)).
+			WithDetail("retryAfterSeconds", int(PassRetryAfter/time.Second))
+		return Report{}, fmt.Errorf("%w: %w", e, ErrPassRunning)
+	}
 	if err != nil {
 		return Report{}, err
 	}
+	defer l.end(ctx)
 	return r.reconcile(ctx, l)
 }
+
+func (r *Reconciler) lockTurn(ctx context.Context) error {
+	select {
+	case r.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Reconciler) unlockTurn() { <-r.turn }
 
 // errLeadership stops a pass whose lease was lost or whose local deadline passed.
 var errLeadership = errors.New("reconciler: leadership lost or the pass outlived its deadline")
 
-// lease is the leader lease as one pass holds it. Its deadline, by the injected
-// clock, is passBudget after the last successful TryLease and so always before the
-// lease's expiry; ctx carries the same deadline in real time and bounds every call of
-// the pass.
+// errNotLeader is begin's answer, for Run, when another replica leads.
+var errNotLeader = errors.New("reconciler: another replica leads")
+
+// lease is what one pass holds: the pass lease, and the leader lease when this
+// replica leads. Its deadline, by the injected clock, is passBudget after the last
+// successful TryLease and so always before either lease's expiry; ctx carries the
+// same deadline in real time and bounds every call of the pass.
 type lease struct {
 	r        *Reconciler
+	names    []string
 	deadline time.Time
 	timer    *time.Timer
 	cancel   context.CancelCauseFunc
 }
 
-// acquire takes or renews the lease. It returns nil, with the leader gauge at 0,
-// when another replica holds it.
-func (r *Reconciler) acquire(ctx context.Context) (*lease, error) {
+// begin starts a pass. It takes or renews the leader lease, setting the leader gauge
+// by the outcome; with needLeader, losing it is errNotLeader. Then it takes the pass
+// lease, or answers ErrPassRunning when another replica holds it.
+func (r *Reconciler) begin(ctx context.Context, needLeader bool) (*lease, error) {
 	now := r.clk.Now()
-	won, err := r.st.TryLease(ctx, LeaseName, r.opts.ReplicaID, now, r.leaseTTL())
-	if err != nil || !won {
+	leads, err := r.st.TryLease(ctx, LeaseName, r.opts.ReplicaID, now, r.leaseTTL())
+	if err != nil || !leads {
 		r.m.leader.Set(0)
+		if err != nil {
+			return nil, err
+		}
+		if needLeader {
+			return nil, errNotLeader
+		}
+	} else {
+		r.m.leader.Set(1)
+	}
+	free, err := r.st.TryLease(ctx, PassLeaseName, r.opts.ReplicaID, now, r.leaseTTL())
+	if err != nil {
 		return nil, err
 	}
-	r.m.leader.Set(1)
-	return &lease{r: r, deadline: now.Add(r.passBudget())}, nil
+	if !free {
+		return nil, ErrPassRunning
+	}
+	l := &lease{r: r, names: []string{PassLeaseName}, deadline: now.Add(r.passBudget())}
+	if leads {
+		l.names = append(l.names, LeaseName)
+	}
+	return l, nil
+}
+
+// end gives the pass lease up, so that the next pass, here or on another replica,
+// need not wait for it to lapse. The leader lease stays: Run renews it.
+func (l *lease) end(ctx context.Context) {
+	if err := l.r.st.ReleaseLease(context.WithoutCancel(ctx), PassLeaseName, l.r.opts.ReplicaID); err != nil {
+		l.r.opts.Logger.Warn("reconcile pass lease not released; it lapses on its own", "error", err)
+	}
 }
 
 // bind returns ctx bounded by the lease's deadline; release stops the timer.
@@ -210,8 +291,9 @@ func (l *lease) valid(ctx context.Context) error {
 	return nil
 }
 
-// renew confirms the lease in the store before a batch of actions, and moves the
-// deadline on. A lost lease stops the pass: another replica leads now.
+// renew confirms every lease the pass holds in the store before a batch of actions,
+// and moves the deadline on. A lost lease stops the pass: another replica leads, or
+// runs a pass, now.
 func (l *lease) renew(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -220,14 +302,18 @@ func (l *lease) renew(ctx context.Context) error {
 		return err
 	}
 	now := l.r.clk.Now()
-	won, err := l.r.st.TryLease(ctx, LeaseName, l.r.opts.ReplicaID, now, l.r.leaseTTL())
-	if err != nil || !won {
-		l.r.m.leader.Set(0)
-		l.cancel(errLeadership)
-		if err == nil {
-			err = errLeadership
+	for _, name := range l.names {
+		won, err := l.r.st.TryLease(ctx, name, l.r.opts.ReplicaID, now, l.r.leaseTTL())
+		if err != nil || !won {
+			if name == LeaseName {
+				l.r.m.leader.Set(0)
+			}
+			l.cancel(errLeadership)
+			if err == nil {
+				err = errLeadership
+			}
+			return err
 		}
-		return err
 	}
 	l.deadline = now.Add(l.r.passBudget())
 	l.timer.Reset(l.r.passBudget())
@@ -236,7 +322,7 @@ func (l *lease) renew(ctx context.Context) error {
 
 // reconcile runs one pass over every pool. A pool whose List fails is skipped for the
 // pass: acting on a partial view would delete real instances or fail live
-// sandboxes. Under a lease (l non-nil) the pass renews it before acting on each pool
+// sandboxes. Under a lease (l non-nil) the pass renews its leases before acting on each pool
 // and checks its local deadline before each action; once either fails the pass stops
 // and the pools it did not reach are reported skipped.
 func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {

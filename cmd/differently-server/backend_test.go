@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// This file holds the reliability harness's fake backends, which it kills and
+// restarts, and what it checks of the faults they inject into execs.
+
+// backendProc is one `differently-server adapter serve` child process in front of
+// a fake adapter. Restarting it serves the same address, so the pool's endpoint
+// stays valid, but an in-memory fake starts empty: every instance it held is lost.
+type backendProc struct {
+	t    *testing.T
+	env  []string
+	args []string
+	url  string // http://host:port, fixed by the first start
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	killed bool
+}
+
+// startBackend serves a fake backend on a loopback port chosen by the system. It is
+// stopped with SIGTERM, and must exit cleanly, when the test ends.
+func startBackend(t *testing.T, env []string, args ...string) *backendProc {
+	t.Helper()
+	b := &backendProc{t: t, env: env, args: args}
+	b.url = b.run("127.0.0.1:0")
+	t.Cleanup(b.stop)
+	return b
+}
+
+// run starts the process on listen and returns the URL it printed.
+func (b *backendProc) run(listen string) string {
+	b.t.Helper()
+	cmd := exec.Command(binary, append([]string{"adapter", "serve", "--listen", listen}, b.args...)...)
+	cmd.Env = append(os.Environ(), b.env...)
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	type read struct {
+		line string
+		err  error
+	}
+	first := make(chan read, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		first <- read{line, err}
+	}()
+	var r read
+	select {
+	case r = <-first:
+	case <-time.After(startTimeout):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.t.Fatalf("adapter serve printed no address within %s; stderr: %s", startTimeout, stderr)
+	}
+	m := servingLine.FindStringSubmatch(r.line)
+	if m == nil {
+		_ = cmd.Wait()
+		b.t.Fatalf("adapter serve printed %q (%v) instead of its address; stderr: %s", r.line, r.err, stderr)
+	}
+	b.mu.Lock()
+	b.cmd, b.stderr, b.killed = cmd, stderr, false
+	b.mu.Unlock()
+	return m[1]
+}
+
+// kill crashes the backend by its PID: SIGKILL, so it answers nothing more and
+// forgets every instance.
+func (b *backendProc) kill() {
+	b.t.Helper()
+	b.mu.Lock()
+	cmd := b.cmd
+	b.killed = true
+	b.mu.Unlock()
+	if err := cmd.Process.Kill(); err != nil {
+		b.t.Fatalf("kill backend %s: %v", b.url, err)
+	}
+	_ = cmd.Wait()
+}
+
+// restart serves the backend again on its address, empty.
+func (b *backendProc) restart() {
+	b.t.Helper()
+	addr := b.url[len("http://"):]
+	if got := b.run(addr); got != b.url {
+		b.t.Fatalf("restarted backend serves %s, want %s", got, b.url)
+	}
+}
+
+func (b *backendProc) stop() {
+	b.mu.Lock()
+	cmd, stderr, killed := b.cmd, b.stderr, b.killed
+	b.mu.Unlock()
+	if killed {
+		return // waited for by kill
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		b.t.Errorf("adapter serve did not exit cleanly on SIGTERM: %v; stderr: %s", err, stderr)
+	}
+}
+
+// execFaultCodes are the codes the harness's backends inject into execs, and
+// execFaultAnswers what the API must answer for each: the adapter specification's
+// error table (insufficient_capacity is shown as provider_unavailable).
+var (
+	execFaultCodes   = []string{"provider_unavailable", "insufficient_capacity", "invalid_state", "not_found"}
+	execFaultAnswers = map[string]struct {
+		status int
+		code   string
+	}{
+		"provider_unavailable":  {http.StatusServiceUnavailable, "provider_unavailable"},
+		"insufficient_capacity": {http.StatusServiceUnavailable, "provider_unavailable"},
+		"invalid_state":         {http.StatusConflict, "invalid_state"},
+		"not_found":             {http.StatusNotFound, "not_found"},
+	}
+	injectedExecFault = regexp.MustCompile(`fake: injected exec failure \(execErrorRate: (\w+)\)`)
+)
+
+// execFault says which injected fault an exec's answer reports, and whether the
+// answer is the one the contract maps that fault to. ok is false for an answer that
+// no injected fault explains.
+func execFault(c apiCall) (fault string, ok bool) {
+	m := injectedExecFault.FindStringSubmatch(c.message)
+	if m == nil {
+		return "", false
+	}
+	want, known := execFaultAnswers[m[1]]
+	return m[1], known && c.status == want.status && c.code == want.code
+}
+
+// allowedExec5xx says whether a 5xx answer of an exec is one the contract allows: an
+// injected outage or capacity fault, shown as 503 provider_unavailable.
+func allowedExec5xx(c apiCall) bool {
+	fault, ok := execFault(c)
+	return ok && c.status == http.StatusServiceUnavailable && fault != ""
+}
+
+// awaitLost waits, one reconcile pass at a time, until no running sandbox on pool
+// names an instance its backend does not hold: after a backend restart, the
+// reconciler must fail the sandboxes whose instances were lost with it, once they
+// are older than its grace for recent changes (30 s).
+func awaitLost(t *testing.T, ctx context.Context, f *fleet, pool, url, token, installation string, deadline time.Time) int {
+	t.Helper()
+	checkedAt, status := -1, "no pass yet"
+	f.waitFor(fmt.Sprintf("the reconciler to fail the sandboxes whose instances the restart of pool %s's backend lost", pool), deadline,
+		func() (bool, string) {
+			if n := f.passes(); n == checkedAt {
+				return false, status
+			} else {
+				checkedAt = n
+			}
+			held := map[string]bool{}
+			for _, in := range listAll(t, ctx, url, token, installation) {
+				held[in.Ref] = true
+			}
+			missing := 0
+			for _, sb := range f.listQuery(f.live()[0], "state=running&pool="+pool) {
+				if !held[sb.BackendRef] {
+					missing++
+				}
+			}
+			status = fmt.Sprintf("%d running sandboxes on pool %s name an instance it does not hold", missing, pool)
+			return missing == 0, status
+		})
+	lost := 0
+	for _, sb := range f.listQuery(f.live()[0], "state=failed&pool="+pool) {
+		if sb.Reason == lostReason {
+			lost++
+		}
+	}
+	return lost
+}
+
+// lostReason is the reconciler's reason for failing a sandbox whose instance the
+// backend no longer holds.
+const lostReason = "backend instance disappeared"
