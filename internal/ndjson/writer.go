@@ -58,7 +58,7 @@ func NewFramedExecWriter(w http.ResponseWriter) *ExecWriter {
 func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
 	if !n.framed {
 		n.line = AppendEvent(n.line[:0], ev)
-		return n.writeLineLocked()
+		return n.writeLineLocked(nil)
 	}
 	// The line goes after room for the header, written in place once the payload's
 	// length is known; the payload is the line without its newline.
@@ -69,11 +69,12 @@ func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
 	}
 	frames.AppendHeader(n.line[:0], frames.Final, size)
 	n.line = n.line[:frames.HeaderSize+size]
-	return n.writeLineLocked()
+	return n.writeLineLocked(nil)
 }
 
-// writeLineLocked writes n.line, after the status line if it is the first.
-func (n *ExecWriter) writeLineLocked() error {
+// writeLineLocked writes n.line and then payload, after the status line if it is the
+// first, and flushes.
+func (n *ExecWriter) writeLineLocked(payload []byte) error {
 	if !n.started {
 		n.started = true
 		h := n.w.Header()
@@ -88,6 +89,11 @@ func (n *ExecWriter) writeLineLocked() error {
 	}
 	if _, err := n.w.Write(n.line); err != nil {
 		return err
+	}
+	if len(payload) > 0 {
+		if _, err := n.w.Write(payload); err != nil {
+			return err
+		}
 	}
 	// Without a flush output would sit in the server's buffer and arrive in bursts.
 	if err := n.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -126,12 +132,17 @@ func emit[S string | []byte](n *ExecWriter, stream string, data S) error {
 		for k < len(data) && k > maxEventData-utf8.UTFMax && !utf8.RuneStart(data[k]) {
 			k--
 		}
-		if n.framed {
-			n.line = frames.Append(n.line[:0], kind, data[:k])
-		} else {
+		var payload []byte
+		switch b, isBytes := any(data[:k]).([]byte); {
+		case !n.framed:
 			n.line = appendOutput(n.line[:0], stream, data[:k])
+		case isBytes:
+			// The header alone, the bytes after it without a copy.
+			n.line, payload = frames.AppendHeader(n.line[:0], kind, k), b
+		default:
+			n.line = frames.Append(n.line[:0], kind, data[:k])
 		}
-		if err := n.writeLineLocked(); err != nil {
+		if err := n.writeLineLocked(payload); err != nil {
 			return err
 		}
 		data = data[k:]
