@@ -158,6 +158,15 @@ func TestExecStreamFormats(t *testing.T) {
 			})
 		}
 
+		// A pool without exec.stream answers the buffered fallback, in either format.
+		ns := e.running(e.admin, "nostream")
+		fr := e.execStreamed(t, ns.ID, frames.ContentType, api.ExecRequest{Command: "hello"})
+		nd := e.execStreamed(t, ns.ID, "", api.ExecRequest{Command: "hello"})
+		if fr.contentType != frames.ContentType || len(fr.stdout) == 0 || string(fr.stdout) != string(nd.stdout) ||
+			string(fr.stderr) != string(nd.stderr) || fr.final != `{"exitCode":0}` || fr.final != nd.final {
+			t.Fatalf("the fallback: frames %+v, NDJSON %+v", fr, nd)
+		}
+
 		// The request's Accept decides; without frames named, NDJSON as before.
 		for accept, want := range map[string]string{
 			"":                             ndjson.ContentType,
