@@ -7,7 +7,8 @@ const (
 	MaxJSONBodyBytes = 4 << 20
 	// MaxFileBytes bounds one file read or written through the API or protocol (100 MiB).
 	MaxFileBytes = 100 << 20
-	// MaxStreamLineBytes bounds one NDJSON line of a streamed exec (8 MiB).
+	// MaxStreamLineBytes bounds one NDJSON line, or one frame's payload, of a streamed
+	// exec (8 MiB).
 	MaxStreamLineBytes = 8 << 20
 	// MaxExecOutputBytes bounds each of stdout and stderr in a synchronous ExecResult
 	// (1 MiB each). Output beyond it is dropped and ExecResult.Truncated is set; use a

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/internal/frames"
 )
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -48,58 +50,81 @@ func FuzzExecStream(f *testing.F) {
 	f.Add([]byte(`{"error":{"code":"not_found","message":"gone"}}`), uint8(0), uint8(1))
 	f.Add([]byte("<html>oops</html>"), uint8(0), uint8(3))
 
-	statuses := []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest, http.StatusInternalServerError}
 	f.Fuzz(func(t *testing.T, body []byte, stopAfter, statusSel uint8) {
-		status := statuses[int(statusSel)%len(statuses)]
-		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			ct := "application/x-ndjson"
-			if status != http.StatusOK {
-				ct = "application/json"
-			}
-			return &http.Response{
-				StatusCode: status, Header: http.Header{"Content-Type": {ct}},
-				Body: io.NopCloser(bytes.NewReader(body)), Request: r,
-			}, nil
-		})}
-		c, err := client.New("http://daemon.invalid", "tok", client.WithHTTP(hc), client.WithRetry(1, 0, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var (
-			events  int
-			errs    int
-			ended   bool // a final event or an error was yielded
-			lastFin bool
-		)
-		for ev, err := range c.ExecStream(context.Background(), "sbx_1", api.ExecRequest{Command: "x"}) {
-			if ended {
-				t.Fatalf("yielded %+v, %v after the end", ev, err)
-			}
-			if err != nil {
-				errs++
-				ended = true
-				if status != http.StatusOK {
-					var ae *client.APIError
-					if !errors.As(err, &ae) || ae.Status != status || events != 0 {
-						t.Fatalf("status %d gave %v after %d events", status, err, events)
-					}
-				}
-				continue
-			}
-			if ev.Error != "" {
-				t.Fatalf("an event carrying Error came without an error: %+v", ev)
-			}
-			events++
-			lastFin = ev.IsFinal()
-			if lastFin {
-				ended = true
-			}
-			if stopAfter > 0 && events == int(stopAfter) {
-				return
-			}
-		}
-		if errs > 1 || (errs == 0) == !lastFin {
-			t.Fatalf("%d errors, last event final: %v", errs, lastFin)
-		}
+		checkExecStream(t, "application/x-ndjson", body, stopAfter, statusSel)
 	})
+}
+
+// FuzzExecStreamFrames is FuzzExecStream for a daemon answering in frames: the
+// same invariants hold, and every output event's Data is valid UTF-8 whatever bytes
+// its frame carried. The seed corpus is in testdata/fuzz/FuzzExecStreamFrames.
+func FuzzExecStreamFrames(f *testing.F) {
+	fr := func(k frames.Kind, p string) []byte { return frames.Append(nil, k, p) }
+	f.Add(append(fr(frames.Stdout, "hi\n\xff"), fr(frames.Final, `{"exitCode":0}`)...), uint8(0), uint8(0))
+	f.Add(append(fr(frames.Stderr, ""), fr(frames.Final, `{"error":"x"}`)...), uint8(1), uint8(0))
+	f.Add(fr(frames.Final, `{"stream":"stdout"}`), uint8(0), uint8(0))
+	f.Add([]byte{byte(frames.Stdout), 0xff, 0xff, 0xff, 0xff}, uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, body []byte, stopAfter, statusSel uint8) {
+		checkExecStream(t, frames.ContentType, body, stopAfter, statusSel)
+	})
+}
+
+// checkExecStream answers a streamed exec with body, as okType when status is 200,
+// and ranges over ExecStream, checking the invariants FuzzExecStream states.
+func checkExecStream(t *testing.T, okType string, body []byte, stopAfter, statusSel uint8) {
+	statuses := []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest, http.StatusInternalServerError}
+	status := statuses[int(statusSel)%len(statuses)]
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		ct := okType
+		if status != http.StatusOK {
+			ct = "application/json"
+		}
+		return &http.Response{
+			StatusCode: status, Header: http.Header{"Content-Type": {ct}},
+			Body: io.NopCloser(bytes.NewReader(body)), Request: r,
+		}, nil
+	})}
+	c, err := client.New("http://daemon.invalid", "tok", client.WithHTTP(hc), client.WithRetry(1, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		events  int
+		errs    int
+		ended   bool // a final event or an error was yielded
+		lastFin bool
+	)
+	for ev, err := range c.ExecStream(context.Background(), "sbx_1", api.ExecRequest{Command: "x"}) {
+		if ended {
+			t.Fatalf("yielded %+v, %v after the end", ev, err)
+		}
+		if err != nil {
+			errs++
+			ended = true
+			if status != http.StatusOK {
+				var ae *client.APIError
+				if !errors.As(err, &ae) || ae.Status != status || events != 0 {
+					t.Fatalf("status %d gave %v after %d events", status, err, events)
+				}
+			}
+			continue
+		}
+		if ev.Error != "" {
+			t.Fatalf("an event carrying Error came without an error: %+v", ev)
+		}
+		if !utf8.ValidString(ev.Data) {
+			t.Fatalf("an event whose data is not UTF-8: %q", ev.Data)
+		}
+		events++
+		lastFin = ev.IsFinal()
+		if lastFin {
+			ended = true
+		}
+		if stopAfter > 0 && events == int(stopAfter) {
+			return
+		}
+	}
+	if errs > 1 || (errs == 0) == !lastFin {
+		t.Fatalf("%d errors, last event final: %v", errs, lastFin)
+	}
 }

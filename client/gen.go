@@ -135,7 +135,7 @@ type ErrorEnvelope struct {
 	Error Error `json:"error"`
 }
 
-// ExecEvent One line of a streamed exec. The last line carries exitCode or error.
+// ExecEvent One event of a streamed exec, one NDJSON line. The last carries exitCode or error; in the framed format it is the final frame's payload.
 type ExecEvent = api.ExecEvent
 
 // ExecRequest defines model for ExecRequest.

@@ -6,10 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"mime"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/frames"
 	"github.com/different-ai/differently/internal/ndjson"
 )
 
@@ -18,12 +23,20 @@ import (
 // command's outcome is unknown.
 var ErrStreamIncomplete = errors.New("exec stream ended without a final event")
 
+// streamAccept asks for frames, which carry output as raw bytes, and takes NDJSON
+// from a daemon that has no frames.
+var streamAccept = frames.ContentType + ", " + ndjson.ContentType + ";q=0.5"
+
 // ExecStream runs a command and yields its events as they arrive: output events
 // (Stream and Data) and then the final event carrying ExitCode. Errors come as the
 // second value and end the sequence: an API refusal (*APIError, before any event), a
-// final event carrying Error (yielded with that event), a line over
-// api.MaxStreamLineBytes or not JSON, or a stream ending without a final event
-// (ErrStreamIncomplete). Breaking out of the loop early closes the connection.
+// final event carrying Error (yielded with that event), a malformed stream (a line
+// or frame over api.MaxStreamLineBytes, an event that is not JSON), or a stream
+// ending without a final event (ErrStreamIncomplete). Breaking out of the loop early
+// closes the connection.
+//
+// Data is text whichever format the daemon answers in (frames, or NDJSON from an
+// older daemon): each byte of output that is not valid UTF-8 comes as U+FFFD.
 //
 // Each range over the sequence sends the request again, running the command again;
 // it is never retried on its own.
@@ -32,7 +45,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 		stream := N1
 		resp, err := c.API.ClientInterface.ExecSandbox(ctx, id, &ExecSandboxParams{Stream: &stream}, req,
 			func(_ context.Context, r *http.Request) error {
-				r.Header.Set("Accept", "application/x-ndjson")
+				r.Header.Set("Accept", streamAccept)
 				return nil
 			})
 		if err != nil {
@@ -44,37 +57,109 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 			yield(api.ExecEvent{}, newAPIError(resp))
 			return
 		}
-
-		sc := bufio.NewScanner(resp.Body)
-		// The limit is the contract's: the daemon never sends a longer line, so one
-		// means a broken or hostile peer, not a reason to buffer without bound.
-		sc.Buffer(make([]byte, 0, 64<<10), api.MaxStreamLineBytes+1)
-		var dec ndjson.Decoder
-		for sc.Scan() {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
-				continue
-			}
-			ev, err := dec.Decode(line)
-			if err != nil {
-				yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: bad event: %w", err))
-				return
-			}
-			if ev.Error != "" {
-				yield(ev, fmt.Errorf("differently: exec stream failed: %s", ev.Error))
-				return
-			}
-			if !yield(ev, nil) || ev.IsFinal() {
-				return
-			}
-		}
-		switch err := sc.Err(); {
-		case errors.Is(err, bufio.ErrTooLong):
-			yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: a line is over %d bytes", api.MaxStreamLineBytes))
-		case err != nil:
-			yield(api.ExecEvent{}, transportError(err))
-		default:
-			yield(api.ExecEvent{}, fmt.Errorf("differently: %w", ErrStreamIncomplete))
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == frames.ContentType {
+			readFrames(resp.Body, yield)
+		} else {
+			readLines(resp.Body, yield)
 		}
 	}
+}
+
+// readLines yields the events of an NDJSON stream.
+func readLines(body io.Reader, yield func(api.ExecEvent, error) bool) {
+	sc := bufio.NewScanner(body)
+	// The limit is the contract's: the daemon never sends a longer line, so one
+	// means a broken or hostile peer, not a reason to buffer without bound.
+	sc.Buffer(make([]byte, 0, 64<<10), api.MaxStreamLineBytes+1)
+	var dec ndjson.Decoder
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		ev, err := dec.Decode(line)
+		if err != nil {
+			yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: bad event: %w", err))
+			return
+		}
+		if !yieldEvent(ev, yield) {
+			return
+		}
+	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: a line is over %d bytes", api.MaxStreamLineBytes))
+	case err != nil:
+		yield(api.ExecEvent{}, transportError(err))
+	default:
+		yield(api.ExecEvent{}, fmt.Errorf("differently: %w", ErrStreamIncomplete))
+	}
+}
+
+// readFrames yields the events of a framed stream (package frames).
+func readFrames(body io.Reader, yield func(api.ExecEvent, error) bool) {
+	fr := frames.NewReader(body)
+	var dec ndjson.Decoder
+	for {
+		kind, p, err := fr.Next()
+		switch {
+		case err == io.EOF:
+			yield(api.ExecEvent{}, fmt.Errorf("differently: %w", ErrStreamIncomplete))
+			return
+		case err == io.ErrUnexpectedEOF:
+			yield(api.ExecEvent{}, fmt.Errorf("differently: %w (cut inside a frame)", ErrStreamIncomplete))
+			return
+		case errors.Is(err, frames.ErrTooLarge), errors.Is(err, frames.ErrUnknownKind):
+			yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: %w", err))
+			return
+		case err != nil:
+			yield(api.ExecEvent{}, transportError(err))
+			return
+		}
+		var ev api.ExecEvent
+		if kind == frames.Final {
+			if ev, err = dec.Decode(p); err == nil && !ev.IsFinal() {
+				err = errors.New("it has neither exitCode nor error")
+			}
+			if err != nil {
+				yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: bad final frame: %w", err))
+				return
+			}
+		} else {
+			ev = api.ExecEvent{Stream: kind.String(), Data: text(p)}
+		}
+		if !yieldEvent(ev, yield) {
+			return
+		}
+	}
+}
+
+// yieldEvent yields ev, with an error when it carries one, and reports whether the
+// stream goes on: the consumer wants more and ev is not final.
+func yieldEvent(ev api.ExecEvent, yield func(api.ExecEvent, error) bool) bool {
+	if ev.Error != "" {
+		yield(ev, fmt.Errorf("differently: exec stream failed: %s", ev.Error))
+		return false
+	}
+	return yield(ev, nil) && !ev.IsFinal()
+}
+
+// text is b as a JSON string carrying it decodes: each byte of invalid UTF-8 becomes
+// U+FFFD, so that output reads the same from frames as from NDJSON.
+func text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var s strings.Builder
+	s.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			s.WriteRune(utf8.RuneError)
+		} else {
+			s.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return s.String()
 }

@@ -1,17 +1,21 @@
 // Package ndjson writes streamed exec answers: one api.ExecEvent per line, flushed as
 // produced, ending with exactly one final event. The public API and the adapter
-// protocol stream the same way, so both use this writer.
+// protocol stream the same way, so both use this writer. The same writer also
+// answers in the binary format of package frames, for clients that ask for it: the
+// same events, output as raw bytes and the final event as its JSON line.
 package ndjson
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/frames"
 )
 
 // ContentType is the media type of a streamed exec answer.
@@ -29,37 +33,67 @@ var ErrClosed = errors.New("ndjson: emit called after the stream ended")
 // its status. Its mutex serialises Emit against Finish and keeps an adapter that emits
 // after returning from writing to a finished answer.
 type ExecWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	framed bool // frames instead of lines
 
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	line    []byte // the line being written, kept for the next one
+	line    []byte // the line or frame being written, kept for the next one
 }
 
-// NewExecWriter streams to w.
+// NewExecWriter streams NDJSON to w.
 func NewExecWriter(w http.ResponseWriter) *ExecWriter {
 	return &ExecWriter{w: w, rc: http.NewResponseController(w)}
 }
 
-func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
-	n.line = AppendEvent(n.line[:0], ev)
-	return n.writeLineLocked()
+// NewFramedExecWriter streams to w in the format of package frames: output events
+// are frames of raw bytes, cut where NDJSON lines would be cut, and the final event
+// is a final frame holding the line an NDJSON stream would end with.
+func NewFramedExecWriter(w http.ResponseWriter) *ExecWriter {
+	return &ExecWriter{w: w, rc: http.NewResponseController(w), framed: true}
 }
 
-// writeLineLocked writes n.line, after the status line if it is the first.
-func (n *ExecWriter) writeLineLocked() error {
+func (n *ExecWriter) writeLocked(ev api.ExecEvent) error {
+	if !n.framed {
+		n.line = AppendEvent(n.line[:0], ev)
+		return n.writeLineLocked(nil)
+	}
+	// The line goes after room for the header, written in place once the payload's
+	// length is known; the payload is the line without its newline.
+	n.line = AppendEvent(append(n.line[:0], make([]byte, frames.HeaderSize)...), ev)
+	size := len(n.line) - frames.HeaderSize - 1
+	if size > frames.MaxPayload {
+		return fmt.Errorf("ndjson: a final event of %d bytes does not fit a frame", size)
+	}
+	frames.AppendHeader(n.line[:0], frames.Final, size)
+	n.line = n.line[:frames.HeaderSize+size]
+	return n.writeLineLocked(nil)
+}
+
+// writeLineLocked writes n.line and then payload, after the status line if it is the
+// first, and flushes.
+func (n *ExecWriter) writeLineLocked(payload []byte) error {
 	if !n.started {
 		n.started = true
 		h := n.w.Header()
-		h.Set("Content-Type", ContentType)
+		if n.framed {
+			h.Set("Content-Type", frames.ContentType)
+		} else {
+			h.Set("Content-Type", ContentType)
+		}
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 		n.w.WriteHeader(http.StatusOK)
 	}
 	if _, err := n.w.Write(n.line); err != nil {
 		return err
+	}
+	if len(payload) > 0 {
+		if _, err := n.w.Write(payload); err != nil {
+			return err
+		}
 	}
 	// Without a flush output would sit in the server's buffer and arrive in bursts.
 	if err := n.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -87,6 +121,10 @@ func emit[S string | []byte](n *ExecWriter, stream string, data S) error {
 	if n.closed {
 		return ErrClosed
 	}
+	kind, ok := frames.OutputKind(stream)
+	if n.framed && !ok {
+		return fmt.Errorf("ndjson: output stream %q is neither stdout nor stderr", stream)
+	}
 	for len(data) > 0 {
 		k := min(len(data), maxEventData)
 		// Cut on a rune boundary: AppendEvent, like json.Marshal, would replace half
@@ -94,8 +132,17 @@ func emit[S string | []byte](n *ExecWriter, stream string, data S) error {
 		for k < len(data) && k > maxEventData-utf8.UTFMax && !utf8.RuneStart(data[k]) {
 			k--
 		}
-		n.line = appendOutput(n.line[:0], stream, data[:k])
-		if err := n.writeLineLocked(); err != nil {
+		var payload []byte
+		switch b, isBytes := any(data[:k]).([]byte); {
+		case !n.framed:
+			n.line = appendOutput(n.line[:0], stream, data[:k])
+		case isBytes:
+			// The header alone, the bytes after it without a copy.
+			n.line, payload = frames.AppendHeader(n.line[:0], kind, k), b
+		default:
+			n.line = frames.Append(n.line[:0], kind, data[:k])
+		}
+		if err := n.writeLineLocked(payload); err != nil {
 			return err
 		}
 		data = data[k:]

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/frames"
 	"github.com/different-ai/differently/internal/ndjson"
 	"github.com/different-ai/differently/server/store"
 )
@@ -40,10 +44,14 @@ func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 }
 
 // streamExec answers NDJSON, one event per line, flushed as produced, ending with
-// exactly one final event. A pool without exec.stream gets adapters.ExecStream's
-// buffered fallback: one stdout and one stderr event, then the exit.
+// exactly one final event; or, when the client accepts it, the same events as frames
+// (package frames). A pool without exec.stream gets adapters.ExecStream's buffered
+// fallback: one stdout and one stderr event, then the exit.
 func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, req api.ExecRequest) {
 	nw := ndjson.NewExecWriter(w)
+	if acceptsFrames(r.Header.Values("Accept")) {
+		nw = ndjson.NewFramedExecWriter(w)
+	}
 	writeErr := func(w http.ResponseWriter, err error) { s.writeError(w, r, err) }
 	describe := func(err error) string {
 		e, internal := publicError(err)
@@ -64,4 +72,32 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 	streaming := t.view.Supports(adapters.FeatureExecStream)
 	final, err := nw.Exec(r.Context(), t.view.Adapter, streaming, t.sb.BackendRef, req)
 	nw.Finish(final, adapterError(err, "exec", t.view), writeErr, describe)
+}
+
+// acceptsFrames reports whether an Accept header names frames.ContentType with a
+// quality above zero and no lower than any it gives NDJSON. Without it the answer is
+// NDJSON, as it was before frames existed.
+func acceptsFrames(accept []string) bool {
+	framesQ, ndjsonQ := -1.0, -1.0
+	for _, v := range accept {
+		for item := range strings.SplitSeq(v, ",") {
+			mt, params, err := mime.ParseMediaType(item)
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if qs, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(qs, 64); err != nil {
+					continue
+				}
+			}
+			switch mt {
+			case frames.ContentType:
+				framesQ = max(framesQ, q)
+			case ndjson.ContentType:
+				ndjsonQ = max(ndjsonQ, q)
+			}
+		}
+	}
+	return framesQ > 0 && framesQ >= ndjsonQ
 }
