@@ -69,10 +69,8 @@ type Timing struct {
 // being created.
 func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store.Sandbox, t Timing) []Action {
 	var actions []Action
-	seen := map[string]bool{} // refs reported on this pool
-	bySandbox := map[string][]adapters.Instance{}
+	bySandbox := make(map[string][]adapters.Instance, len(instances))
 	for _, inst := range instances {
-		seen[inst.Ref] = true
 		bySandbox[inst.SandboxID] = append(bySandbox[inst.SandboxID], inst)
 	}
 	ids := make([]string, 0, len(bySandbox))
@@ -105,6 +103,15 @@ func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store
 		}
 	}
 	slices.Sort(missing)
+	// The refs reported on this pool, for the missing sandboxes that name one: only
+	// then, since in the steady state nothing is missing.
+	var seen map[string]bool
+	if len(missing) > 0 {
+		seen = make(map[string]bool, len(instances))
+		for _, inst := range instances {
+			seen[inst.Ref] = true
+		}
+	}
 	for _, id := range missing {
 		sb := sandboxes[id]
 		switch {

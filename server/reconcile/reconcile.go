@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,8 @@ type Reconciler struct {
 	m     *recMetrics
 	// turn is this replica's pass lock: a pass holds its one slot.
 	turn chan struct{}
+	// lastLive is how many live sandboxes the last pass read, to size the next one's.
+	lastLive atomic.Int64
 }
 
 // New builds a reconciler.
@@ -414,21 +417,18 @@ func (r *Reconciler) skipped(report *Report, pr PoolReport) {
 }
 
 func (r *Reconciler) liveSandboxes(ctx context.Context) (map[string]store.Sandbox, error) {
-	out := map[string]store.Sandbox{}
-	filter := store.SandboxFilter{States: store.NonTerminalStates, Limit: store.MaxLimit}
-	for {
-		page, next, err := r.st.ListSandboxes(ctx, filter)
-		if err != nil {
-			return nil, err
-		}
-		for _, sb := range page {
-			out[sb.ID] = sb
-		}
-		if next == "" {
-			return out, nil
-		}
-		filter.Cursor = next
+	// Sized for as many as the last pass found: growing a map of 100,000 rehashes it
+	// a dozen times.
+	out := make(map[string]store.Sandbox, r.lastLive.Load())
+	err := r.st.EachSandbox(ctx, store.SandboxFilter{States: store.NonTerminalStates}, func(sb store.Sandbox) error {
+		out[sb.ID] = sb
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	r.lastLive.Store(int64(len(out)))
+	return out, nil
 }
 
 var errChanged = errors.New("sandbox changed since the plan was made")

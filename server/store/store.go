@@ -63,6 +63,11 @@ type Store interface {
 	// so by creation time), and the cursor of the next page ("" on the last page). A
 	// malformed cursor is invalid_request.
 	ListSandboxes(ctx context.Context, f SandboxFilter) (items []Sandbox, nextCursor string, err error)
+	// EachSandbox calls fn with every sandbox f selects (Limit and Cursor are
+	// ignored), in ID order, from one query: one consistent read, however many rows,
+	// for a caller that needs them all (the reconciler). fn's error ends the walk and
+	// is returned as is. fn must not call the Store.
+	EachSandbox(ctx context.Context, f SandboxFilter, fn func(Sandbox) error) error
 	// UpdateSandbox is the one way a sandbox changes: in a single transaction it locks
 	// the row, calls fn with the current value, and writes what fn left, bumping Version
 	// and setting UpdatedAt=now (and StateChangedAt=now when State changed). ID,

@@ -75,13 +75,50 @@ func MarshalJSON(v any) ([]byte, error) {
 
 // UnmarshalJSON decodes a column value written by MarshalJSON; empty means null.
 func UnmarshalJSON(b []byte, v any) error {
-	if len(b) == 0 {
+	if len(b) == 0 || decodeEmpty(b, v) {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("store: decode json: %w", err)
 	}
 	return nil
+}
+
+// decodeEmpty decodes the empty values most JSON columns hold (null, {} and [])
+// into the columns' types as encoding/json would, and reports whether it did. A
+// reconcile pass reads four such columns of every live sandbox, and the reflective
+// decode of each was a tenth of the pass.
+func decodeEmpty(b []byte, v any) bool {
+	switch t := v.(type) {
+	case *map[string]string:
+		switch string(b) {
+		case "null":
+			*t = nil
+			return true
+		case "{}":
+			// An object adds its keys to a map already there: none.
+			if *t == nil {
+				*t = map[string]string{}
+			}
+			return true
+		}
+	case *[]string:
+		switch string(b) {
+		case "null":
+			*t = nil
+			return true
+		case "[]":
+			*t = []string{}
+			return true
+		}
+	case *Placement:
+		// null leaves a struct alone, and so does an object without fields.
+		switch string(b) {
+		case "null", "{}":
+			return true
+		}
+	}
+	return false
 }
 
 // NormalizeSandbox prepares a sandbox for CreateSandbox: it stamps the times from now,

@@ -222,6 +222,45 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if err != nil {
 		return nil, "", err
 	}
+	q, args, err := sandboxQuery(f, after, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	items, err := collectSandboxes(s.pool.Query(ctx, q, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	items, next := store.Page(items, limit)
+	return items, next, nil
+}
+
+// EachSandbox implements store.Store with one query, whose rows PostgreSQL sends
+// while fn consumes them.
+func (s *Store) EachSandbox(ctx context.Context, f store.SandboxFilter, fn func(store.Sandbox) error) error {
+	q, args, err := sandboxQuery(f, "", 0)
+	if err != nil {
+		return err
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return wrap(err)
+		}
+		if err := fn(sb); err != nil {
+			return err
+		}
+	}
+	return wrap(rows.Err())
+}
+
+// sandboxQuery selects the sandboxes f names (Limit and Cursor aside) with IDs
+// above after, in ID order, limit of them (0: all).
+func sandboxQuery(f store.SandboxFilter, after string, limit int) (string, []any, error) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -247,19 +286,16 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if len(f.Labels) > 0 {
 		b, err := store.MarshalJSON(f.Labels)
 		if err != nil {
-			return nil, "", err
+			return "", nil, err
 		}
 		add("labels @> $%d::jsonb", b)
 	}
-	args = append(args, limit+1)
-	q := fmt.Sprintf(`SELECT %s FROM sandboxes WHERE %s ORDER BY id LIMIT $%d`,
-		sandboxColumns, strings.Join(where, " AND "), len(args))
-	items, err := collectSandboxes(s.pool.Query(ctx, q, args...))
-	if err != nil {
-		return nil, "", err
+	q := fmt.Sprintf(`SELECT %s FROM sandboxes WHERE %s ORDER BY id`, sandboxColumns, strings.Join(where, " AND "))
+	if limit > 0 {
+		args = append(args, limit)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
 	}
-	items, next := store.Page(items, limit)
-	return items, next, nil
+	return q, args, nil
 }
 
 func statesArg(states []store.State) []string {

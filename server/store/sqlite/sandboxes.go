@@ -152,6 +152,38 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 	if err != nil {
 		return nil, "", err
 	}
+	q, args := sandboxQuery(f, after, limit+1)
+	items, err := collectSandboxes(s.read.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	items, next := store.Page(items, limit)
+	return items, next, nil
+}
+
+// EachSandbox implements store.Store with one query on a read connection.
+func (s *Store) EachSandbox(ctx context.Context, f store.SandboxFilter, fn func(store.Sandbox) error) error {
+	q, args := sandboxQuery(f, "", 0)
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return wrap(err)
+		}
+		if err := fn(sb); err != nil {
+			return err
+		}
+	}
+	return wrap(rows.Err())
+}
+
+// sandboxQuery selects the sandboxes f names (Limit and Cursor aside) with IDs
+// above after, in ID order, limit of them (0: all).
+func sandboxQuery(f store.SandboxFilter, after string, limit int) (string, []any) {
 	where := []string{"id > ?"}
 	args := []any{after}
 	add := func(cond string, vs ...any) {
@@ -182,14 +214,12 @@ func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]sto
 		add(`EXISTS (SELECT 1 FROM json_each(sandboxes.labels) AS l WHERE l.key = ? AND l.type = 'text' AND l.value = ?)`,
 			k, f.Labels[k])
 	}
-	args = append(args, limit+1)
-	q := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ?`
-	items, err := collectSandboxes(s.read.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, "", err
+	q := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
 	}
-	items, next := store.Page(items, limit)
-	return items, next, nil
+	return q, args
 }
 
 func statesArgs(states []store.State) []any {

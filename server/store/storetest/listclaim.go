@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -70,6 +72,29 @@ func testSandboxListFilters(t *testing.T, d Driver) {
 		if got := idsOf(items); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
+		// EachSandbox walks the same selection, whatever Limit and Cursor say.
+		each := tc.filter
+		each.Limit, each.Cursor = 1, "ignored"
+		var walked []store.Sandbox
+		noErr(t, s.EachSandbox(ctx, each, func(sb store.Sandbox) error {
+			walked = append(walked, sb)
+			return nil
+		}))
+		if got := idsOf(walked); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: EachSandbox walked %v, want %v", tc.name, got, tc.want)
+		}
+		if len(walked) > 0 && !reflect.DeepEqual(walked, items) {
+			t.Errorf("%s: EachSandbox's sandboxes differ from ListSandboxes'", tc.name)
+		}
+	}
+	// fn's error ends the walk at once and comes back as is.
+	stop := errors.New("stop")
+	calls := 0
+	if err := s.EachSandbox(ctx, store.SandboxFilter{}, func(store.Sandbox) error {
+		calls++
+		return stop
+	}); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("EachSandbox after fn failed: err %v, %d calls", err, calls)
 	}
 
 	_, _, err := s.ListSandboxes(ctx, store.SandboxFilter{Cursor: "not a cursor!"})
