@@ -160,7 +160,10 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		log.Warn("first pool probe", "err", err)
 	}
 	sc := cfg.Scheduler
+	// One group commit for the replica's sandbox writes, the scheduler's and the API's.
+	writes := store.NewBatcher(d.st, opts.Clock.Now)
 	d.sched, err = scheduler.New(d.st, d.pools, opts.Clock, scheduler.Options{
+		Writes:           writes,
 		Installation:     installation,
 		ReplicaID:        opts.ReplicaID,
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
@@ -202,6 +205,7 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Pools:        d.pools,
 		Scheduler:    d.sched,
 		Direct:       d.sched,
+		Writes:       writes,
 		Changes:      d.changes,
 		Reconciler:   d.reconciler,
 		Clock:        opts.Clock,

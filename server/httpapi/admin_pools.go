@@ -345,7 +345,7 @@ func (s *Server) terminatePool(ctx context.Context, name string) error {
 			return errorf("list sandboxes of pool %s: %w", name, err)
 		}
 		for _, sb := range page {
-			_, err := s.st.UpdateSandbox(ctx, sb.ID, s.now(), func(cur *store.Sandbox) error {
+			_, err := s.updateSandbox(ctx, sb.ID, func(cur *store.Sandbox) error {
 				if cur.State.IsTerminal() || cur.State == store.StateTerminating || cur.Pool != name {
 					return errUnchanged
 				}

@@ -150,7 +150,7 @@ func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string,
 		s.writeError(w, r, adapterError(err, lc.op, t.view))
 		return
 	}
-	out, err := s.st.UpdateSandbox(ctx, id, s.now(), func(cur *store.Sandbox) error {
+	out, err := s.updateSandbox(ctx, id, func(cur *store.Sandbox) error {
 		// Another request (a delete, the reconciler) moved the sandbox while the
 		// backend worked; its state wins and the caller hears about the conflict.
 		if cur.State != lc.from || cur.BackendRef != sb.BackendRef {

@@ -24,6 +24,15 @@ const maxIdempotencyKey = 255
 // errUnchanged aborts an UpdateSandbox whose callback found nothing to write.
 var errUnchanged = errors.New("unchanged")
 
+// updateSandbox is the API's one way to change a sandbox: store.UpdateSandbox, in
+// a transaction shared with the replica's other writes when there is a Batcher.
+func (s *Server) updateSandbox(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+	if s.writes != nil {
+		return s.writes.UpdateSandbox(ctx, id, fn)
+	}
+	return s.st.UpdateSandbox(ctx, id, s.now(), fn)
+}
+
 // loadSandbox returns a sandbox the caller may see. Another project's sandbox answers
 // exactly like a missing one.
 func (s *Server) loadSandbox(ctx context.Context, id string) (store.Sandbox, error) {
@@ -369,7 +378,7 @@ func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id Sandbox
 		}
 	}
 	now := s.now()
-	out, err := s.st.UpdateSandbox(ctx, id, now, func(sb *store.Sandbox) error {
+	out, err := s.updateSandbox(ctx, id, func(sb *store.Sandbox) error {
 		if sb.State.IsTerminal() || sb.State == store.StateTerminating {
 			return conflict("sandbox is %s", sb.State)
 		}
@@ -442,7 +451,7 @@ func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id Sandbo
 	defer del.Release() // unless started below
 	var seen store.Sandbox
 	now := s.now()
-	out, err := s.st.UpdateSandbox(ctx, id, now, func(cur *store.Sandbox) error {
+	out, err := s.updateSandbox(ctx, id, func(cur *store.Sandbox) error {
 		if !principalFrom(ctx).owns(cur.Org, cur.Project) {
 			return notFound("sandbox", id)
 		}

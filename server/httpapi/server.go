@@ -69,6 +69,9 @@ type Options struct {
 	// Direct takes new sandboxes and deletions straight from the API when it can;
 	// nil leaves all of them to the scheduler's passes.
 	Direct Direct
+	// Writes is the replica's group commit, shared with the scheduler: the API's
+	// changes of a sandbox go through it. nil: each is a transaction of its own.
+	Writes *store.Batcher
 	// Changes is the replica's change hub, fed by the store's change feed: the wait
 	// route wakes on it, and the token and policy caches are dropped on its token,
 	// policy and resync changes. Required.
@@ -105,6 +108,7 @@ type Server struct {
 	pools    PoolSource
 	waker    Waker
 	direct   Direct
+	writes   *store.Batcher
 	changes  *changes.Hub
 	rec      Reconciler
 	clock    clock.Clock
@@ -142,7 +146,7 @@ func New(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
-		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, rec: opts.Reconciler,
+		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
 		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger,
 	}

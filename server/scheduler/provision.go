@@ -146,7 +146,7 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 	}
 	// Placement decides one sandbox at a time so that each sees the pools the
 	// previous ones took (active). The writes then run concurrently, meeting in the
-	// batcher's transactions, and so do the Creates.
+	// store.Batcher's transactions, and so do the Creates.
 	var wg sync.WaitGroup
 	jobs := make([]*job, len(claimed))
 	for i, sb := range claimed {

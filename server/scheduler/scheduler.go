@@ -111,6 +111,9 @@ type Options struct {
 	Tick time.Duration
 	// Metrics receives the scheduler's metrics; nil records them nowhere.
 	Metrics prometheus.Registerer
+	// Writes is the replica's group commit, shared with the API's state changes;
+	// nil: a Batcher of the scheduler's own.
+	Writes *store.Batcher
 	// OnPass, when set, is called by Run after each pass with its result. It is a
 	// test hook: tests wait on it instead of sleeping. It must not block for long.
 	OnPass func(Result)
@@ -156,7 +159,7 @@ type Scheduler struct {
 	opts  Options
 	log   *slog.Logger
 	m     *schedMetrics
-	batch *batcher
+	batch *store.Batcher
 	// direct owns the goroutines of the work the API hands over (direct.go).
 	direct directRuns
 
@@ -217,6 +220,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	if opts.Tick <= 0 {
 		opts.Tick = DefaultTick
 	}
+	if opts.Writes == nil {
+		opts.Writes = store.NewBatcher(st, clk.Now)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -227,7 +233,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}
 	return &Scheduler{
 		st: st, pools: ps, clk: clk, opts: opts, m: m,
-		batch:         &batcher{st: st, now: clk.Now},
+		batch:         opts.Writes,
 		log:           log.With("replica", opts.ReplicaID),
 		wakeProvision: make(chan struct{}, 1),
 		wakeHousekeep: make(chan struct{}, 1),
@@ -341,11 +347,11 @@ func (s *Scheduler) report(r Result, err error) {
 }
 
 // update applies fn to the sandbox under the store's row lock, in a transaction
-// shared with the other writes of this replica made meanwhile (batcher). A guard
+// shared with the other writes of this replica made meanwhile (store.Batcher). A guard
 // failure (errStale) is not an error for the caller: the sandbox is simply no longer
 // ours.
 func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
-	sb, err := s.batch.update(ctx, id, fn)
+	sb, err := s.batch.UpdateSandbox(ctx, id, fn)
 	if errors.Is(err, errStale) {
 		return store.Sandbox{}, false, nil
 	}

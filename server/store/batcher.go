@@ -1,21 +1,20 @@
-package scheduler
+package store
 
 import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/different-ai/differently/server/store"
 )
 
-// batcher merges the scheduler's concurrent sandbox writes into shared transactions
-// (group commit). A write arriving while none is in progress is written at once, so
-// a lone write waits for nothing; writes arriving meanwhile queue, and when the
+// Batcher merges concurrent sandbox writes into shared transactions (group
+// commit). A write arriving while none is in progress is written at once, so a
+// lone write waits for nothing; writes arriving meanwhile queue, and when the
 // transaction in progress commits, one of them leads the next transaction with all
 // that queued. Under load a replica thus pays one commit for many sandboxes instead
-// of one each, and still never delays a write behind a timer.
-type batcher struct {
-	st  store.Store
+// of one each, and still never delays a write behind a timer. The scheduler and the
+// API's state changes share one Batcher per replica.
+type Batcher struct {
+	st  Store
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -23,22 +22,29 @@ type batcher struct {
 	pending []*write
 }
 
+// NewBatcher returns a Batcher writing to st, stamping each transaction with now().
+func NewBatcher(st Store, now func() time.Time) *Batcher {
+	return &Batcher{st: st, now: now}
+}
+
 type write struct {
 	id   string
-	fn   func(*store.Sandbox) error
+	fn   func(*Sandbox) error
 	done chan written
 }
 
 type written struct {
-	sb  store.Sandbox
+	sb  Sandbox
 	err error
 	// lead hands the next transaction to this write's caller instead of a result.
 	lead bool
 }
 
-// update is store.UpdateSandbox through the batch. fn is called under the row lock
-// as there; its error is this write's alone.
-func (b *batcher) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+// UpdateSandbox is Store.UpdateSandbox through the batch, stamped with the
+// transaction's time rather than a caller's. fn is called under the row lock as
+// there; its error is this write's alone. The write is made even when ctx ends
+// while it waits: it shares a transaction with others (flushTimeout bounds it).
+func (b *Batcher) UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error) {
 	w := &write{id: id, fn: fn, done: make(chan written, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, w)
@@ -63,7 +69,7 @@ const flushTimeout = 30 * time.Second
 
 // flush writes what is pending in one transaction, then hands the lead to the
 // oldest write that queued meanwhile, or ends the busy period.
-func (b *batcher) flush(ctx context.Context) {
+func (b *Batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	batch := b.takeBatch()
 	b.mu.Unlock()
@@ -74,7 +80,7 @@ func (b *batcher) flush(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
-	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *store.Sandbox) error {
+	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *Sandbox) error {
 		return batch[i].fn(sb)
 	})
 	for i, w := range batch {
@@ -97,7 +103,7 @@ func (b *batcher) flush(ctx context.Context) {
 
 // takeBatch removes the pending writes for one transaction. A sandbox written twice
 // stays pending for the next one: a batch names each row once.
-func (b *batcher) takeBatch() []*write {
+func (b *Batcher) takeBatch() []*write {
 	seen := make(map[string]bool, len(b.pending))
 	var batch, rest []*write
 	for _, w := range b.pending {

@@ -1,4 +1,4 @@
-package scheduler
+package store_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
+
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // gatedStore holds every UpdateSandboxes until the test lets it go, and records the
 // size of each batch.
@@ -47,7 +49,7 @@ func TestBatcherGroupsConcurrentWrites(t *testing.T) {
 		list = append(list, sb.ID)
 	}
 	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
-	b := &batcher{st: g, now: func() time.Time { return t0 }}
+	b := store.NewBatcher(g, func() time.Time { return t0 })
 	refused := errors.New("refused")
 
 	type res struct {
@@ -58,7 +60,7 @@ func TestBatcherGroupsConcurrentWrites(t *testing.T) {
 	var wg sync.WaitGroup
 	write := func(i int, id string, fn func(*store.Sandbox) error) {
 		wg.Go(func() {
-			sb, err := b.update(ctx, id, fn)
+			sb, err := b.UpdateSandbox(ctx, id, fn)
 			results[i] = res{sb, err}
 		})
 	}
@@ -93,20 +95,18 @@ func TestBatcherGroupsConcurrentWrites(t *testing.T) {
 			t.Fatalf("write %d: attempts %d, %v; want %d", i, r.sb.Attempts, r.err, want)
 		}
 	}
-	if b.busy || len(b.pending) != 0 {
-		t.Fatalf("batcher left busy=%v with %d pending", b.busy, len(b.pending))
+	if busy, pending := store.BatcherState(b); busy || pending != 0 {
+		t.Fatalf("batcher left busy=%v with %d pending", busy, pending)
 	}
 }
 
 // waitPending waits until n writes are queued behind the transaction in progress.
 // The writers are goroutines of this test that only append under the batcher's
 // lock, so this spins on that state for a moment, bounded by the test deadline.
-func waitPending(t *testing.T, b *batcher, n int) {
+func waitPending(t *testing.T, b *store.Batcher, n int) {
 	t.Helper()
 	for {
-		b.mu.Lock()
-		got := len(b.pending)
-		b.mu.Unlock()
+		_, got := store.BatcherState(b)
 		if got == n {
 			return
 		}
