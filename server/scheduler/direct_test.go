@@ -37,6 +37,22 @@ func (e *env) admit(t *testing.T, sb store.Sandbox, admit func(store.Admission, 
 	return out
 }
 
+// deleting moves sb to terminating as the API's delete does, with a Delete of this
+// replica prepared in the transaction, and returns both.
+func (e *env) deleting(t *testing.T, sb store.Sandbox) (*Delete, store.Sandbox) {
+	t.Helper()
+	d := e.s.ReserveDelete()
+	out, err := e.st.UpdateSandbox(context.Background(), sb.ID, e.clk.Now(), func(cur *store.Sandbox) error {
+		cur.State = store.StateTerminating
+		d.Prepare(cur, e.clk.Now())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, out
+}
+
 func newQueued() store.Sandbox {
 	return store.Sandbox{ID: ids.New("sbx"), Org: "org_1", Project: "prj_1", State: store.StateQueued}
 }
@@ -251,16 +267,7 @@ func TestDirectDelete(t *testing.T) {
 	fk := fake.New(fake.Config{})
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
-	sb := running(t, e, store.Sandbox{})
-	d := e.s.ReserveDelete()
-	out, err := e.st.UpdateSandbox(context.Background(), sb.ID, e.clk.Now(), func(cur *store.Sandbox) error {
-		cur.State = store.StateTerminating
-		d.Prepare(cur, e.clk.Now())
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, out := e.deleting(t, running(t, e, store.Sandbox{}))
 	if out.State != store.StateTerminating || out.ClaimedBy != "replica-1" {
 		t.Fatalf("prepared %+v, want terminating under this replica's claim", out)
 	}
@@ -330,16 +337,7 @@ func TestDirectDeleteFails(t *testing.T) {
 	fk := &flakyDelete{Adapter: fake.New(fake.Config{}), failures: 1}
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
-	sb := running(t, e, store.Sandbox{})
-	d := e.s.ReserveDelete()
-	out, err := e.st.UpdateSandbox(context.Background(), sb.ID, e.clk.Now(), func(cur *store.Sandbox) error {
-		cur.State = store.StateTerminating
-		d.Prepare(cur, e.clk.Now())
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, out := e.deleting(t, running(t, e, store.Sandbox{}))
 	got, ok := receive(t, d.Start(out))
 	if !ok {
 		t.Fatal("no outcome delivered")
