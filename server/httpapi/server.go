@@ -69,6 +69,10 @@ type Options struct {
 	// Direct takes new sandboxes and deletions straight from the API when it can;
 	// nil leaves all of them to the scheduler's passes.
 	Direct Direct
+	// WaitRecheck is how often a wait reads its sandbox again without a wake-up
+	// (DefaultWaitRecheck when 0): a replica that dies between its commit and its
+	// NOTIFY leaves a change nobody hears, and the read finds it.
+	WaitRecheck time.Duration
 	// Writes is the replica's group commit, shared with the scheduler: the API's
 	// changes of a sandbox go through it. nil: each is a transaction of its own.
 	Writes *store.Batcher
@@ -109,6 +113,7 @@ type Server struct {
 	waker    Waker
 	direct   Direct
 	writes   *store.Batcher
+	recheck  time.Duration
 	changes  *changes.Hub
 	rec      Reconciler
 	clock    clock.Clock
@@ -146,12 +151,15 @@ func New(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
-		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, rec: opts.Reconciler,
+		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
 		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}
+	}
+	if s.recheck <= 0 {
+		s.recheck = DefaultWaitRecheck
 	}
 	s.changes = opts.Changes
 	// The hub lives as long as the daemon, and so does this server: nothing to stop.

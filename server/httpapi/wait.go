@@ -15,6 +15,10 @@ import (
 // defaultWaitSeconds is how long a wait lasts when the request names no timeout.
 const defaultWaitSeconds = 30
 
+// DefaultWaitRecheck is how often a wait reads its sandbox again when no wake-up
+// came (Options.WaitRecheck).
+const DefaultWaitRecheck = 5 * time.Second
+
 // maxWaitSeconds bounds every wait: the wait route's timeoutSeconds and a Prefer
 // header's wait.
 const maxWaitSeconds = 60
@@ -84,6 +88,8 @@ func (s *Server) await(ctx context.Context, id string, want []store.State, timeo
 	// reading, so that no change between the two is missed.
 	sub := s.changes.Sandbox(id, func(st store.State) bool { return slices.Contains(want, st) || st.IsTerminal() })
 	defer sub.Close()
+	recheck := time.NewTicker(s.recheck)
+	defer recheck.Stop()
 	for {
 		sb, err := s.loadSandbox(ctx, id)
 		if err != nil {
@@ -94,6 +100,9 @@ func (s *Server) await(ctx context.Context, id string, want []store.State, timeo
 		}
 		select {
 		case <-sub.C:
+		case <-recheck.C:
+			// A change whose NOTIFY was never sent (its replica died first) wakes
+			// nobody; the read finds it.
 		case <-timer.C:
 			last = true
 		case <-s.changes.Closed():

@@ -2,10 +2,13 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
 )
@@ -30,7 +33,8 @@ func (s readSignal) GetSandbox(ctx context.Context, id string) (store.Sandbox, e
 func TestWaitSandbox(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		sig := readSignal{Store: st, read: make(chan string, 1)}
-		e := newEnvWith(t, sig, nil)
+		// No recheck within the test: only the feed can end a wait early.
+		e := newEnvWith(t, sig, func(o *httpapi.Options) { o.WaitRecheck = time.Hour })
 		sb := e.createSandbox(e.admin, "fake", nil)
 		path := "/v1/sandboxes/" + sb.Id + "/wait"
 		decode := func(r response) httpapi.Sandbox {
@@ -92,6 +96,57 @@ func TestWaitSandbox(t *testing.T) {
 		hidden := e.do(other, "GET", path+"?state=running&timeoutSeconds=0", nil).want(t, http.StatusNotFound, api.CodeNotFound)
 		if m, h := missing.apiError(t).Message, hidden.apiError(t).Message; len(m) == 0 || len(h) == 0 {
 			t.Fatalf("404s without messages: %q, %q", m, h)
+		}
+	})
+}
+
+// A change nobody announced (its replica died between the commit and the NOTIFY)
+// still ends a wait: the wait reads the sandbox again every WaitRecheck. The hub
+// here hears nothing at all.
+func TestWaitRechecksWithoutWakeUp(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		sig := readSignal{Store: st, read: make(chan string, 1)}
+		e := newEnvWith(t, sig, func(o *httpapi.Options) {
+			o.Changes = changes.New()
+			o.WaitRecheck = 10 * time.Millisecond
+		})
+		sb := e.createSandbox(e.admin, "fake", nil)
+		select {
+		case <-sig.read:
+		default:
+		}
+		// The client gives up long before the wait's 60 s, whose end would also find
+		// the sandbox running: only a recheck answers in time.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/sandboxes/"+sb.Id+"/wait?state=running&timeoutSeconds=60", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.admin)
+		type answer struct {
+			sb  httpapi.Sandbox
+			err error
+		}
+		answers := make(chan answer, 1)
+		go func() {
+			var a answer
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			a.err = json.NewDecoder(resp.Body).Decode(&a.sb)
+			answers <- a
+		}()
+		if st := <-sig.read; st != "queued" {
+			t.Fatalf("first read saw %s", st)
+		}
+		e.provision(sb.Id)
+		got := <-answers
+		if got.err != nil || got.sb.State != httpapi.Running {
+			t.Fatalf("wait answered %s, %v", got.sb.State, got.err)
 		}
 	})
 }
