@@ -103,6 +103,7 @@ func (r *Start) Start(sb store.Sandbox) <-chan store.Sandbox {
 		return nil
 	}
 	r.used = true
+	s.m.direct.WithLabelValues("create").Inc()
 	out := make(chan store.Sandbox, 1)
 	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at}
 	go func() {
@@ -189,6 +190,7 @@ func (d *Delete) Start(sb store.Sandbox) <-chan store.Sandbox {
 		return nil
 	}
 	d.used = true
+	s.m.direct.WithLabelValues("delete").Inc()
 	out := make(chan store.Sandbox, 1)
 	go func() {
 		defer s.direct.end()

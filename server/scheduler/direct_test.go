@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
@@ -125,6 +127,9 @@ func TestDirectStartRuns(t *testing.T) {
 	r.Release() // after Start: nothing
 	if n := e.slotsInUse(); n != 0 {
 		t.Fatalf("Release after Start changed the slots: %d", n)
+	}
+	if n := testutil.ToFloat64(e.s.m.direct.WithLabelValues("create")); n != 1 {
+		t.Fatalf("differently_direct_work_total{work=create} = %v", n)
 	}
 }
 
@@ -286,6 +291,9 @@ func TestDirectDelete(t *testing.T) {
 	wantState(t, got, store.StateTerminated)
 	if got.ClaimedBy != "" || fk.Instances() != 0 {
 		t.Fatalf("terminated %+v, instances %d", got, fk.Instances())
+	}
+	if n := testutil.ToFloat64(e.s.m.direct.WithLabelValues("delete")); n != 1 {
+		t.Fatalf("differently_direct_work_total{work=delete} = %v", n)
 	}
 }
 

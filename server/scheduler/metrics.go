@@ -33,6 +33,7 @@ type schedMetrics struct {
 	provision    *prometheus.HistogramVec
 	attempts     *prometheus.CounterVec
 	terminations *prometheus.CounterVec
+	direct       *prometheus.CounterVec
 }
 
 func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
@@ -43,7 +44,7 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 		}, []string{"state"}),
 		provision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "differently_provision_seconds",
-			Help:    "Time from claiming a queued sandbox to recording it running, by pool, for sandboxes this replica provisioned.",
+			Help:    "Time from claiming a sandbox (a pass's claim, or the API's direct start) to recording it running, by pool, for sandboxes this replica provisioned.",
 			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12), // 0.25 s to 512 s
 		}, []string{"pool"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -54,6 +55,10 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 			Name: "differently_terminations_total",
 			Help: "Termination outcomes on this replica: deleted, no_instance, adapter_unavailable, gave_up (the sandbox failed), and delete_failed for each Delete that failed and will be retried.",
 		}, []string{"result"}),
+		direct: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "differently_direct_work_total",
+			Help: "Creates and Deletes the API handed straight to this replica's scheduler (work: create or delete), skipping the queue and the passes.",
+		}, []string{"work"}),
 	}
 	var err error
 	if m.sandboxes, err = metrics.Register(reg, m.sandboxes); err != nil {
@@ -66,6 +71,9 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 		return nil, err
 	}
 	if m.terminations, err = metrics.Register(reg, m.terminations); err != nil {
+		return nil, err
+	}
+	if m.direct, err = metrics.Register(reg, m.direct); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -19,11 +19,15 @@
 // backend reports or requeues the sandbox (package reconcile). A queued sandbox
 // waits for a claim and is bounded by its TTL.
 //
+// Direct work (direct.go): the API hands a create or a delete straight to the
+// replica that answered when nothing waits before it (Reserve, ReserveDelete); the
+// work then follows the passes' code.
+//
 // Metrics (Options.Metrics): differently_sandboxes{state}, refreshed by every
 // housekeeping pass from the listings it makes anyway; differently_provision_seconds
 // {pool}; differently_create_attempts_total{pool,code}; differently_terminations_total
-// {result}. Every log line about a sandbox carries its ID as "sandbox", and its pool
-// as "pool" where it has one.
+// {result}; differently_direct_work_total{work}. Every log line about a sandbox
+// carries its ID as "sandbox", and its pool as "pool" where it has one.
 package scheduler
 
 import (
