@@ -64,7 +64,13 @@
 //   - execErrorRate (number): each Exec or ExecStream that would run a command (the
 //     request is valid and the instance running) fails with this probability, with a
 //     code drawn uniformly from execErrorCodes, and runs nothing. The message names
-//     the code: "fake: injected exec failure (execErrorRate: <code>)".
+//     the code: "fake: injected exec failure (execErrorRate: <code>)". A streamed
+//     exec's fault is, with even odds, one after output instead: the command runs,
+//     ExecStream emits the start of its output (at least one byte, and fewer than
+//     all when it has two or more; a length drawn uniformly) and then returns the
+//     error, "fake: injected exec failure after output (execErrorRate: <code>)".
+//     Over the adapter protocol that is a stream ending with an {"error": ...} line.
+//     A command without output gets its fault before any.
 //   - execErrorCodes (list of codes): the codes execErrorRate draws from, out of
 //     provider_unavailable, insufficient_capacity, invalid_state, not_found and
 //     internal (the default: all five). An empty list is rejected.
@@ -99,7 +105,8 @@
 // Exec and ExecStream answer invalid_state unless the instance is running. The
 // default exec prints the command (or the args joined by spaces) and a newline on
 // stdout and exits 0. ExecStream emits the result's stdout, then its stderr, as one
-// event each. Synchronous output is cut at api.MaxExecOutputBytes per stream.
+// event each (an execErrorRate fault after output cuts them short). Synchronous
+// output is cut at api.MaxExecOutputBytes per stream.
 //
 // Files live in a map keyed by cleaned absolute path; directories exist implicitly
 // while they hold a file. Paths with a ".." element or a NUL byte are invalid_request;

@@ -297,3 +297,142 @@ func TestRandomFaultsConcurrent(t *testing.T) {
 		seen[in.SandboxID] = true
 	}
 }
+
+// streamTrace runs streamed execs of a command printing out on stdout and errOut on
+// stderr, and describes each: "ok", "before <code>" or "after <code> <bytes emitted>".
+// It fails t on any answer the contract does not allow.
+func streamTrace(t *testing.T, cfg Config, n int, out, errOut string) []string {
+	t.Helper()
+	var ran int
+	cfg.ExecFunc = func(context.Context, InstanceView, api.ExecRequest) (api.ExecResult, error) {
+		ran++
+		return api.ExecResult{Stdout: out, Stderr: errOut, ExitCode: 3}, nil
+	}
+	a := New(cfg)
+	inst := mustCreate(t, a, req("sbx_stream"))
+	var trace []string
+	for range n {
+		var got strings.Builder
+		var events []api.ExecEvent
+		before := ran
+		st, err := a.ExecStream(bg, inst.Ref, api.ExecRequest{Command: "x"}, func(ev api.ExecEvent) error {
+			events = append(events, ev)
+			got.WriteString(ev.Data)
+			return nil
+		})
+		e := api.AsError(err)
+		switch {
+		case err == nil:
+			if got.String() != out+errOut || st.Code != 3 || ran != before+1 {
+				t.Fatalf("clean stream emitted %q and exit %d (ran %d times), want %q and 3 once", got.String(), st.Code, ran-before, out+errOut)
+			}
+			trace = append(trace, "ok")
+		case e == nil:
+			t.Fatalf("ExecStream = %v, want an api.Error", err)
+		case strings.Contains(e.Message, "fake: injected exec failure (execErrorRate: "+string(e.Code)+")"):
+			if len(events) > 0 || ran != before {
+				t.Fatalf("a fault before output emitted %+v and ran the command %d times", events, ran-before)
+			}
+			trace = append(trace, "before "+string(e.Code))
+		case strings.Contains(e.Message, "fake: injected exec failure after output (execErrorRate: "+string(e.Code)+")"):
+			full := out + errOut
+			if got.Len() == 0 || !strings.HasPrefix(full, got.String()) || len(full) > 1 && got.Len() == len(full) || ran != before+1 {
+				t.Fatalf("a fault after output emitted %q of %q (ran %d times), want a start of it, not all", got.String(), full, ran-before)
+			}
+			for _, ev := range events {
+				if ev.IsFinal() || ev.Data == "" {
+					t.Fatalf("a fault after output emitted %+v", ev)
+				}
+			}
+			trace = append(trace, fmt.Sprintf("after %s %d", e.Code, got.Len()))
+		default:
+			t.Fatalf("ExecStream = %v, want an injected failure naming its code", err)
+		}
+	}
+	return trace
+}
+
+func TestStreamedExecFaults(t *testing.T) {
+	const calls = 2000
+	out, errOut := "0123456789\n", "warn\n"
+	trace := streamTrace(t, Config{FaultSeed: 5, ExecErrorRate: 0.5}, calls, out, errOut)
+	shares := map[string]int{}
+	lengths := map[string]bool{}
+	for _, o := range trace {
+		kind, rest, _ := strings.Cut(o, " ")
+		shares[kind]++
+		if kind == "after" {
+			code, n, _ := strings.Cut(rest, " ")
+			shares[code]++
+			lengths[n] = true
+		}
+		if kind == "before" {
+			shares[rest]++
+		}
+	}
+	for kind, want := range map[string]float64{"ok": 0.5, "before": 0.25, "after": 0.25, "not_found": 0.1, "internal": 0.1} {
+		if g := float64(shares[kind]) / calls; g < want-0.04 || g > want+0.04 {
+			t.Errorf("%q: %.3f of calls, want %.2f ± 0.04 (%v)", kind, g, want, shares)
+		}
+	}
+	// Cuts fall anywhere from the first byte to the last but one, stderr included.
+	for _, n := range []string{"1", "11", "12", "15"} {
+		if !lengths[n] {
+			t.Errorf("no fault after output emitted %s bytes; emitted lengths: %v", n, lengths)
+		}
+	}
+	if lengths["16"] {
+		t.Errorf("a fault after output emitted all 16 bytes")
+	}
+
+	// One seed gives the same faults, cuts included; another seed others.
+	cfg := Config{FaultSeed: 5, ExecErrorRate: 0.5}
+	if again := streamTrace(t, cfg, calls, out, errOut); !slices.Equal(trace, again) {
+		t.Error("the same seed and calls gave different streamed faults")
+	}
+	cfg.FaultSeed = 6
+	if slices.Equal(trace, streamTrace(t, cfg, calls, out, errOut)) {
+		t.Error("seeds 5 and 6 gave the same streamed faults")
+	}
+}
+
+func TestStreamedExecFaultEdges(t *testing.T) {
+	// A one-byte output is all a fault after output can emit; a silent command's
+	// fault comes before any output, whichever kind was drawn.
+	for _, o := range streamTrace(t, Config{ExecErrorRate: 1, ExecErrorCodes: []api.Code{api.CodeInternal}}, 200, "x", "") {
+		if o != "before internal" && o != "after internal 1" {
+			t.Fatalf("one byte of output: %q", o)
+		}
+	}
+	a := New(Config{ExecErrorRate: 1, ExecFunc: func(context.Context, InstanceView, api.ExecRequest) (api.ExecResult, error) {
+		return api.ExecResult{}, nil
+	}})
+	inst := mustCreate(t, a, req("sbx_1"))
+	for range 50 {
+		_, err := a.ExecStream(bg, inst.Ref, api.ExecRequest{Command: "true"}, func(ev api.ExecEvent) error {
+			t.Fatalf("a silent command emitted %+v", ev)
+			return nil
+		})
+		if api.AsError(err) == nil {
+			t.Fatalf("ExecStream = %v, want an injected failure", err)
+		}
+	}
+
+	// An emit failure after output ends the call with emit's error, and a plain Exec
+	// never draws a fault after output.
+	b := New(Config{FaultSeed: 2, ExecErrorRate: 1})
+	inst = mustCreate(t, b, req("sbx_1"))
+	for range 100 {
+		res, err := b.Exec(bg, inst.Ref, api.ExecRequest{Command: "echo hi"})
+		if e := api.AsError(err); e == nil || strings.Contains(e.Message, "after output") || res.Stdout != "" {
+			t.Fatalf("Exec = %+v, %v; want a fault before output", res, err)
+		}
+	}
+	stop := fmt.Errorf("client gone")
+	for range 100 {
+		_, err := b.ExecStream(bg, inst.Ref, api.ExecRequest{Command: "echo hi"}, func(api.ExecEvent) error { return stop })
+		if err != stop && (api.AsError(err) == nil || strings.Contains(api.AsError(err).Message, "after output")) {
+			t.Fatalf("ExecStream with a failing emit = %v, want emit's error or a fault before output", err)
+		}
+	}
+}

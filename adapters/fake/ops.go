@@ -59,6 +59,18 @@ func capOutput(s string) (string, bool) {
 
 // run is Exec without the output cap, which streaming does not apply.
 func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
+	view, err := a.startExec(ref, req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	if f := a.drawExecFault(false); f.err != nil {
+		return api.ExecResult{}, f.err
+	}
+	return a.command(ctx, view, req)
+}
+
+// startExec checks that req can run in ref and returns what the fake knows of it.
+func (a *Adapter) startExec(ref string, req api.ExecRequest) (InstanceView, error) {
 	a.mu.Lock()
 	in, err := a.runningLocked(ref, "exec")
 	var view InstanceView
@@ -67,14 +79,16 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api
 	}
 	a.mu.Unlock()
 	if err != nil {
-		return api.ExecResult{}, err
+		return InstanceView{}, err
 	}
 	if err := req.Validate(); err != nil {
-		return api.ExecResult{}, err
+		return InstanceView{}, err
 	}
-	if err := a.execFault(); err != nil {
-		return api.ExecResult{}, err
-	}
+	return view, nil
+}
+
+// command runs req: ExecFunc, or the echo.
+func (a *Adapter) command(ctx context.Context, view InstanceView, req api.ExecRequest) (api.ExecResult, error) {
 	if a.cfg.ExecFunc != nil {
 		return a.cfg.ExecFunc(ctx, view, req)
 	}
@@ -85,28 +99,59 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest) (api
 	return api.ExecResult{Stdout: text + "\n"}, nil
 }
 
-// execFault draws the execErrorRate fault of one exec that would run.
-func (a *Adapter) execFault() error {
+// execFault is the execErrorRate draw of one exec that would run; err is nil when no
+// fault hit. A streamed exec's fault strikes before any output or, when afterOutput,
+// once part of its output (share cut, in [0, 1), of it) has been emitted.
+type execFault struct {
+	err         error
+	afterOutput bool
+	cut         float64
+}
+
+// drawExecFault draws the fault of one exec, plain or streamed, under one hold of the
+// lock, so that a call's draws stay together whatever other calls do meanwhile.
+func (a *Adapter) drawExecFault(streamed bool) execFault {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.chanceLocked(a.cfg.ExecErrorRate) {
-		return nil
+		return execFault{}
 	}
 	code := a.pickLocked(a.cfg.ExecErrorCodes)
-	return api.Errorf(code, "fake: injected exec failure (execErrorRate: %s)", code)
+	if streamed && a.rng.IntN(2) == 1 {
+		return execFault{
+			err:         api.Errorf(code, "fake: injected exec failure after output (execErrorRate: %s)", code),
+			afterOutput: true,
+			cut:         a.rng.Float64(),
+		}
+	}
+	return execFault{err: api.Errorf(code, "fake: injected exec failure (execErrorRate: %s)", code)}
 }
 
 // ExecStream emits the whole stdout, then the whole stderr: the fake has no process
-// whose output could interleave.
+// whose output could interleave. An execErrorRate fault fails the call before any
+// output, as Exec's does, or, for half of them (drawn), runs the command, emits part
+// of its output and then returns the error, as a backend whose stream breaks would.
 func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
 	if err := a.require("exec.stream", adapters.FeatureExecStream); err != nil {
 		return adapters.ExitStatus{}, err
 	}
-	res, err := a.run(ctx, ref, req)
+	view, err := a.startExec(ref, req)
 	if err != nil {
 		return adapters.ExitStatus{}, err
 	}
-	for _, ev := range []api.ExecEvent{{Stream: api.StreamStdout, Data: res.Stdout}, {Stream: api.StreamStderr, Data: res.Stderr}} {
+	fault := a.drawExecFault(true)
+	if fault.err != nil && !fault.afterOutput {
+		return adapters.ExitStatus{}, fault.err
+	}
+	res, err := a.command(ctx, view, req)
+	if err != nil {
+		return adapters.ExitStatus{}, err
+	}
+	events := []api.ExecEvent{{Stream: api.StreamStdout, Data: res.Stdout}, {Stream: api.StreamStderr, Data: res.Stderr}}
+	if fault.err != nil {
+		events = cutOutput(events, fault.cut)
+	}
+	for _, ev := range events {
 		if ev.Data == "" {
 			continue
 		}
@@ -114,7 +159,34 @@ func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecReques
 			return adapters.ExitStatus{}, err
 		}
 	}
+	if fault.err != nil {
+		return adapters.ExitStatus{}, fault.err
+	}
 	return adapters.ExitStatus{Code: res.ExitCode, TimedOut: res.TimedOut}, nil
+}
+
+// cutOutput keeps the first bytes of events' output: at least one, and fewer than
+// all when there are two or more (share cut of the rest). Empty output stays empty,
+// so a fault after output of a silent command comes before any.
+func cutOutput(events []api.ExecEvent, cut float64) []api.ExecEvent {
+	total := 0
+	for _, ev := range events {
+		total += len(ev.Data)
+	}
+	if total == 0 {
+		return nil
+	}
+	keep := 1 + int(cut*float64(total-1))
+	var out []api.ExecEvent
+	for _, ev := range events {
+		n := min(len(ev.Data), keep)
+		if n == 0 {
+			continue
+		}
+		out = append(out, api.ExecEvent{Stream: ev.Stream, Data: ev.Data[:n]})
+		keep -= n
+	}
+	return out
 }
 
 // transition moves ref from one state to another; being in the target state already
