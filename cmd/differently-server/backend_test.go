@@ -136,6 +136,9 @@ var (
 		"not_found":             {http.StatusNotFound, "not_found"},
 	}
 	injectedExecFault = regexp.MustCompile(`fake: injected exec failure \(execErrorRate: (\w+)\)`)
+	// injectedStreamFault is a streamed exec's fault after output, which reaches the
+	// API's client only as the words of the final event's error.
+	injectedStreamFault = regexp.MustCompile(`fake: injected exec failure after output \(execErrorRate: (\w+)\)`)
 )
 
 // execFault says which injected fault an exec's answer reports, and whether the

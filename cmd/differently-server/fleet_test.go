@@ -408,10 +408,15 @@ func (f *fleet) do(ctx context.Context, via *daemonProc, method, path, body stri
 	c := apiCall{via: via, method: method, path: path}
 	data, err := f.send(ctx, &c, body, header)
 	c.err = err
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
+	f.record(c)
 	return c, data
+}
+
+// record adds c to the calls checkAnswers judges.
+func (f *fleet) record(c apiCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
 }
 
 func (f *fleet) send(ctx context.Context, c *apiCall, body string, header map[string]string) ([]byte, error) {

@@ -41,8 +41,11 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 //     only, an instance lost with the restart;
 //   - every backend instance belongs to a running sandbox on that pool that names it
 //     as its backendRef, and every running sandbox has exactly that one instance,
-//     in which exec works, though it may take a few tries: every exec the backend
-//     fails must answer the status and code the contract maps its fault to;
+//     in which exec works, plain and streamed, though it may take a few tries: every
+//     exec the backend fails before any output must answer the status and code the
+//     contract maps its fault to, and every streamed exec it fails after some output
+//     must end with a final event carrying the fault's words, never without a final
+//     event or not at all;
 //   - no reconciler ever had to delete a second instance of a sandbox, follow a
 //     state the backend changed, or fail a sandbox whose instance disappeared, but
 //     on the restarted backend's pool;
@@ -90,7 +93,7 @@ func TestReliability(t *testing.T) {
 	for i, pool := range pools {
 		// Per Create: 10% injected errors (2% of each code), 4% lost answers, and
 		// 50-450 ms to make an instance. 15% of Deletes, 10% of Lists and 20% of
-		// execs fail.
+		// execs fail; half of the streamed ones that fail do so after some output.
 		faults := fmt.Sprintf(`{"faultSeed": %d, "createLatencyMs": 50, "createLatencyJitterMs": 400,
 			"createErrorRate": 0.1, "dropCreateResponseRate": 0.04, "deleteErrorRate": 0.15, "listErrorRate": 0.1,
 			"execErrorRate": 0.2, "execErrorCodes": %s}`,

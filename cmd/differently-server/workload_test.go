@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
@@ -171,6 +174,7 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	faults := map[string]int{}
+	streamFaults := map[string]int{} // "before <code>" or "after <code>"
 	for range 8 {
 		wg.Go(func() {
 			for j := range jobs {
@@ -204,6 +208,22 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 					}
 					break
 				}
+				// The same for a streamed exec, whose faults strike before any output
+				// or after some.
+				for try := 0; ; try++ {
+					if try == 20 {
+						w.t.Errorf("streamed exec in running sandbox %s failed 20 times", id)
+						break
+					}
+					live := w.f.live()
+					fault, ok := w.streamExec(ctx, live[(j.n+try)%len(live)], id)
+					if !ok || fault == "" {
+						break
+					}
+					mu.Lock()
+					streamFaults[fault]++
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -216,7 +236,84 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	}
 	close(jobs)
 	wg.Wait()
-	w.t.Logf("exec answered in all %d running sandboxes; injected exec faults answered as the contract maps them: %v", n, faults)
+	w.t.Logf("exec answered in all %d running sandboxes; injected exec faults answered as the contract maps them: %v; streamed: %v", n, faults, streamFaults)
+	var before, after int
+	for fault, k := range streamFaults {
+		if strings.HasPrefix(fault, "after ") {
+			after += k
+		} else {
+			before += k
+		}
+	}
+	if n > 0 && (before == 0 || after == 0) {
+		w.t.Errorf("streamed execs met %d faults before output and %d after: the run did not exercise both", before, after)
+	}
+}
+
+// streamExec streams "echo ok" in sandbox id through via (asking for frames, as
+// client.ExecStream does) and judges the answer against the contract. A fault before
+// output answers the status and code its injected fault maps to, like a plain exec;
+// a fault after output ends with a final event carrying the injected fault's words,
+// after a part of the output; a clean run delivers the output and then exitCode 0.
+// A stream that ends without a final event, or not within 30 s, breaks it. fault is
+// "before <code>" or "after <code>" for a run an injected fault failed, "" for a
+// clean run; ok is false when the answer broke the contract (reported to t).
+func (w *workload) streamExec(ctx context.Context, via *daemonProc, id string) (fault string, ok bool) {
+	const want = "echo ok\n"
+	c, err := client.New(via.url, w.f.token, client.WithRetry(1, 0, 0))
+	if err != nil {
+		w.t.Errorf("client for %s: %v", via.name, err)
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	call := apiCall{via: via, method: "POST", path: "/v1/sandboxes/" + id + "/exec"}
+	var out strings.Builder
+	for ev, err := range c.ExecStream(ctx, id, api.ExecRequest{Command: "echo ok"}) {
+		var refused *client.APIError
+		switch {
+		case errors.As(err, &refused):
+			call.status, call.code, call.message = refused.Status, string(refused.Code), refused.Message
+			w.f.record(call)
+			code, ok := execFault(call)
+			if !ok {
+				w.t.Errorf("streamed exec in running sandbox %s: %s", id, call)
+				return "", false
+			}
+			return "before " + code, true
+		case err != nil && ev.Error != "":
+			call.status = http.StatusOK
+			w.f.record(call)
+			m := injectedStreamFault.FindStringSubmatch(ev.Error)
+			if m == nil || out.Len() == 0 || out.Len() >= len(want) || !strings.HasPrefix(want, out.String()) {
+				w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then a final error no fault after output explains: %q",
+					id, via.name, out.String(), ev.Error)
+				return "", false
+			}
+			return "after " + m[1], true
+		case err != nil:
+			// ErrStreamIncomplete, a malformed stream, or no answer in time.
+			w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then %v", id, via.name, out.String(), err)
+			return "", false
+		case ev.IsFinal():
+			call.status = http.StatusOK
+			w.f.record(call)
+			// Final without an error: ExitCode is set.
+			if *ev.ExitCode != 0 || out.String() != want {
+				w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then exit code %d (timed out: %v); want %q and exit code 0",
+					id, via.name, out.String(), *ev.ExitCode, ev.TimedOut, want)
+				return "", false
+			}
+			return "", true
+		case ev.Stream != api.StreamStdout:
+			w.t.Errorf("streamed exec in running sandbox %s via %s: unexpected event %+v", id, via.name, ev)
+			return "", false
+		default:
+			out.WriteString(ev.Data)
+		}
+	}
+	w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then the events ended without a final one or an error", id, via.name, out.String())
+	return "", false
 }
 
 // acceptableFailure says why a failed sandbox may have failed under the injected
