@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
@@ -135,6 +137,51 @@ func TestPreferWaitNoScheduler(t *testing.T) {
 		r.decode(t, &sb)
 		if r.status != http.StatusAccepted || sb.State != httpapi.Terminated {
 			t.Fatalf("delete of a queued sandbox = %d, %s", r.status, sb.State)
+		}
+	})
+}
+
+// A create does not overtake a queued sandbox that is due: it is queued behind it.
+// One waiting out a backoff holds nobody back.
+func TestDirectYieldsToDueSandboxes(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnvScheduled(t, st)
+		ctx := context.Background()
+		create := func() httpapi.Sandbox {
+			var sb httpapi.Sandbox
+			e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{"fake"}}}).
+				want(t, http.StatusAccepted).decode(t, &sb)
+			return sb
+		}
+		// Due, but claimed by a replica that is placing it: this scheduler leaves it.
+		lease := e.clk.Now().Add(time.Hour)
+		waiting, _, err := st.CreateSandbox(ctx, e.clk.Now(), store.Sandbox{
+			ID: ids.New("sbx"), Org: httpapi.DefaultOrg, Project: httpapi.DefaultProject,
+			Placement: store.Placement{AllowedPools: []string{"fake"}},
+			ClaimedBy: "replica-elsewhere", ClaimExpiresAt: &lease,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := create()
+		if behind.State != httpapi.Queued {
+			t.Fatalf("a create behind a due sandbox is %s, want queued", behind.State)
+		}
+		// The pass takes it in turn.
+		var sb httpapi.Sandbox
+		e.do(e.admin, "GET", "/v1/sandboxes/"+behind.Id+"/wait?state=running", nil).want(t, http.StatusOK).decode(t, &sb)
+		if sb.State != httpapi.Running {
+			t.Fatalf("queued sandbox ended %s", sb.State)
+		}
+		// The waiting sandbox backs off: queued, not due, and the next create starts at once.
+		if _, err := st.UpdateSandbox(ctx, waiting.ID, e.clk.Now(), func(cur *store.Sandbox) error {
+			cur.NextAttemptAt = e.clk.Now().Add(time.Minute)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if next := create(); next.State != httpapi.Provisioning {
+			t.Fatalf("a create with only a backing-off sandbox queued is %s, want provisioning", next.State)
 		}
 	})
 }

@@ -742,7 +742,7 @@ type ServerInterface interface {
 	// List sandboxes, newest last, a page at a time.
 	// (GET /v1/sandboxes)
 	ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams)
-	// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no sandbox is queued, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
+	// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no queued sandbox is due, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
 	// (POST /v1/sandboxes)
 	CreateSandbox(w http.ResponseWriter, r *http.Request, params CreateSandboxParams)
 	// Terminate the sandbox. Idempotent; the state moves through terminating to terminated. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be terminated (or failed).
@@ -944,7 +944,7 @@ func (_ Unimplemented) ListSandboxes(w http.ResponseWriter, r *http.Request, par
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no sandbox is queued, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
+// Ask for a sandbox. It is provisioned in the background: at once on the replica that answers when one of its pools has a start slot free and no queued sandbox is due, through the queue otherwise. With `Prefer: wait=N` the answer waits up to N seconds for the sandbox to be running (or failed).
 // (POST /v1/sandboxes)
 func (_ Unimplemented) CreateSandbox(w http.ResponseWriter, r *http.Request, params CreateSandboxParams) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -2839,36 +2839,37 @@ var swaggerSpec = []string{
 	"FmZkz/zklFyHg/vmLVTkypHtZqDtnpJvveofzw7+CbMGomT0/lfgYz3pnR6/eBGFsDoE62pjh65jpUWx",
 	"7ct7zdT+bdl92q0FH6Le8eB4o/eeDo+f2GZ9tNG3jo83eusJleF2ikCjGKIo0oSMhU2sMJzB5vxYU5kL",
 	"THYJE+h6QTGlvLi25Iulby44+mn2FMpjOLPrqinia2UofE11/lzdogGNlrSNvEVFo0yoLk1RZEjj27EU",
-	"BU9ODeHGigCuZH7DglUlFmBbi/JkbaeNCVXYOI1KTVQqNBlJsNZ/LsryMExZwCHSSFGMJ3VgGgF2yhS4",
-	"yD3XNrhsFVxvPmxNhEVuIFZ2LbZ5QLVqNFqQYVndgOyVZWn2u9hSW7JdUbnq5FfrUP4GBX5aSnrySO+P",
-	"9301OmuTkmu6vtHW2urrCLjTr3L2sXpI5UXbLg7U6hqugAbd7rrqpLfCMh+pKbckqrVwr2qBvSxEs77n",
-	"nYkn2w3U/Kp342tHXdrqIcTdg8vLX7EiDtxr4Akk5gcSi4JrZcNAuJiuRQ4P4d5WOX0UvgW9XTZgGzvg",
-	"/XRUv+r2N+XSKbH14jNFhO2gV3aez6VIithVHRMcrrgYoU/MJn4pEk+EAk6Gs7qv6JkitvUVsdz69Ipf",
-	"8QNyU0fp+wOeGLS+IXs2ggAV0H2r+pbNLbGBn20Q6pr7YUtRdcWJTYMkN3YjN8gXbxKq6U1U2wa1OalW",
-	"d4iIErbs9XCGpJXiJrnQZj50R5BPl28OfiBUSmaIKlXk0/978+bN6z55L3Ah5gUUxH5wiY+tfd3xpF8r",
-	"Qtg3R3uAPUnVTWQZvYNNU1SjZgl/FjRlekboUNwB+Quk8Ow+FVM0nlPu2qY+U6dkyDiVM9vxVEV2ZzjP",
-	"iwPcoIW+9dWV/VDJS/No4Jum3jIjpBwR2+kwIsfEtjqMyHMzE/ZUte8ocnRwQkrPrp3umSIp6mqRrdWt",
-	"2NjIQUM2PgCeMMrJ8+ODIUMAO9EKHXSaZEJp8sPzH374bvAD2UNo7p+hrwcXLTFkBN2qgpu3cJceDXBp",
-	"uG2HBk00HuJyKe5wZpYckYKDimlu2GDZahZnQD8psfXBeDqrd5G1lbncTj3AbI7z0IW5+Ca2rskk8ARn",
-	"wyPdo7yGyfiTby1pLYy+0aVFCwU6MiTGDjREaT/yc9muqhym9i68d/6vkUhTMcXOfOaKvRR6Ut3MEi6o",
-	"kNt7E5HYzKSr321VI0vPzDedoHzFKZ/5e4RWdPcYnMRfBVfZ3OsIg928i8et4gxF3yvu5sFgHyPOGklZ",
-	"k5i6Xm5DINTB3XYMxrWbDd7gR2/65NxB+IrjrTVwrgGm/q7r8xmVNTIb1C0WeOK+mlnIzWuOrFP8DNtE",
-	"sf9vXZnwhUIGvah3ZAsKABZNShWEqoXsyFBR7x+7uiCwxU9jt1Pz4RVJZHP+dvEsvO/o3j+yBM4QL7IX",
-	"JF4WJ/YjQsmJHVyjSf5KW9LVIEjYNtajjht31t1eutl7urrtVCGhaJT0suQ6WI0ixBnXg7XtBd3hAZR4",
-	"EBV1KQUC35fbgMBSiP5/rmS3eXJ4FfNYYMsQS1F8OlxAumIqAFpDtTAYx7xlxJwa2VpPXlyecOEI2BuX",
-	"dLGmEk31pLdT+/ybBYkar7GfuJAzAhwrpD85Sr7YzKC/bR1ywdkf1k4hiAMfgCY1HFjP1ypiDfqgamtf",
-	"nelyWhakP67aKYpl/ac2/34bpxmtfuuCoaxYmrd9oqtIDI88zGUSQyDcwSxVA396TvK10aPjwrpaWdtQ",
-	"7ps48UbI292akuqNxh8cPvxbWVWfVr5wPqMnwMAtyDJl0/e6bddIvtZ3gOpm+XvZi8DX+I68Q8NqkUKk",
-	"64kwWGN2N9fiwkz9DZiVN8W9r4QPbyTAX06vt+VdyS3kmuylbATxLE6hj4d2YLSJDPbXPG8hbVbb9s/7",
-	"5/tclAd+4SPLdpHGXrVGfWJtutH/NBjQ8unDr7YiFfp9MN1b6v9gFrwxwq+OshbPd4OzH3Duv4nU+kmH",
-	"Bm5ozsaMwlqc0eoH63nYEhW6HLXLQLV6aewO7anq0VkuvL8NV2e5v0e7OhcFnvl63TvydTaLnW+rzpaf",
-	"9r9BaP061LeGfB2XVFPf8WvbmImd2v+mvWsrDBiJRMu8u81orxb5rk5V5H8f6vqHKvIIq1V4wTFh6rYu",
-	"9JsTO8DbuKbIP6Ws20D5O2V6xaDky0mZv+Cj+UZCbi+XoTvZZaPchozxt/a9o7UTHX4RU/R3lxt1fqkz",
-	"MiiDBV1AYVdegGYZiEJXjfEDUf7P60H+3y3rznv9bxcv1MBwg2ku9bdu6bApYi7o0jwYszvgDtHQVcY4",
-	"oT7MLXWxdnu+C18V/rbvfNlcuK5Z+LL7YOMwXPYq1kjxEXdVfL0zwLjQmz4592+7GJXSB39q8D33gRh2",
-	"XRjjoW5dYCuGOCQUMsHJlN66IukGoTCC2LrFbWiTbR6A1hxaZcZHmKgKNDHAyUWaMj5ekHjwaBeHlwZW",
-	"jQ6tC5XLzNGu3S1GKdIUy1GTseCwv30hujPGsXO9g01l0d2J/tvICWxW1K6aGfxxbagJVk13Xytk6joZ",
-	"nB4eHh1/3x/0B/2j0x++HwyQ17slfymJdol5hnr6H8v91H60uXW1H2rluB+uH/43AAD//67GIfr1pgAA",
+	"BU9ODeHGigCuZH7DglUlFmBbi/JkbaeNCVXYOI1KTVQqNBlJsNZ/LH4JBSRllRimSFKAQRwpivGkDlAj",
+	"xE6ZAhe951oHl+2C6w2IrZmwyA3Uys7FNheoVpFGCzIsKxyQvbI0zX4Xa2pLtysqWJ08ax3q36DCT0tN",
+	"Tx7pAfL+r0Z3bVJyTtc72lpcfS0Bd/pV3j5WEKk8advFgVptwxXQoNtlV530VtjmI7XlllS1Fu5VbbCX",
+	"hWnW97wzEWW7wZpf9W587chLW0GEuHtwefkrVsWBew08gcT8QGJRcK1sKAgX07XI4SHc20qnj8K3oMfL",
+	"Bm1jF7yfjupX3f6mXEoltl98poiwXfTK7vO5FEkRu8pjgsMVFyP0i9nkL0XiiVDAyXBW9xc9U8S2vyKW",
+	"Y59e8St+QG7qKH1/wBOD1jdkz0YRoBK6b9XfssElNvGzTUJdgz9sK6quOLGpkOTGbuQGeeNNQjW9iWrb",
+	"oDYv1eoPEVHClr4ezpC0UtwkF9rMhy4J8unyzcEPhErJDFGlinz6f2/evHndJ+8FLsS8gMLYDy75sbWv",
+	"O570a4UI++ZoD7AvqbqJLLN3sGmKa9Qs4c+CpkzPCB2KOyB/gRSe5adiigZ0yl3r1GfqlAwZp3Jmu56q",
+	"yO4M53lxgBu00Lf+urInKnlpHg1849RbZgSVI2K7HUbkmNh2hxF5bmbCvqr2HUWODk5I6d210z1TJEV9",
+	"LbL1uhUbG1loyMYHwBNGOXl+fDBkCGAnXqGTTpNMKE1+eP7DD98NfiB7CM39M/T34KIlho2ga1Vw8xbu",
+	"0qMBLg237dCgicZDXC7FHc7MkiNScFAxzQ0bLNvN4gzoKyW2RhhPZ/VOsrY6l9upB5jNcx66UBffyNY1",
+	"mgSe4Gx4pHuU1zAZf/LtJa2V0Te7tGihQEeGxNiBhijtR34u21mVw9TehffOBzYSaSqm2J3PXLGXQk+q",
+	"m1nCBZVye28iEpuZdPW7rWxk6Zn5phOWrzjlM3+P0JLuHoOT+qsAK5t/HWHAm3fzuFWcofh7xd08GPBj",
+	"RFojLWsSU9fPbQiEOrjbrsG4drPBG/zoTZ+cOwhfcby1Bs41wNTfdb0+o7JOZoO6xQJP3Fc0C7l6zZF1",
+	"ip9huyj2AK4rFL5YyKAX9Y5sUQHAwkmpglDFkB0ZK+o9ZFcXBLb4aex4aj68Iolszt8uoIX3HV38R5bA",
+	"GeJF9oLEy+LEfkQoObGDazTJX2lLuhoECVvHetRx4866W0w3+09Xt50qJBSNsl6WXAcrUoQ443qwtv2g",
+	"O7yAEg+ioi6lQOB7cxsQWArR/8+V7DZPEK/iHgtsG2Ipik+JC0hXTAVAa6gWBuSYt4yYUyNb68mLy5Mu",
+	"HAF74xIv1lSiqZ70dmqjf7MgWeM19hQXckaAY5X0J0fJF5sZ9betQy44+8PaKQRx4APQpIYD6/lbRaxB",
+	"H1St7aszXU7LgvTHVTxFsaz/1Cbgb+M0o9VvXTCcFcvztk90FYnhkYe5TGIIhDyYpWrgT89JvjZ6dFxY",
+	"Vy9rG8p9EyfeCHm7W1NSvdn4g8OHfyur6tPKF85v9AQYuAVZpmz8XrftGsnX+g5Q3Sx/L/sR+DrfkXdq",
+	"WC1SiHQ9EQbrzO7mWlyYqb8Bs/KmuPeV8OGNBPjL6fW2xCu5hVyTvZSNIJ7FKfTx0A6MNpHB/prnLaTN",
+	"bNv+ef98n4vywC98dNkuUtmr9qhPrE03eqAGg1o+ffjVVqVCvw+mfEv9H8yCN0b41VHW4vlucPYDzv03",
+	"kVo/8dDADc3ZmFVYizVa/WA9D1uiQpejdhmsVi+P3aE9VX06y4X3t+HqLPf3aFfnouAzX7N7R77OZsHz",
+	"bdXa8tP+NwitX4f61pCv45Jq6rt+bRszsVv737R3bYUBo5FomXu3Ge3VIt/VqYr870Nd/1BFHmHFCi84",
+	"Jkzd1oV+c2IHeBvXFPmnlHUbKH+nTK8YmHw5KXMYfETfSMjt5TN0J7xslN+QMf7Wvne0drLDL2KK/u5y",
+	"o84vdUYGZcCgCyrsyg3QLANR6Ko5fiDS/3k90P+7ZR16r//t4oUaGG4wzaX/1i0dNk3MBV6aB2N2B9wh",
+	"GrrKGCfUh7mlLtZuz3fiq8Lf9p0vmwvXOQtfdh9sHIbLYMU6KT7iroqxdwYYF3rTJ+f+bRejUvrgTw2+",
+	"5z4Qw64LYzzUrQtuxRCHhEImOJnSW1co3SAURhFbt7gNbbINBNCaQ6vs+AiTVYEmBji5SFPGxwuSDx7t",
+	"4vDSwKrRoXWhcpk52rW8xShFmmJJajIWHPa3L0R3xjh2rnewqSy6O9F/G3mBzaraVUODP64NNcHK6e5r",
+	"hUxdN4PTw8Oj4+/7g/6gf3T6w/eDAfJ6t+QvJdEuMc9QT/9juZ/ajza/rvZDrST3w/XD/wYAAP//2gEi",
+	"vPmmAAA=",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

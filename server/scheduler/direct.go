@@ -81,8 +81,8 @@ func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
 }
 
 // Queue undoes what Reserve made of sb, which is then stored queued for a pass; the
-// slot stays held until Release. The API calls it when other sandboxes are queued:
-// they were waiting first.
+// slot stays held until Release. The API calls it when queued sandboxes are due: they
+// were waiting first.
 func (r *Start) Queue(sb *store.Sandbox) {
 	toQueued(sb, "", r.at)
 }

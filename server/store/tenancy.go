@@ -64,6 +64,10 @@ type Admission struct {
 	Usage Usage
 	// Queued counts the queued sandboxes of every project.
 	Queued int
+	// Due counts those of them whose next attempt has come (next_attempt_at at or
+	// before the create's now): the ones a pass would claim now. One waiting out a
+	// backoff or a capacity shortage is queued but not due.
+	Due int
 }
 
 // Limited reports whether the quota bounds anything.

@@ -116,7 +116,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	if key != "" {
 		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
 	}
-	reads.Queue(admissionSQL, sb.Org, sb.Project)
+	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
 	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
 		if key != "" {
 			got, err := scanSandbox(br.QueryRow())
@@ -138,7 +138,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		return *existing, false, nil
 	}
 	if a.Quota.Limited() {
-		err = limitedAdmission(ctx, tx, sb.Org, sb.Project, &a)
+		err = limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a)
 	}
 	if err == nil && admit != nil {
 		err = admit(a, &sb)

@@ -34,15 +34,17 @@ func usage(ctx context.Context, q querier, org, name string) (store.Usage, error
 	return u, wrap(err)
 }
 
-// admissionSQL reads a project's quota ($1, $2) and the queue's length in one
-// statement (the partial index sandboxes_claim holds exactly the queued rows).
+// admissionSQL reads a project's quota ($1, $2), the queue's length and how many
+// queued sandboxes are due at $3, in one statement (the partial index
+// sandboxes_claim holds exactly the queued rows, by next attempt).
 const admissionSQL = `SELECT coalesce(p.quota_sandboxes, 0), coalesce(p.quota_cpu, 0),
 		coalesce(p.quota_memory_mib, 0), coalesce(p.quota_disk_gib, 0),
-		(SELECT count(*) FROM sandboxes WHERE state = 'queued')
+		(SELECT count(*) FROM sandboxes WHERE state = 'queued'),
+		(SELECT count(*) FROM sandboxes WHERE state = 'queued' AND next_attempt_at <= $3)
 	FROM (VALUES (1)) AS one LEFT JOIN projects p ON p.org = $1 AND p.name = $2`
 
 func scanAdmission(row pgx.Row, a *store.Admission) error {
-	return wrap(row.Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB, &a.Queued))
+	return wrap(row.Scan(&a.Quota.Sandboxes, &a.Quota.CPU, &a.Quota.MemoryMiB, &a.Quota.DiskGiB, &a.Queued, &a.Due))
 }
 
 // limitedAdmission completes an admission (a, read by admissionSQL) whose quota
@@ -50,11 +52,11 @@ func scanAdmission(row pgx.Row, a *store.Admission) error {
 // the lock, and its usage summed. The lock serialises that project's creates, which
 // unlimited projects need not pay for. A quota put while an unlimited create is under
 // way applies from the next create on, as if put just after this one.
-func limitedAdmission(ctx context.Context, tx txConn, org, name string, a *store.Admission) error {
+func limitedAdmission(ctx context.Context, tx txConn, org, name string, now time.Time, a *store.Admission) error {
 	if err := lockProject(ctx, tx, org, name); err != nil {
 		return err
 	}
-	if err := scanAdmission(tx.QueryRow(ctx, admissionSQL, org, name), a); err != nil {
+	if err := scanAdmission(tx.QueryRow(ctx, admissionSQL, org, name, now), a); err != nil {
 		return err
 	}
 	var err error

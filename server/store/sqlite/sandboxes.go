@@ -107,7 +107,7 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 			}
 		}
 		if admitted {
-			a, err := admission(ctx, tx, sb.Org, sb.Project)
+			a, err := admission(ctx, tx, sb.Org, sb.Project, now)
 			if err != nil {
 				return err
 			}

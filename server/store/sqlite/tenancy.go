@@ -23,7 +23,7 @@ func usage(ctx context.Context, q rowQuerier, org, name string) (store.Usage, er
 	return u, wrap(err)
 }
 
-func admission(ctx context.Context, tx *sql.Tx, org, name string) (store.Admission, error) {
+func admission(ctx context.Context, tx *sql.Tx, org, name string, now time.Time) (store.Admission, error) {
 	var a store.Admission
 	err := tx.QueryRowContext(ctx, `SELECT quota_sandboxes, quota_cpu, quota_memory_mib, quota_disk_gib
 		FROM projects WHERE org = ? AND name = ?`, org, name).
@@ -31,7 +31,8 @@ func admission(ctx context.Context, tx *sql.Tx, org, name string) (store.Admissi
 	if err != nil && !isNoRows(err) {
 		return a, wrap(err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE state = 'queued'`).Scan(&a.Queued); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(next_attempt_at <= ?), 0)
+		FROM sandboxes WHERE state = 'queued'`, micros(now)).Scan(&a.Queued, &a.Due); err != nil {
 		return a, wrap(err)
 	}
 	if !a.Quota.Limited() {

@@ -132,6 +132,19 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 	}
 	equal(t, "usage seen", seen.Usage, store.Usage{Sandboxes: 1, MemoryMiB: 1024})
 	equal(t, "queued seen", seen.Queued, 1)
+	equal(t, "due seen", seen.Due, 1)
+	// A queued sandbox whose next attempt is still to come is queued, not due.
+	later := newSandbox("elsewhere")
+	later.NextAttemptAt = t0.Add(time.Minute)
+	mustCreate(t, s, later)
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, newSandbox("elsewhere"), func(a store.Admission, _ *store.Sandbox) error {
+		seen = a
+		return errors.New("only looking")
+	})
+	if err == nil {
+		t.Fatal("admit's refusal was not returned")
+	}
+	equal(t, "queued and due with one backing off", [2]int{seen.Queued, seen.Due}, [2]int{3, 2})
 
 	third := mk("k4", 0)
 	_, _, err = s.CreateSandboxAdmitted(ctx, t0, third, admitQuota(third))
