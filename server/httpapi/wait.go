@@ -62,45 +62,44 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 // closes without a final state, each wake-up of the change feed makes await read
 // the sandbox again: the feed says that something changed, the row says what.
 func (s *Server) await(ctx context.Context, id string, want []store.State, timeout time.Duration, known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error) {
-	final := func(sb store.Sandbox) bool { return slices.Contains(want, sb.State) || sb.State.IsTerminal() }
-	if known != nil && (final(*known) || timeout <= 0) {
+	ends := func(st store.State) bool { return slices.Contains(want, st) || st.IsTerminal() }
+	if known != nil && (ends(known.State) || timeout <= 0) {
 		return *known, true, nil
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	last := timeout <= 0
-	if done != nil && !last {
-		select {
-		case sb, ok := <-done:
-			if ok && final(sb) {
-				return sb, true, nil
-			}
-		case <-timer.C:
-			last = true
-		case <-s.changes.Closed():
-			last = true
-		case <-ctx.Done():
-			return store.Sandbox{}, false, nil
-		}
-	}
 	// Only a change into a state that would end the wait is worth a read; the
 	// states passed through on the way (provisioning, say) are not. Subscribe before
 	// reading, so that no change between the two is missed.
-	sub := s.changes.Sandbox(id, func(st store.State) bool { return slices.Contains(want, st) || st.IsTerminal() })
+	sub := s.changes.Sandbox(id, ends)
 	defer sub.Close()
 	recheck := time.NewTicker(s.recheck)
 	defer recheck.Stop()
-	for {
-		sb, err := s.loadSandbox(ctx, id)
-		if err != nil {
-			return store.Sandbox{}, false, err
-		}
-		if last || final(sb) {
-			return sb, true, nil
+	// While direct work is under way its outcome is awaited alone: it comes without
+	// a read. The feed and the recheck take over when it brings no final state.
+	wake, again := sub.C, recheck.C
+	if done != nil {
+		wake, again = nil, nil
+	}
+	last := timeout <= 0
+	for read := done == nil; ; read = true {
+		if read {
+			sb, err := s.loadSandbox(ctx, id)
+			if err != nil {
+				return store.Sandbox{}, false, err
+			}
+			if last || ends(sb.State) {
+				return sb, true, nil
+			}
 		}
 		select {
-		case <-sub.C:
-		case <-recheck.C:
+		case sb, ok := <-done:
+			if ok && ends(sb.State) {
+				return sb, true, nil
+			}
+			done, wake, again = nil, sub.C, recheck.C
+		case <-wake:
+		case <-again:
 			// A change whose NOTIFY was never sent (its replica died first) wakes
 			// nobody; the read finds it.
 		case <-timer.C:
@@ -108,7 +107,7 @@ func (s *Server) await(ctx context.Context, id string, want []store.State, timeo
 		case <-s.changes.Closed():
 			last = true
 		case <-ctx.Done():
-			return store.Sandbox{}, false, nil
+			return store.Sandbox{}, false, nil // the client left: nobody reads an answer
 		}
 	}
 }

@@ -110,8 +110,8 @@ func (r *Start) Start(sb store.Sandbox) <-chan store.Sandbox {
 		defer s.direct.end()
 		defer close(out)
 		o, row := s.create(r.ctx, j)
-		s.report(Result{Pass: PassDirect, Started: count(o, outStarted), Failed: count(o, outFailed),
-			Requeued: count(o, outRequeued), Errors: count(o, outError)}, nil)
+		s.report(Result{Pass: PassDirect, Started: one(o == outStarted), Failed: one(o == outFailed),
+			Requeued: one(o == outRequeued), Errors: one(o == outError)}, nil)
 		if o != outNone && o != outError {
 			out <- row
 		}
@@ -196,8 +196,8 @@ func (d *Delete) Start(sb store.Sandbox) <-chan store.Sandbox {
 		defer s.direct.end()
 		defer close(out)
 		o, row, err := s.terminate(d.ctx, sb, true)
-		s.report(Result{Pass: PassDirect, Terminated: countTerm(o, termTerminated),
-			Failed: countTerm(o, termFailed), Errors: countErr(err)}, nil)
+		s.report(Result{Pass: PassDirect, Terminated: one(o == termTerminated),
+			Failed: one(o == termFailed), Errors: one(err != nil)}, nil)
 		if row.ID != "" {
 			out <- row
 		}
@@ -227,22 +227,9 @@ func claimLive(sb *store.Sandbox, now time.Time) bool {
 	return sb.ClaimedBy != "" && sb.ClaimExpiresAt != nil && sb.ClaimExpiresAt.After(now)
 }
 
-func count(o, want outcome) int {
-	if o == want {
-		return 1
-	}
-	return 0
-}
-
-func countTerm(o, want termOutcome) int {
-	if o == want {
-		return 1
-	}
-	return 0
-}
-
-func countErr(err error) int {
-	if err != nil {
+// one counts a single piece of direct work into a Result field.
+func one(b bool) int {
+	if b {
 		return 1
 	}
 	return 0
