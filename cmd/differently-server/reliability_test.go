@@ -129,6 +129,9 @@ pools:
 	// The plan, drawn before anything runs so that a seed always gives the same one.
 	// Replicas die once this many Creates have started fleet-wide, and a replacement
 	// starts a few Creates later, before the next death: two replicas always live.
+	// minLostOnCrash is how many sandboxes must run on the crashing backend's pool
+	// before it is killed.
+	const minLostOnCrash = 3
 	type chaosStep struct{ killAt, restartAt, victim int }
 	plan := make([]chaosStep, kills)
 	for i := range plan {
@@ -206,9 +209,18 @@ pools:
 		n := f.createLines()
 		switch {
 		case crash.state == 0 && n >= crash.killAt:
+			// Only once the pool runs a few sandboxes: the crash must lose some for the
+			// reconciler to recover, and deletes mid-flight take some of them away. The
+			// planned downtime starts when the kill does.
+			running := len(f.listQuery(f.live()[0], "state=running&pool="+crash.pool))
+			if running < minLostOnCrash {
+				break
+			}
 			backends[crash.pool].kill()
 			crash.state = 1
-			t.Logf("%s: killed pool %s's backend after %d Creates", time.Since(began).Round(time.Millisecond), crash.pool, n)
+			crash.restartAt += n - crash.killAt
+			t.Logf("%s: killed pool %s's backend after %d Creates, with %d sandboxes running on it",
+				time.Since(began).Round(time.Millisecond), crash.pool, n, running)
 		case crash.state == 1 && n >= crash.restartAt:
 			backends[crash.pool].restart()
 			crash.state = 2
