@@ -21,9 +21,9 @@ type lifecycle struct {
 	total           time.Duration
 }
 
-func runLifecycle(ctx context.Context, c *client.Client) (lifecycle, error) {
+// runLifecycle runs one lifecycle; its latencies count from t0.
+func runLifecycle(ctx context.Context, c *client.Client, t0 time.Time) (lifecycle, error) {
 	var l lifecycle
-	t0 := time.Now()
 	running, err := c.CreateSandboxAndWait(ctx, onFake, "")
 	if err != nil {
 		return l, fmt.Errorf("create sandbox and wait for running: %w", err)
@@ -52,7 +52,7 @@ func runLifecycle(ctx context.Context, c *client.Client) (lifecycle, error) {
 func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) error {
 	// One lifecycle first, unmeasured: the first request pays for connections and the
 	// first pool probe.
-	if _, err := runLifecycle(ctx, d.client); err != nil {
+	if _, err := runLifecycle(ctx, d.client, time.Now()); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	n := b.opts.n
@@ -60,7 +60,7 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	req0, pass0, direct0, rq0 := d.requests.Load(), d.passes.Load(), d.direct.Load(), d.requeued.Load()
 	start := time.Now()
 	err := workers(ctx, n, b.opts.c, func(ctx context.Context, i int) error {
-		l, err := runLifecycle(ctx, d.client)
+		l, err := runLifecycle(ctx, d.client, time.Now())
 		ls[i] = l
 		return err
 	})

@@ -11,6 +11,7 @@
 // tiny smoke run of it does, in main_test.go).
 //
 //	go run ./cmd/differently-bench [--store sqlite|postgres] [-n 2000] [-c 64] [-timeout 170s]
+//	    [-rate 150,300,450] [-paced-n 1000]
 //	    [--reconcile-n 100000] [-cpuprofile FILE] [-only stream,exec,...]
 //
 // --store postgres uses DIFFERENTLY_TEST_DATABASE_URL, in fresh schemas dropped at the end.
@@ -23,11 +24,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,12 +43,15 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	store           string
-	n, c            int
-	timeout         time.Duration
-	reconcileN      int
-	reconcileSetup  time.Duration
-	execN           int
+	store          string
+	n, c           int
+	timeout        time.Duration
+	reconcileN     int
+	reconcileSetup time.Duration
+	execN          int
+	// rates are the paced section's arrival rates, pacedN its lifecycles per rate.
+	rates           []float64
+	pacedN          int
 	streamBytes     int64
 	cpuProfile      string
 	databaseBaseURL string
@@ -54,7 +60,7 @@ type options struct {
 }
 
 // sections are the parts of a run, in the order they run.
-var sections = []string{"lifecycles", "exec", "stream", "floor", "reconcile"}
+var sections = []string{"lifecycles", "paced", "exec", "stream", "floor", "reconcile"}
 
 // runs reports whether the section is part of this run.
 func (o options) runs(section string) bool {
@@ -72,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.reconcileN, "reconcile-n", 100000, "sandboxes and backend instances of the reconcile pass")
 	fs.DurationVar(&o.reconcileSetup, "reconcile-setup", 60*time.Second, "most time spent storing the reconcile pass's sandboxes; fewer are stored (and the pass extrapolated) when it runs out")
 	fs.IntVar(&o.execN, "exec-n", 1000, "exec round trips timed through the API and directly")
+	rates := fs.String("rate", "150,300,450", "comma-separated arrival rates (lifecycles per second) of the paced section")
+	fs.IntVar(&o.pacedN, "paced-n", 1000, "lifecycles of the paced section at each -rate")
 	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	only := fs.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ", ")+"; the others report zeros (default all)")
@@ -86,13 +94,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.only = append(o.only, s)
 		}
 	}
+	for r := range strings.SplitSeq(*rates, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) {
+			return o, fmt.Errorf("-rate: %q is not a positive number of lifecycles per second", r)
+		}
+		o.rates = append(o.rates, v)
+	}
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.store != "sqlite" && o.store != "postgres":
 		return o, fmt.Errorf("--store must be sqlite or postgres, not %q", o.store)
-	case o.n < 1 || o.c < 1 || o.execN < 1 || o.reconcileN < 1 || o.streamBytes < 1:
-		return o, errors.New("-n, -c, -exec-n, --reconcile-n and -stream-bytes must be positive")
+	case o.n < 1 || o.c < 1 || o.execN < 1 || o.reconcileN < 1 || o.streamBytes < 1 || o.pacedN < 1:
+		return o, errors.New("-n, -c, -exec-n, -paced-n, --reconcile-n and -stream-bytes must be positive")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
 	}
@@ -213,6 +228,13 @@ func (b *bench) run() (res *result, err error) {
 			return nil, err
 		}
 		f.PeakRSSMiB = round(peakRSSMiB())
+	}
+
+	if b.opts.runs("paced") {
+		b.phase = "paced lifecycles"
+		if err := b.paced(ctx, d, res); err != nil {
+			return nil, err
+		}
 	}
 
 	if b.opts.runs("exec") {

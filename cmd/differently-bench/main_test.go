@@ -13,7 +13,7 @@ import (
 func TestSmallRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"--store", "sqlite", "-n", "20", "-c", "4", "--reconcile-n", "500",
-		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s"}
+		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s", "-rate", "50,100", "-paced-n", "10"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -41,6 +41,23 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("key %s = %v, want > 0", key, v)
 		}
 	}
+	var paced struct {
+		Paced []pacedFigures `json:"paced"`
+	}
+	if err := json.Unmarshal([]byte(last), &paced); err != nil {
+		t.Fatal(err)
+	}
+	if len(paced.Paced) != 2 {
+		t.Errorf("paced: %d results, want one for each of -rate 50,100", len(paced.Paced))
+	}
+	for i, p := range paced.Paced {
+		if want := []float64{50, 100}[min(i, 1)]; p.RatePerS != want || p.N != 10 {
+			t.Errorf("paced[%d] = rate %v, n %d; want rate %v, n 10", i, p.RatePerS, p.N, want)
+		}
+		if p.CreateToRunningP50Ms <= 0 || p.CreateToRunningP99Ms < p.CreateToRunningP50Ms || p.AchievedPerS <= 0 || p.MaxInFlight < 1 {
+			t.Errorf("paced[%d] = %+v, want positive latencies (p99 >= p50), a throughput and at least one in flight", i, p)
+		}
+	}
 	if t.Failed() {
 		t.Logf("stdout:\n%s", stdout.String())
 	}
@@ -53,6 +70,10 @@ func TestFlags(t *testing.T) {
 		{"-timeout", "0s"},
 		{"extra"},
 		{"-only", "stream,nope"},
+		{"-rate", "0"},
+		{"-rate", "100,fast"},
+		{"-rate", "-5"},
+		{"-paced-n", "0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
@@ -80,5 +101,8 @@ func TestOnlyStream(t *testing.T) {
 		if v, _ := got[key].(float64); v != 0 {
 			t.Errorf("%s = %v, want 0 (section not run)", key, v)
 		}
+	}
+	if got["paced"] != nil {
+		t.Errorf("paced = %v, want null (section not run)", got["paced"])
 	}
 }

@@ -35,6 +35,9 @@ type figures struct {
 	SchedulerRequeues          int     `json:"scheduler_requeues"`
 	LifecyclesS                float64 `json:"lifecycles_s"`
 
+	// Paced holds the paced section's results, one per arrival rate.
+	Paced []pacedFigures `json:"paced"`
+
 	ExecAPIP50Ms    float64 `json:"exec_api_p50_ms"`
 	ExecAPIP99Ms    float64 `json:"exec_api_p99_ms"`
 	ExecDirectP50Ms float64 `json:"exec_direct_p50_ms"`
@@ -109,6 +112,12 @@ func printTable(w io.Writer, o options, r *result) {
 	row("direct work per lifecycle", f.DirectPerLifecycle, "", "Creates and Deletes the API handed to the scheduler (2 when none was queued)")
 	row("scheduler requeues", f.SchedulerRequeues, "", "during the lifecycles; hand-backs for want of a start slot")
 	row("peak RSS after lifecycles", f.PeakRSSMiB, "MiB", "VmHWM: daemon + client + store driver")
+	for _, p := range f.Paced {
+		row(fmt.Sprintf("paced %g/s: create→running p50 / p99", p.RatePerS), fmt.Sprintf("%v / %v", p.CreateToRunningP50Ms, p.CreateToRunningP99Ms), "ms",
+			fmt.Sprintf("%d lifecycles due at even intervals, timed from when each was due; daemon %v / %v ms", p.N, p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms))
+		row(fmt.Sprintf("paced %g/s: lifecycle p50 / p99", p.RatePerS), fmt.Sprintf("%v / %v", p.LifecycleP50Ms, p.LifecycleP99Ms), "ms",
+			fmt.Sprintf("%v/s achieved, at most %d in flight, %d waited for a slot", p.AchievedPerS, p.MaxInFlight, p.WaitedForSlot))
+	}
 	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
 	row("exec on the adapter p50", f.ExecDirectP50Ms, "ms", "fake.Adapter.Exec directly")
 	row("exec overhead p50", f.ExecOverheadP50Ms, "ms", "API − adapter")
