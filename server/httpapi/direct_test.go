@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
@@ -25,7 +28,16 @@ func (schedPools) MarkUnhealthy(string, error) {}
 // it and taking its direct work, until the test ends.
 func newEnvScheduled(t *testing.T, st store.Store) *env {
 	t.Helper()
+	return newEnvScheduledWith(t, st, nil)
+}
+
+// newEnvScheduledWith is newEnvScheduled with a chance to change the API's options.
+func newEnvScheduledWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *env {
+	t.Helper()
 	return newEnvWith(t, st, func(o *httpapi.Options) {
+		if change != nil {
+			change(o)
+		}
 		sched, err := scheduler.New(o.Store, schedPools{o.Pools.(*testPools)}, o.Clock, scheduler.Options{Installation: o.Installation})
 		if err != nil {
 			t.Fatal(err)
@@ -182,6 +194,92 @@ func TestDirectYieldsToDueSandboxes(t *testing.T) {
 		}
 		if next := create(); next.State != httpapi.Provisioning {
 			t.Fatalf("a create with only a backing-off sandbox queued is %s, want provisioning", next.State)
+		}
+	})
+}
+
+// A create that would start at once on an external pool reads the policy afresh: the
+// replica's cached copy may still allow a pool that another replica's policy write
+// has just forbidden, and that pool is another party's infrastructure. Here the
+// change feed never tells the API of the write, as when it lags; the sandbox is
+// queued for a pass, which reads the policy itself, instead of started on the pool.
+func TestDirectCreateRereadsPolicyForExternalPools(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		e := newEnvScheduledWith(t, st, func(o *httpapi.Options) { o.Changes = changes.New() })
+		if _, err := st.CreatePool(ctx, e.clk.Now(), store.Pool{Name: "ext", Adapter: "fake", Trust: api.TrustExternal}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pools.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutPolicy(ctx, store.Policy{AllowExternal: true, ExternalPools: []string{"ext"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Allowed: it starts at once, and the API has cached the policy.
+		sb := e.createSandbox(e.admin, "ext", nil)
+		if sb.State != httpapi.Provisioning || sb.Pool == nil || *sb.Pool != "ext" {
+			t.Fatalf("create while ext is allowed: %s on %v, want provisioning on ext", sb.State, sb.Pool)
+		}
+		if err := st.PutPolicy(ctx, store.Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		sb = e.createSandbox(e.admin, "ext", nil)
+		if sb.State != httpapi.Queued || (sb.Pool != nil && *sb.Pool != "") {
+			t.Fatalf("create after ext was forbidden: %s on %v, want queued on no pool", sb.State, sb.Pool)
+		}
+		if n := e.pools.adapters["ext"].(*fake.Adapter).Instances(); n > 1 {
+			t.Fatalf("ext runs %d instances, want at most the first sandbox's", n)
+		}
+	})
+}
+
+// hangUpStore ends the request's context as soon as the create's transaction
+// begins, as a client hanging up mid-create does, and records whether that ended the
+// transaction's context too.
+type hangUpStore struct {
+	store.Store
+	hangUp func()
+	cut    bool
+}
+
+func (h *hangUpStore) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
+	h.hangUp()
+	h.cut = ctx.Err() != nil
+	return h.Store.CreateSandboxAdmitted(ctx, now, sb, admit)
+}
+
+// A client that hangs up while its create is being stored does not cut the
+// transaction short: its COMMIT may already be on its way, and a sandbox stored
+// provisioning whose Create never started would wait for its claim to lapse. The
+// create completes and its Create starts.
+func TestCreateOutlivesClientHangUp(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		hs := &hangUpStore{Store: st, hangUp: cancel}
+		e := newEnvScheduledWith(t, st, func(o *httpapi.Options) { o.Store = hs })
+		req := httptest.NewRequestWithContext(ctx, "POST", "/v1/sandboxes", strings.NewReader(`{"placement":{"allowedPools":["fake"]}}`))
+		req.Header.Set("Authorization", "Bearer "+e.admin)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		e.handler.ServeHTTP(rec, req)
+		if hs.cut {
+			t.Fatal("the client's hang-up ended the create's transaction")
+		}
+		if rec.Code != http.StatusAccepted {
+			t.Fatalf("create = %d: %s", rec.Code, rec.Body)
+		}
+		var sb httpapi.Sandbox
+		if err := json.Unmarshal(rec.Body.Bytes(), &sb); err != nil {
+			t.Fatal(err)
+		}
+		// Its Create was started: the sandbox ends up running, not waiting for a claim.
+		r := e.do(e.admin, "GET", "/v1/sandboxes/"+sb.Id+"/wait?state=running&timeoutSeconds=30", nil)
+		var got httpapi.Sandbox
+		r.decode(t, &got)
+		if got.State != httpapi.Running {
+			t.Fatalf("after the hang-up the sandbox is %s (%v), want running", got.State, got.Reason)
 		}
 	})
 }

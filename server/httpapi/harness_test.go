@@ -147,14 +147,16 @@ func (stubReconciler) Reconcile(context.Context) (reconcile.Report, error) {
 }
 
 type env struct {
-	t     *testing.T
-	st    store.Store
-	url   string
-	admin string
-	pools *testPools
-	waker *countingWaker
-	clk   *clock.Manual
-	inst  string
+	t   *testing.T
+	st  store.Store
+	url string
+	// handler is the API itself, for requests that need a context of their own.
+	handler http.Handler
+	admin   string
+	pools   *testPools
+	waker   *countingWaker
+	clk     *clock.Manual
+	inst    string
 }
 
 // noStreamFeatures is the fake's default list without exec.stream, for the buffered
@@ -214,7 +216,7 @@ func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *en
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	e.url, e.handler = srv.URL, h
 	return e
 }
 

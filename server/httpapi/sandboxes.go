@@ -233,10 +233,11 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	// Here placement only decides whether some pool could ever take the sandbox. How
 	// many sandboxes each pool runs only matters to which pool takes it and when,
 	// which the scheduler decides with its own count, so none is made per create.
-	d := placement.Place(placement.Request{
+	placementRequest := placement.Request{
 		Capabilities: sb.Capabilities, Template: sb.Template, Resources: sb.Resources,
 		Placement: sb.Placement, SnapshotPool: snapshotPool,
-	}, s.pools.Views(), policy, nil)
+	}
+	d := placement.Place(placementRequest, s.pools.Views(), policy, nil)
 	if d.Code != "" {
 		e := api.Errorf(d.Code, "%s", d.Reason)
 		if len(d.Rejected) > 0 {
@@ -255,12 +256,21 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	// reads the snapshot's backend reference.
 	var start *scheduler.Start
 	if s.direct != nil && !d.Wait && snapshotPool == "" && sb.FromSnapshot == "" {
-		start = s.direct.Reserve(&sb, d.Pools)
+		if ranked, ok, err := s.directPools(ctx, d.Pools, placementRequest); err != nil {
+			return sb, false, nil, err
+		} else if ok {
+			start = s.direct.Reserve(&sb, ranked)
+		}
 	}
 	defer start.Release() // unless started below
 	// Admission, in the transaction that inserts: the project's quota, then the bound
-	// on the queue. A retried create (same Idempotency-Key) skips both.
-	out, created, err = s.st.CreateSandboxAdmitted(ctx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
+	// on the queue. A retried create (same Idempotency-Key) skips both. A client that
+	// hangs up does not cut the transaction short: its COMMIT may already have
+	// reached the database, and a provisioning row whose Create never started would
+	// wait for its claim to lapse.
+	insertCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), insertTimeout)
+	defer cancel()
+	out, created, err = s.st.CreateSandboxAdmitted(insertCtx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
 		if err := store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources); err != nil {
 			return err
 		}
@@ -290,6 +300,40 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		}
 	}
 	return out, created, started, nil
+}
+
+// insertTimeout bounds the transaction that stores a new sandbox once the client
+// can no longer cut it short.
+const insertTimeout = 30 * time.Second
+
+// directPools returns the pools, best first, on which a create may start at once
+// (ok false: it goes through the queue). ranked comes from the cached policy, which
+// may lag a change written on another replica for as long as the change feed takes
+// to tell this one. Internal pools do not depend on the policy, but an external one
+// is another party's infrastructure, allowed only by the policy as it stands: when
+// ranked names one, placement is decided again with the policy read afresh, as a
+// pass would.
+func (s *Server) directPools(ctx context.Context, ranked []string, req placement.Request) ([]string, bool, error) {
+	external := false
+	for _, name := range ranked {
+		if v, ok := s.pools.View(name); !ok || v.Trust == api.TrustExternal {
+			external = true
+			break
+		}
+	}
+	if !external {
+		return ranked, true, nil
+	}
+	policy, err := s.st.GetPolicy(ctx)
+	if err != nil {
+		return nil, false, errorf("get policy: %w", err)
+	}
+	d := placement.Place(req, s.pools.Views(), policy, nil)
+	if d.Code != "" || d.Wait {
+		// The queue's pass places it, or fails it, with the policy it reads.
+		return nil, false, nil
+	}
+	return d.Pools, true, nil
 }
 
 func (s *Server) GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
