@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/different-ai/differently/api"
 )
 
 // Batcher merges concurrent sandbox writes into shared transactions (group
@@ -73,6 +75,26 @@ func (b *Batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	batch := b.takeBatch()
 	b.mu.Unlock()
+	// A write whose callback panics takes the whole transaction down with it (the
+	// store rolls it back) and the panic goes on up the leader's stack; the API's
+	// recoverer may catch it there and keep the replica serving. The batch's other
+	// writes must then fail rather than wait forever, and the lead must pass on, or
+	// every later write of the replica would queue behind a transaction that ended.
+	answered := false
+	defer func() {
+		if answered {
+			return
+		}
+		p := recover()
+		for _, w := range batch {
+			w.done <- written{err: api.Errorf(api.CodeInternal,
+				"the transaction writing sandbox %s was abandoned: a write sharing it failed unexpectedly", w.id)}
+		}
+		b.handOn()
+		if p != nil { // nil: runtime.Goexit, which goes on by itself
+			panic(p)
+		}
+	}()
 
 	ids := make([]string, len(batch))
 	for i, w := range batch {
@@ -83,6 +105,7 @@ func (b *Batcher) flush(ctx context.Context) {
 	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *Sandbox) error {
 		return batch[i].fn(sb)
 	})
+	answered = true
 	for i, w := range batch {
 		switch {
 		case err != nil:
@@ -91,7 +114,12 @@ func (b *Batcher) flush(ctx context.Context) {
 			w.done <- written{sb: out[i], err: errs[i]}
 		}
 	}
+	b.handOn()
+}
 
+// handOn hands the lead to the oldest write that queued during a transaction, or
+// ends the busy period.
+func (b *Batcher) handOn() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pending) == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
@@ -95,9 +96,34 @@ func TestBatcherGroupsConcurrentWrites(t *testing.T) {
 			t.Fatalf("write %d: attempts %d, %v; want %d", i, r.sb.Attempts, r.err, want)
 		}
 	}
+	assertIdle(t, b)
+}
+
+func assertIdle(t *testing.T, b *store.Batcher) {
+	t.Helper()
 	if busy, pending := store.BatcherState(b); busy || pending != 0 {
 		t.Fatalf("batcher left busy=%v with %d pending", busy, pending)
 	}
+}
+
+// newSandboxes opens a SQLite store holding n new sandboxes and returns their IDs.
+func newSandboxes(t *testing.T, n int) (store.Store, []string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var list []string
+	for range n {
+		sb, _, err := st.CreateSandbox(ctx, t0, store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sb.ID)
+	}
+	return st, list
 }
 
 // waitPending waits until n writes are queued behind the transaction in progress.
@@ -115,4 +141,58 @@ func waitPending(t *testing.T, b *store.Batcher, n int) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// A write whose callback panics fails its transaction but not the Batcher: the
+// panic reaches the caller that led the transaction (whose recoverer may keep the
+// replica serving), a write sharing the transaction fails with an internal error
+// instead of waiting forever, and later writes go through.
+func TestBatcherSurvivesPanickingWrite(t *testing.T) {
+	ctx := context.Background()
+	st, list := newSandboxes(t, 2)
+	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
+	b := store.NewBatcher(g, func() time.Time { return t0 })
+	incr := func(sb *store.Sandbox) error { sb.Attempts++; return nil }
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.UpdateSandbox(ctx, list[0], incr) })
+	<-g.entered // the first transaction is in progress; the next two share one
+	var recovered any
+	wg.Go(func() {
+		defer func() { recovered = recover() }()
+		_, _ = b.UpdateSandbox(ctx, list[0], func(*store.Sandbox) error { panic("boom") })
+	})
+	waitPending(t, b, 1)
+	var sharedErr error
+	wg.Go(func() { _, sharedErr = b.UpdateSandbox(ctx, list[1], incr) })
+	waitPending(t, b, 2)
+	g.gate <- struct{}{}
+	if n := <-g.entered; n != 2 {
+		t.Fatalf("second transaction holds %d writes, want 2", n)
+	}
+	g.gate <- struct{}{}
+	wg.Wait()
+	if recovered != "boom" {
+		t.Fatalf("the leader recovered %v, want the callback's panic", recovered)
+	}
+	if api.CodeOf(sharedErr) != api.CodeInternal {
+		t.Fatalf("the write sharing the transaction: %v, want an internal error", sharedErr)
+	}
+	assertIdle(t, b)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.UpdateSandbox(ctx, list[1], incr)
+		done <- err
+	}()
+	<-g.entered
+	g.gate <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+	sb, err := st.GetSandbox(ctx, list[1])
+	if err != nil || sb.Attempts != 1 {
+		t.Fatalf("sandbox after the panic: %d attempts, %v; want only the last write's 1", sb.Attempts, err)
+	}
+	assertIdle(t, b)
 }

@@ -22,9 +22,15 @@ type txConn interface {
 // such transactions; on a database shared by a few busy replicas the round trips,
 // each a wake-up of the server process, are what their cost is made of. Statements
 // that depend on the reads in other ways run between the two on conn.
+//
+// A caller defers Rollback as soon as beginPipelined returns: a panic in the Go
+// code between the reads and Commit (a caller's update callback) must not leave a
+// connection checked out inside a transaction that holds its rows' locks.
 type pipelinedTx struct {
 	ctx  context.Context
 	conn *pgxpool.Conn
+	// ended is set once Commit or Rollback has ended the transaction.
+	ended bool
 }
 
 // rollbackTimeout bounds the ROLLBACK of a transaction that failed; a connection
@@ -46,16 +52,16 @@ func (s *Store) beginPipelined(ctx context.Context, reads *pgx.Batch, read func(
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
-		t.Rollback()
+		t.rollback()
 		return nil, wrap(err)
 	}
 	if err := read(br); err != nil {
 		br.Close()
-		t.Rollback()
+		t.rollback()
 		return nil, err
 	}
 	if err := br.Close(); err != nil {
-		t.Rollback()
+		t.rollback()
 		return nil, wrap(err)
 	}
 	return t, nil
@@ -71,10 +77,17 @@ func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn
 }
 
 // Commit sends writes' statements and COMMIT in one round trip, hands the
-// statements' results to read in order, and releases the connection. When read or
-// any statement fails, the transaction is rolled back instead and the error
+// statements' results to read in order, and releases the connection. When a
+// statement fails on the server, the transaction is rolled back and the error
 // returned. A nil writes commits alone.
+//
+// The COMMIT travels with the writes, so the server runs it unless one of them
+// failed there: an error that read itself makes of a result the server sent (a
+// row it cannot decode) comes too late to undo the writes, which stand committed
+// while Commit returns that error. The writes that use Commit read back only rows
+// they locked and columns they wrote.
 func (t *pipelinedTx) Commit(writes *pgx.Batch, read func(pgx.BatchResults) error) error {
+	t.ended = true
 	b := &pgx.Batch{}
 	if writes != nil {
 		b.QueuedQueries = append(make([]*pgx.QueuedQuery, 0, len(writes.QueuedQueries)+1), writes.QueuedQueries...)
@@ -84,27 +97,36 @@ func (t *pipelinedTx) Commit(writes *pgx.Batch, read func(pgx.BatchResults) erro
 	if read != nil {
 		if err := read(br); err != nil {
 			br.Close()
-			t.Rollback()
+			t.rollback()
 			return err
 		}
 	}
 	if _, err := br.Exec(); err != nil {
 		br.Close()
-		t.Rollback()
+		t.rollback()
 		return wrap(err)
 	}
 	if err := br.Close(); err != nil {
-		t.Rollback()
+		t.rollback()
 		return wrap(err)
 	}
 	t.conn.Release()
 	return nil
 }
 
-// Rollback ends the transaction without writing and releases the connection. A
+// Rollback ends the transaction without writing and releases the connection, unless
+// Commit or Rollback already ended it (so that it can be deferred). A
 // ROLLBACK that fails (the context ended, the connection broke) leaves the
 // connection inside a transaction, which the pool then closes rather than reuse.
 func (t *pipelinedTx) Rollback() {
+	if !t.ended {
+		t.rollback()
+	}
+}
+
+// rollback is Rollback whether or not the transaction has ended.
+func (t *pipelinedTx) rollback() {
+	t.ended = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), rollbackTimeout)
 	defer cancel()
 	_, _ = t.conn.Exec(ctx, "ROLLBACK")

@@ -132,6 +132,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	if existing != nil {
 		// A retry is never refused, and needs no write.
 		tx.Rollback()
@@ -332,6 +333,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 	if err != nil {
 		return out, err
 	}
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	next, err := store.ApplyUpdate(cur, now, fn)
 	if err == nil {
 		var args []any
@@ -379,6 +381,7 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	if err != nil {
 		return nil, nil, err
 	}
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	found := make([]bool, len(ids))
 	var writes pgx.Batch
 	var written []int

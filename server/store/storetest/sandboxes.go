@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -233,6 +234,53 @@ func testSandboxUpdateAbort(t *testing.T, d Driver) {
 		t.Fatalf("UpdateSandbox returned %v, want fn's error", err)
 	}
 	equal(t, "after abort", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), sb)
+}
+
+// A callback that panics ends its transaction: nothing is written, the panic
+// reaches the caller, and the row is not left locked by a transaction that nobody
+// will end (a second replica's update of it goes through before the test's
+// deadline), nor the driver short of a connection.
+func testSandboxUpdatePanic(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	sb := mustCreate(t, s, newSandbox("proj1"))
+	for _, call := range []struct {
+		name string
+		run  func(fn func(*store.Sandbox) error)
+	}{
+		{"UpdateSandbox", func(fn func(*store.Sandbox) error) {
+			_, _ = s.UpdateSandbox(ctx, sb.ID, t0.Add(time.Hour), fn)
+		}},
+		{"UpdateSandboxes", func(fn func(*store.Sandbox) error) {
+			_, _, _ = s.UpdateSandboxes(ctx, []string{sb.ID}, t0.Add(time.Hour), func(_ int, x *store.Sandbox) error { return fn(x) })
+		}},
+	} {
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			call.run(func(x *store.Sandbox) error {
+				x.Attempts = 99
+				panic("boom")
+			})
+			return nil
+		}()
+		if got != "boom" {
+			t.Fatalf("%s: recovered %v, want the callback's panic", call.name, got)
+		}
+		// Bounded, so that a row left locked fails the test instead of hanging it.
+		bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+		after, err := other.UpdateSandbox(bounded, sb.ID, t0.Add(2*time.Hour), func(x *store.Sandbox) error {
+			x.Reason = "after " + call.name
+			return nil
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("an update after %s's panic: %v (the row stayed locked?)", call.name, err)
+		}
+		if after.Attempts == 99 {
+			t.Fatalf("%s's panicking callback was written", call.name)
+		}
+	}
 }
 
 func testSandboxUpdateConcurrent(t *testing.T, d Driver) {

@@ -46,6 +46,7 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxIdempotencyKeyConcurrent", testSandboxIdempotencyKeyConcurrent},
 		{"SandboxUpdate", testSandboxUpdate},
 		{"SandboxUpdateAbort", testSandboxUpdateAbort},
+		{"SandboxUpdatePanic", testSandboxUpdatePanic},
 		{"SandboxUpdateConcurrent", testSandboxUpdateConcurrent},
 		{"SandboxUpdateBatch", testSandboxUpdateBatch},
 		{"SandboxUpdateBatchConcurrent", testSandboxUpdateBatchConcurrent},
