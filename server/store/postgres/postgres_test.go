@@ -119,3 +119,65 @@ func TestWatchAcrossReplicas(t *testing.T) {
 		t.Fatalf("heard %+v, want the other replica's create of %s", c, sb.ID)
 	}
 }
+
+// A retry of a create in a project with a quota that reads the Idempotency-Key
+// before the create it repeats commits, and then waits for the project's lock
+// behind it, gets that create's sandbox back: it is not refused for the room the
+// sandbox it repeats takes. The lock is held from outside until both creates wait
+// for it, so that both have looked the key up and found nothing.
+func TestAdmissionRetryBehindTheProjectLock(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, pgtest.SchemaURL(t))
+	if _, err := s.PutProject(ctx, time.Now(), store.Project{Org: "org1", Name: "p", Quota: store.Quota{Sandboxes: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	// The project's lock, as the store takes it.
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('differently.project:' || 'org1' || '/' || 'p', 0))`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		id      string
+		created bool
+		err     error
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			sb := store.Sandbox{ID: ids.New("sbx"), Org: "org1", Project: "p", IdempotencyKey: "same"}
+			out, created, err := s.CreateSandboxAdmitted(ctx, time.Now(), sb, func(a store.Admission, _ *store.Sandbox) error {
+				return store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources)
+			})
+			results[i] = result{out.ID, created, err}
+		})
+	}
+	// Both creates wait for the lock once they have read the key: poll the lock
+	// table (each query is a round trip, so this is no tight spin), bounded by the
+	// test's deadline.
+	for {
+		var waiting int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 2 {
+			break
+		}
+	}
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("create %d: %v", i, r.err)
+		}
+	}
+	if results[0].id != results[1].id || results[0].created == results[1].created {
+		t.Fatalf("results %+v, want one sandbox, created once", results)
+	}
+}

@@ -140,6 +140,19 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	}
 	if a.Quota.Limited() {
 		err = limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a)
+		if err == nil && key != "" {
+			// A retry that waited for the lock behind the create it repeats finds its
+			// sandbox now, and must get it back rather than be refused for the room
+			// that sandbox takes.
+			got, err2 := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
+			switch {
+			case err2 == nil:
+				tx.Rollback()
+				return got, false, nil
+			case !isNoRows(err2):
+				err = wrap(err2)
+			}
+		}
 	}
 	if err == nil && admit != nil {
 		err = admit(a, &sb)

@@ -61,6 +61,7 @@ func Run(t *testing.T, d Driver) {
 		{"ProjectUsageAndDelete", testProjectUsageAndDelete},
 		{"SandboxAdmission", testSandboxAdmission},
 		{"SandboxAdmissionConcurrent", testSandboxAdmissionConcurrent},
+		{"SandboxAdmissionRetriesUnderQuota", testSandboxAdmissionRetriesUnderQuota},
 		{"Profiles", testProfiles},
 		{"Snapshots", testSnapshots},
 		{"Tokens", testTokens},

@@ -249,6 +249,52 @@ func testSandboxAdmissionConcurrent(t *testing.T, d Driver) {
 	equal(t, "usage", must[store.Usage](t)(s.ProjectUsage(ctx, "org1", "p")).Sandboxes, 5)
 }
 
+// Concurrent retries of one create (one Idempotency-Key) in a project whose quota
+// has room for one sandbox: one is created, and every other gets that sandbox back
+// rather than a refusal for the room it takes.
+func testSandboxAdmissionRetriesUnderQuota(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "org1", Name: "p", Quota: store.Quota{Sandboxes: 1}}))
+	const n = 8
+	ids := make([]string, n)
+	created := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			st := s
+			if i%2 == 1 {
+				st = other
+			}
+			sb := newSandbox("p")
+			sb.IdempotencyKey = "retry"
+			out, c, err := st.CreateSandboxAdmitted(ctx, t0, sb, admitQuota(sb))
+			if err != nil {
+				t.Errorf("create %d: %v", i, err)
+				return
+			}
+			ids[i], created[i] = out.ID, c
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	made := 0
+	for i := range n {
+		if created[i] {
+			made++
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("retries got sandboxes %v, want one sandbox", ids)
+		}
+	}
+	if made != 1 {
+		t.Fatalf("%d creates reported created, want 1", made)
+	}
+}
+
 func testProfiles(t *testing.T, d Driver) {
 	ctx := ctxFor(t)
 	s := d.New(t)
