@@ -234,19 +234,40 @@ func TestDirectCreateRereadsPolicyForExternalPools(t *testing.T) {
 	})
 }
 
-// hangUpStore ends the request's context as soon as the create's transaction
-// begins, as a client hanging up mid-create does, and records whether that ended the
-// transaction's context too.
-type hangUpStore struct {
+// hookStore calls before as the create's transaction begins, then records whether
+// the transaction's context has ended.
+// It keeps the sandbox as the API's admission left it for the insert.
+type hookStore struct {
 	store.Store
-	hangUp func()
-	cut    bool
+	before   func()
+	cut      bool
+	inserted store.Sandbox
 }
 
-func (h *hangUpStore) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
-	h.hangUp()
+func (h *hookStore) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
+	h.before()
 	h.cut = ctx.Err() != nil
-	return h.Store.CreateSandboxAdmitted(ctx, now, sb, admit)
+	return h.Store.CreateSandboxAdmitted(ctx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
+		err := admit(a, ins)
+		h.inserted = *ins
+		return err
+	})
+}
+
+// A direct create's claim runs from its transaction, not from before it: time it
+// waited to be stored does not come out of the margin its outcome is recorded in.
+func TestDirectCreateClaimsFromTheInsert(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		var e *env
+		hs := &hookStore{Store: st, before: func() { e.clk.Advance(20 * time.Second) }}
+		e = newEnvScheduledWith(t, st, func(o *httpapi.Options) { o.Store = hs })
+		e.createSandbox(e.admin, "fake", nil)
+		in := hs.inserted
+		want := e.clk.Now().Add(scheduler.DefaultProvisionTimeout + 30*time.Second)
+		if in.State != store.StateProvisioning || in.ClaimExpiresAt == nil || !in.ClaimExpiresAt.Equal(want) {
+			t.Fatalf("inserted %s, claimed until %v; want provisioning, claimed until %v", in.State, in.ClaimExpiresAt, want)
+		}
+	})
 }
 
 // A client that hangs up while its create is being stored does not cut the
@@ -257,7 +278,7 @@ func TestCreateOutlivesClientHangUp(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		hs := &hangUpStore{Store: st, hangUp: cancel}
+		hs := &hookStore{Store: st, before: cancel}
 		e := newEnvScheduledWith(t, st, func(o *httpapi.Options) { o.Store = hs })
 		req := httptest.NewRequestWithContext(ctx, "POST", "/v1/sandboxes", strings.NewReader(`{"placement":{"allowedPools":["fake"]}}`))
 		req.Header.Set("Authorization", "Bearer "+e.admin)

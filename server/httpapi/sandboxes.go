@@ -279,10 +279,14 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 				"the queue is full: %d sandboxes are waiting for a pool (the limit is %d); try again later",
 				a.Queued, s.maxQueued), queueFullRetryAfter)
 		}
-		if start != nil && a.Due > 0 {
+		switch {
+		case start == nil:
+		case a.Due > 0:
 			// Others due now were waiting first: no overtaking them. One waiting out a
 			// backoff, or for a pool with no room, does not hold the others back.
 			start.Queue(ins)
+		default:
+			start.Claim(ins)
 		}
 		return nil
 	})

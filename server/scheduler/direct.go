@@ -70,14 +70,23 @@ func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
 			sb.Pool, sb.Region = v.Pool.Name, v.Pool.Region
 			sb.Reason = ""
 			sb.NextAttemptAt = now
-			sb.ClaimedBy = s.opts.ReplicaID
-			exp := now.Add(s.opts.ProvisionTimeout + provisionLeaseMargin)
-			sb.ClaimExpiresAt = &exp
-			return &Start{s: s, ctx: ctx, view: v, at: now}
+			r := &Start{s: s, ctx: ctx, view: v, at: now}
+			r.Claim(sb)
+			return r
 		}
 	}
 	s.direct.end()
 	return nil
+}
+
+// Claim claims sb for this replica's Create, until ProvisionTimeout and a margin from
+// now. Reserve calls it; the API calls it again inside the transaction that stores
+// sb, so that time spent waiting there (for a connection, a project's lock, SQLite's
+// writer) does not come out of the margin the Create's outcome is recorded in.
+func (r *Start) Claim(sb *store.Sandbox) {
+	exp := r.s.clk.Now().Add(r.s.opts.ProvisionTimeout + provisionLeaseMargin)
+	sb.ClaimedBy = r.s.opts.ReplicaID
+	sb.ClaimExpiresAt = &exp
 }
 
 // Queue undoes what Reserve made of sb, which is then stored queued for a pass; the

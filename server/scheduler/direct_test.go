@@ -133,6 +133,28 @@ func TestDirectStartRuns(t *testing.T) {
 	}
 }
 
+// The claim of a direct create runs from when the API stores the sandbox, not from
+// the Reserve before it: time spent waiting to be stored does not come out of the
+// margin in which the Create's outcome is recorded.
+func TestDirectStartClaimsFromTheInsert(t *testing.T) {
+	e := newEnv(t, Options{ProvisionTimeout: time.Minute}, view("fake", fake.New(fake.Config{})))
+	openDirect(t, e)
+	sb := newQueued()
+	r := e.s.Reserve(&sb, []string{"fake"})
+	if r == nil {
+		t.Fatal("Reserve = nil with a free slot")
+	}
+	defer r.Release()
+	if want := e.clk.Now().Add(time.Minute + provisionLeaseMargin); sb.ClaimExpiresAt == nil || !sb.ClaimExpiresAt.Equal(want) {
+		t.Fatalf("reserved claim expires %v, want %v", sb.ClaimExpiresAt, want)
+	}
+	e.clk.Advance(20 * time.Second) // waiting for the store
+	r.Claim(&sb)
+	if want := e.clk.Now().Add(time.Minute + provisionLeaseMargin); !sb.ClaimExpiresAt.Equal(want) || sb.ClaimedBy != "replica-1" {
+		t.Fatalf("claim in the insert: %s until %v, want replica-1 until %v", sb.ClaimedBy, sb.ClaimExpiresAt, want)
+	}
+}
+
 func TestReserveDeclines(t *testing.T) {
 	tests := []struct {
 		name   string
