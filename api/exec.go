@@ -86,6 +86,11 @@ type ExecEvent struct {
 	TimedOut bool `json:"timedOut,omitempty"`
 	// Error is set on the final event of a stream that failed after it started.
 	Error string `json:"error,omitempty"`
+	// Code accompanies Error on the public API: the code an error envelope would have
+	// carried, had the failure come before the status line (provider_unavailable for
+	// a backend whose stream broke off). The adapter protocol leaves it out; its
+	// clients read any failure after the stream started as provider_unavailable.
+	Code Code `json:"code,omitempty"`
 }
 
 // IsFinal reports whether the event ends a stream.

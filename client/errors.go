@@ -46,10 +46,33 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
-// IsCode reports whether err is an API answer carrying code.
+// IsCode reports whether err is an API answer carrying code: an error envelope
+// (*APIError), or the final event of a stream that failed after output
+// (*StreamError).
 func IsCode(err error, code api.Code) bool {
-	var e *APIError
-	return errors.As(err, &e) && e.Code == code
+	if e, ok := errors.AsType[*APIError](err); ok {
+		return e.Code == code
+	}
+	if e, ok := errors.AsType[*StreamError](err); ok {
+		return e.Code == code
+	}
+	return false
+}
+
+// StreamError is the failure a streamed exec's final event reports once output has
+// started: the status line is gone, so the daemon sends the error envelope's code
+// and message in the event instead. Code is provider_unavailable when the backend's
+// stream broke off; it is empty from a daemon that predates the event's code.
+type StreamError struct {
+	Code    api.Code
+	Message string
+}
+
+func (e *StreamError) Error() string {
+	if e.Code == "" {
+		return "differently: exec stream failed: " + e.Message
+	}
+	return "differently: exec stream failed: " + string(e.Code) + ": " + e.Message
 }
 
 // maxErrorBody bounds how much of an error answer is read: envelopes are small, and

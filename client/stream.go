@@ -30,7 +30,9 @@ var streamAccept = frames.ContentType + ", " + ndjson.ContentType + ";q=0.5"
 // ExecStream runs a command and yields its events as they arrive: output events
 // (Stream and Data) and then the final event carrying ExitCode. Errors come as the
 // second value and end the sequence: an API refusal (*APIError, before any event), a
-// final event carrying Error (yielded with that event), a malformed stream (a line
+// final event carrying Error and Code (a *StreamError, yielded with that event; the
+// code is the one an *APIError would have had before output, which IsCode reads
+// from either), a malformed stream (a line
 // or frame over api.MaxStreamLineBytes, an event that is not JSON), or a stream
 // ending without a final event (ErrStreamIncomplete). Breaking out of the loop early
 // closes the connection.
@@ -138,7 +140,7 @@ func readFrames(body io.Reader, yield func(api.ExecEvent, error) bool) {
 // stream goes on: the consumer wants more and ev is not final.
 func yieldEvent(ev api.ExecEvent, yield func(api.ExecEvent, error) bool) bool {
 	if ev.Error != "" {
-		yield(ev, fmt.Errorf("differently: exec stream failed: %s", ev.Error))
+		yield(ev, &StreamError{Code: ev.Code, Message: ev.Error})
 		return false
 	}
 	return yield(ev, nil) && !ev.IsFinal()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/internal/frames"
 )
 
 // streamServer answers a streamed exec with write's output.
@@ -76,6 +77,40 @@ func TestExecStreamErrorEvent(t *testing.T) {
 	if len(got.events) != 2 || got.errs[0] != nil || got.events[1].Error != "backend went away" ||
 		got.errs[1] == nil || !strings.Contains(got.errs[1].Error(), "backend went away") {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// TestExecStreamErrorEventCode: a final error event's code comes with the error, in
+// either format, as a *StreamError that IsCode reads like an *APIError; a daemon
+// that sends no code gives an empty one, never success.
+func TestExecStreamErrorEventCode(t *testing.T) {
+	const final = `{"error":"reading the adapter stream failed: unexpected EOF","code":"provider_unavailable"}`
+	for name, c := range map[string]*client.Client{
+		"ndjson": streamServer(t, func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"stream":"stdout","data":"par"}`+"\n"+final+"\n")
+		}),
+		"frames": framesServer(t, cat(frame(frames.Stdout, "par"), frame(frames.Final, final))),
+	} {
+		got := collect(c, t)
+		var se *client.StreamError
+		if len(got.events) != 2 || got.errs[0] != nil || got.events[0].Data != "par" || !errors.As(got.errs[1], &se) ||
+			se.Code != api.CodeProviderUnavailable || se.Message != "reading the adapter stream failed: unexpected EOF" ||
+			!client.IsCode(got.errs[1], api.CodeProviderUnavailable) || client.IsCode(got.errs[1], api.CodeInternal) {
+			t.Fatalf("%s: got %+v", name, got)
+		}
+		if got.events[1].Code != api.CodeProviderUnavailable {
+			t.Errorf("%s: the final event %+v lost its code", name, got.events[1])
+		}
+	}
+
+	c := streamServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"stream":"stdout","data":"par"}`+"\n"+`{"error":"old daemon"}`+"\n")
+	})
+	got := collect(c, t)
+	var se *client.StreamError
+	if len(got.errs) != 2 || !errors.As(got.errs[1], &se) || se.Code != "" || se.Message != "old daemon" ||
+		got.errs[1].Error() != "differently: exec stream failed: old daemon" {
+		t.Fatalf("without a code: %+v", got)
 	}
 }
 

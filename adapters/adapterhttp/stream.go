@@ -17,7 +17,9 @@ import (
 // adapter streams.
 func (h *handler) serveStream(w http.ResponseWriter, r *http.Request, req api.ExecRequest) {
 	s := ndjson.NewExecWriter(w)
-	describe := func(err error) string { return h.scrubString(err.Error()) }
+	// The protocol's error line carries words only: its clients read any failure
+	// after the status line as provider_unavailable.
+	describe := func(err error) (string, api.Code) { return h.scrubString(err.Error()), "" }
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {

@@ -69,6 +69,30 @@ func TestStreamReading(t *testing.T) {
 			t.Fatalf("%v after %d events", err, len(events))
 		}
 	})
+	t.Run("error line with a code", func(t *testing.T) {
+		// The protocol's error lines carry words only; a code a plugin adds anyway
+		// does not make a failure after the status line anything but an outage.
+		c := ndjsonServer(t, lines(out, `{"error":"gone","code":"not_found"}`, ""))
+		_, _, err := collect(t, c)
+		if e := wantCode(t, err, api.CodeProviderUnavailable); !strings.Contains(e.Message, "gone") {
+			t.Fatal(err)
+		}
+	})
+	t.Run("connection dropped mid-stream", func(t *testing.T) {
+		// The server gives up after a flushed line: the connection closes and the
+		// chunked body never ends.
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = io.WriteString(w, out+"\n")
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		})
+		_, events, err := collect(t, c)
+		if e := wantCode(t, err, api.CodeProviderUnavailable); !strings.Contains(e.Message, "unexpected EOF") || len(events) != 1 {
+			t.Fatalf("%v after %d events", err, len(events))
+		}
+	})
 	t.Run("malformed line", func(t *testing.T) {
 		c := ndjsonServer(t, lines(out, `{"stream":`, `{"exitCode":0}`))
 		_, _, err := collect(t, c)

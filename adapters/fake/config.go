@@ -37,6 +37,7 @@ type Config struct {
 	ListErrorRate          float64
 	ExecErrorRate          float64
 	ExecErrorCodes         []api.Code // nil: every code in InjectableExecCodes
+	ExecStreamDropRate     float64
 
 	// Features nil means DefaultFeatures; an empty non-nil list declares nothing.
 	Features  []string
@@ -144,6 +145,7 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	c.DeleteErrorRate = rate(r, "deleteErrorRate")
 	c.ListErrorRate = rate(r, "listErrorRate")
 	c.ExecErrorRate = rate(r, "execErrorRate")
+	c.ExecStreamDropRate = rate(r, "execStreamDropRate")
 	c.CreateErrorCodes = codeList(r, "createErrorCodes", InjectableCreateCodes())
 	c.DeleteErrorCodes = codeList(r, "deleteErrorCodes", InjectableDeleteCodes())
 	c.ExecErrorCodes = codeList(r, "execErrorCodes", InjectableExecCodes())

@@ -74,6 +74,18 @@
 //   - execErrorCodes (list of codes): the codes execErrorRate draws from, out of
 //     provider_unavailable, insufficient_capacity, invalid_state, not_found and
 //     internal (the default: all five). An empty list is rejected.
+//   - execStreamDropRate (number): each ExecStream that would run a command and that
+//     execErrorRate leaves alone is cut short with this probability, as if the
+//     connection to the backend broke: the command runs, the start of its output is
+//     emitted (as for a fault after output) and ExecStream returns
+//     provider_unavailable, "fake: injected stream drop (execStreamDropRate)", with
+//     ErrStreamDropped in its chain. Plain Exec never draws it. In process that is
+//     one more failure after output; `differently-server adapter serve` turns it
+//     into the real thing: it aborts the HTTP answer without a final event (the
+//     connection closes and the chunked body never ends), so a client of the
+//     adapter protocol meets a transport failure, not an {"error": ...} line. A
+//     command without output is dropped before any, which closes the connection
+//     before the status line.
 //   - features (list): declared features, checked against the known names. Default:
 //     every feature the fake implements (exec, exec.stream, files,
 //     lifecycle.stop-start, persistence.disk, lifecycle.pause-resume, snapshots.disk,

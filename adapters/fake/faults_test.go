@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -299,7 +300,8 @@ func TestRandomFaultsConcurrent(t *testing.T) {
 }
 
 // streamTrace runs streamed execs of a command printing out on stdout and errOut on
-// stderr, and describes each: "ok", "before <code>" or "after <code> <bytes emitted>".
+// stderr, and describes each: "ok", "before <code>", "after <code> <bytes emitted>"
+// or "drop <bytes emitted>".
 // It fails t on any answer the contract does not allow.
 func streamTrace(t *testing.T, cfg Config, n int, out, errOut string) []string {
 	t.Helper()
@@ -334,6 +336,15 @@ func streamTrace(t *testing.T, cfg Config, n int, out, errOut string) []string {
 				t.Fatalf("a fault before output emitted %+v and ran the command %d times", events, ran-before)
 			}
 			trace = append(trace, "before "+string(e.Code))
+		case e.Message == "fake: injected stream drop (execStreamDropRate)":
+			full := out + errOut
+			if e.Code != api.CodeProviderUnavailable || !errors.Is(err, ErrStreamDropped) {
+				t.Fatalf("a dropped stream answered %v, want provider_unavailable wrapping ErrStreamDropped", err)
+			}
+			if got.Len() == 0 && full != "" || !strings.HasPrefix(full, got.String()) || len(full) > 1 && got.Len() == len(full) || ran != before+1 {
+				t.Fatalf("a dropped stream emitted %q of %q (ran %d times), want a start of it, not all", got.String(), full, ran-before)
+			}
+			trace = append(trace, fmt.Sprintf("drop %d", got.Len()))
 		case strings.Contains(e.Message, "fake: injected exec failure after output (execErrorRate: "+string(e.Code)+")"):
 			full := out + errOut
 			if got.Len() == 0 || !strings.HasPrefix(full, got.String()) || len(full) > 1 && got.Len() == len(full) || ran != before+1 {
@@ -433,6 +444,50 @@ func TestStreamedExecFaultEdges(t *testing.T) {
 		_, err := b.ExecStream(bg, inst.Ref, api.ExecRequest{Command: "echo hi"}, func(api.ExecEvent) error { return stop })
 		if err != stop && (api.AsError(err) == nil || strings.Contains(api.AsError(err).Message, "after output")) {
 			t.Fatalf("ExecStream with a failing emit = %v, want emit's error or a fault before output", err)
+		}
+	}
+}
+
+func TestStreamedExecDrops(t *testing.T) {
+	const calls = 2000
+	out, errOut := "0123456789\n", "warn\n"
+	cfg := Config{FaultSeed: 9, ExecErrorRate: 0.2, ExecStreamDropRate: 0.5}
+	trace := streamTrace(t, cfg, calls, out, errOut)
+	shares := map[string]int{}
+	lengths := map[string]bool{}
+	for _, o := range trace {
+		kind, rest, _ := strings.Cut(o, " ")
+		shares[kind]++
+		if kind == "drop" {
+			lengths[rest] = true
+		}
+	}
+	// A drop is drawn only for the execs execErrorRate left alone.
+	for kind, want := range map[string]float64{"ok": 0.4, "drop": 0.4, "before": 0.1, "after": 0.1} {
+		if g := float64(shares[kind]) / calls; g < want-0.04 || g > want+0.04 {
+			t.Errorf("%q: %.3f of calls, want %.2f ± 0.04 (%v)", kind, g, want, shares)
+		}
+	}
+	for _, n := range []string{"1", "11", "15"} {
+		if !lengths[n] {
+			t.Errorf("no dropped stream emitted %s bytes; emitted lengths: %v", n, lengths)
+		}
+	}
+	if again := streamTrace(t, cfg, calls, out, errOut); !slices.Equal(trace, again) {
+		t.Error("the same seed and calls gave different drops")
+	}
+
+	// A plain Exec never draws a drop; a silent command's drop comes before output.
+	a := New(Config{ExecStreamDropRate: 1})
+	inst := mustCreate(t, a, req("sbx_1"))
+	for range 50 {
+		if res, err := a.Exec(bg, inst.Ref, api.ExecRequest{Command: "echo hi"}); err != nil || res.Stdout != "echo hi\n" {
+			t.Fatalf("Exec = %+v, %v; want the echo", res, err)
+		}
+	}
+	for _, o := range streamTrace(t, Config{ExecStreamDropRate: 1}, 50, "", "") {
+		if o != "drop 0" {
+			t.Fatalf("a silent command's stream: %q, want a drop before any output", o)
 		}
 	}
 }

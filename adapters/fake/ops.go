@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,8 +100,8 @@ func (a *Adapter) command(ctx context.Context, view InstanceView, req api.ExecRe
 	return api.ExecResult{Stdout: text + "\n"}, nil
 }
 
-// execFault is the execErrorRate draw of one exec that would run; err is nil when no
-// fault hit. A streamed exec's fault strikes before any output or, when afterOutput,
+// execFault is the execErrorRate (and, streamed, execStreamDropRate) draw of one
+// exec that would run; err is nil when no fault hit. A streamed exec's fault strikes before any output or, when afterOutput,
 // once part of its output (share cut, in [0, 1), of it) has been emitted.
 type execFault struct {
 	err         error
@@ -114,6 +115,9 @@ func (a *Adapter) drawExecFault(streamed bool) execFault {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.chanceLocked(a.cfg.ExecErrorRate) {
+		if streamed && a.chanceLocked(a.cfg.ExecStreamDropRate) {
+			return execFault{err: streamDropped(), afterOutput: true, cut: a.rng.Float64()}
+		}
 		return execFault{}
 	}
 	code := a.pickLocked(a.cfg.ExecErrorCodes)
@@ -127,10 +131,26 @@ func (a *Adapter) drawExecFault(streamed bool) execFault {
 	return execFault{err: api.Errorf(code, "fake: injected exec failure (execErrorRate: %s)", code)}
 }
 
+// ErrStreamDropped is in the chain of the error of a streamed exec that an
+// execStreamDropRate fault cut short: the command ran, part of its output was
+// emitted, and then the connection to the backend was lost. The error is
+// provider_unavailable, which is what a client of the adapter protocol reports for
+// a stream that breaks off. The fake knows nothing of connections: a server of the
+// adapter protocol in front of it (`differently-server adapter serve`) looks for
+// this error and drops the connection instead of ending the stream with an error
+// line, so that its clients meet a real transport failure.
+var ErrStreamDropped = errors.New("the connection drops here")
+
+func streamDropped() error {
+	return fmt.Errorf("%w: %w", adapters.Unavailable("fake: injected stream drop (execStreamDropRate)"), ErrStreamDropped)
+}
+
 // ExecStream emits the whole stdout, then the whole stderr: the fake has no process
 // whose output could interleave. An execErrorRate fault fails the call before any
 // output, as Exec's does, or, for half of them (drawn), runs the command, emits part
 // of its output and then returns the error, as a backend whose stream breaks would.
+// An execStreamDropRate fault, drawn when no execErrorRate fault hit, is one after
+// output too, and its error wraps ErrStreamDropped.
 func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
 	if err := a.require("exec.stream", adapters.FeatureExecStream); err != nil {
 		return adapters.ExitStatus{}, err

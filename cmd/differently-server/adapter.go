@@ -71,6 +71,9 @@ func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	if f, ok := a.(*fake.Adapter); ok {
+		a = streamDropper{Adapter: f, log: stderr}
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/adapterhttp"
+	"github.com/different-ai/differently/api"
 )
 
 // binary is the differently-server built once for these tests, so they exercise the
@@ -181,5 +189,64 @@ func TestServeStopsOnContextCancel(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("run exited %d after cancel: %s", code, out.String())
+	}
+}
+
+// TestServeDropsStreams: served, the fake's execStreamDropRate cuts a streamed exec's
+// connection after some output, at the transport: the chunked body breaks off with
+// no final event. The adapter client reports that as provider_unavailable after the
+// output it got, and the backend goes on serving.
+func TestServeDropsStreams(t *testing.T) {
+	url := serve(t, nil, "--adapter", "fake", "--config-json", `{"execStreamDropRate": 1}`)
+	ctx := t.Context()
+	c, err := adapterhttp.NewClient(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := c.Create(ctx, adapters.CreateRequest{ID: "sbx_drop", Installation: "inst_drop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const command = "echo cut short"
+
+	// On the wire: 200, some output lines, then the body ends in the middle.
+	resp, err := http.Post(url+"/adapter/v1/instances/"+inst.Ref+"/exec?stream=1", "application/json",
+		strings.NewReader(`{"command": "`+command+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("status %d, body %q ending with %v; want 200 and a body cut off (unexpected EOF)", resp.StatusCode, raw, err)
+	}
+	var wire strings.Builder
+	for line := range strings.Lines(string(raw)) {
+		var ev api.ExecEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.IsFinal() || ev.Stream != api.StreamStdout {
+			t.Fatalf("line %q of a dropped stream (%v): want output events only", line, err)
+		}
+		wire.WriteString(ev.Data)
+	}
+	if want := command + "\n"; wire.Len() == 0 || wire.Len() >= len(want) || !strings.HasPrefix(want, wire.String()) {
+		t.Fatalf("a dropped stream carried %q, want a start of %q", wire.String(), want)
+	}
+
+	// Through the adapter client: the output, then provider_unavailable.
+	var out strings.Builder
+	_, err = c.ExecStream(ctx, inst.Ref, api.ExecRequest{Command: command}, func(ev api.ExecEvent) error {
+		out.WriteString(ev.Data)
+		return nil
+	})
+	if !api.IsCode(err, api.CodeProviderUnavailable) || out.Len() == 0 {
+		t.Fatalf("ExecStream after %q: %v; want output, then provider_unavailable", out.String(), err)
+	}
+
+	// The backend is still there, its instance too.
+	if res, err := c.Exec(ctx, inst.Ref, api.ExecRequest{Command: "echo still here"}); err != nil || res.Stdout != "echo still here\n" {
+		t.Fatalf("Exec after the drops = %+v, %v", res, err)
+	}
+	if err := c.Health(ctx); err != nil {
+		t.Fatalf("Health after the drops: %v", err)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,7 +31,7 @@ type backendProc struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *logBuffer
 	killed bool
 }
 
@@ -48,7 +50,7 @@ func (b *backendProc) run(listen string) string {
 	b.t.Helper()
 	cmd := exec.Command(binary, append([]string{"adapter", "serve", "--listen", listen}, b.args...)...)
 	cmd.Env = append(os.Environ(), b.env...)
-	stderr := &bytes.Buffer{}
+	stderr := newLogBuffer()
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -108,6 +110,20 @@ func (b *backendProc) restart() {
 	}
 }
 
+// droppedLine is what `adapter serve` logs for each streamed exec whose connection
+// it drops.
+const droppedLine = "adapter serve: dropped the connection of a streamed exec"
+
+// drops counts the streamed execs whose connection the running process dropped, and
+// returns a channel closed at its next write to stderr.
+func (b *backendProc) drops() (int, <-chan struct{}) {
+	b.mu.Lock()
+	stderr := b.stderr
+	b.mu.Unlock()
+	text, next := stderr.read()
+	return strings.Count(text, droppedLine), next
+}
+
 func (b *backendProc) stop() {
 	b.mu.Lock()
 	cmd, stderr, killed := b.cmd, b.stderr, b.killed
@@ -139,6 +155,10 @@ var (
 	// injectedStreamFault is a streamed exec's fault after output, which reaches the
 	// API's client only as the words of the final event's error.
 	injectedStreamFault = regexp.MustCompile(`fake: injected exec failure after output \(execErrorRate: (\w+)\)`)
+	// droppedStream is what the final event of the API's stream says when the backend
+	// dropped the connection of its own (execStreamDropRate): the adapter client's
+	// words for a body that broke off. The fake's words never cross the wire.
+	droppedStream = regexp.MustCompile(`^reading the adapter stream failed: unexpected EOF$`)
 )
 
 // execFault says which injected fault an exec's answer reports, and whether the
@@ -199,3 +219,65 @@ func awaitLost(t *testing.T, ctx context.Context, f *fleet, pool, url, token, in
 // lostReason is the reconciler's reason for failing a sandbox whose instance the
 // backend no longer holds.
 const lostReason = "backend instance disappeared"
+
+// logBuffer is a child process's stderr, which the test may read while the process
+// writes it: each write closes the channel read handed out, so a reader waits on
+// the process's lines rather than polling.
+type logBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{}
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{written: make(chan struct{})} }
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.written)
+	l.written = make(chan struct{})
+	return l.buf.Write(p)
+}
+
+// read returns what was written so far and a channel closed at the next write.
+func (l *logBuffer) read() (string, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String(), l.written
+}
+
+func (l *logBuffer) String() string {
+	text, _ := l.read()
+	return text
+}
+
+// awaitDropsLogged checks that the backends dropped exactly as many streams as the
+// API's clients saw dropped: each drop they log must have reached a client as one.
+// A line may still be on its way from a backend's stderr, so it waits for the count
+// to come up, until deadline.
+func awaitDropsLogged(t *testing.T, backends map[string]*backendProc, seen int, deadline time.Time) {
+	t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		logged := 0
+		wake := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}}
+		for _, b := range backends {
+			n, next := b.drops()
+			logged += n
+			wake = append(wake, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(next)})
+		}
+		switch {
+		case logged > seen:
+			t.Errorf("the backends dropped %d streamed execs' connections, and the API's clients saw %d of them dropped", logged, seen)
+			return
+		case logged == seen:
+			return
+		}
+		// Wake at the next line of any backend, or give up at the deadline.
+		if i, _, _ := reflect.Select(wake); i == 0 {
+			t.Errorf("the API's clients saw %d streamed execs dropped, the backends logged %d drops", seen, logged)
+			return
+		}
+	}
+}

@@ -27,7 +27,8 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 // TestReliability is the reliability harness: hundreds of sandboxes go through three
 // daemon replicas on one PostgreSQL while two fake backends, served over the adapter
 // HTTP protocol, inject every Create error code, lost Create answers, Delete and
-// List failures, exec failures and latency at random, while replicas are SIGKILLed
+// List failures, exec failures, streamed execs whose connection drops mid-stream and
+// latency at random, while replicas are SIGKILLed
 // and restarted at random points, one backend is SIGKILLed and restarted (empty: the
 // fake keeps its instances in memory), and some sandboxes are deleted mid-flight.
 // Once everything has settled, the reconciler has failed the sandboxes whose
@@ -44,8 +45,10 @@ const reliabilitySeedEnv = "DIFFERENTLY_RELIABILITY_SEED"
 //     in which exec works, plain and streamed, though it may take a few tries: every
 //     exec the backend fails before any output must answer the status and code the
 //     contract maps its fault to, and every streamed exec it fails after some output
-//     must end with a final event carrying the fault's words, never without a final
-//     event or not at all;
+//     must end with a final event carrying provider_unavailable and the fault's
+//     words, never without a final event or not at all; so must every streamed exec
+//     whose backend dropped the connection mid-stream (at least one must have), after
+//     which the same replica goes on serving the sandbox;
 //   - no reconciler ever had to delete a second instance of a sandbox, follow a
 //     state the backend changed, or fail a sandbox whose instance disappeared, but
 //     on the restarted backend's pool;
@@ -94,9 +97,11 @@ func TestReliability(t *testing.T) {
 		// Per Create: 10% injected errors (2% of each code), 4% lost answers, and
 		// 50-450 ms to make an instance. 15% of Deletes, 10% of Lists and 20% of
 		// execs fail; half of the streamed ones that fail do so after some output.
+		// Of the streamed execs left, 5% lose their connection mid-stream: about a
+		// dozen in a run.
 		faults := fmt.Sprintf(`{"faultSeed": %d, "createLatencyMs": 50, "createLatencyJitterMs": 400,
 			"createErrorRate": 0.1, "dropCreateResponseRate": 0.04, "deleteErrorRate": 0.15, "listErrorRate": 0.1,
-			"execErrorRate": 0.2, "execErrorCodes": %s}`,
+			"execErrorRate": 0.2, "execErrorCodes": %s, "execStreamDropRate": 0.05}`,
 			(seed+int64(i)+1)&(1<<62-1), execCodes)
 		backends[pool] = startBackend(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=" + adapterToken},
 			"--adapter", "fake", "--config-json", faults)
@@ -277,7 +282,8 @@ pools:
 	}
 	reconcileClean(t, ctx, f, began, deadline, len(pools), crash.pool)
 	w.check(ctx, f.list(f.live()[0]), pools, fakeURLs, adapterToken)
-	w.execAll(ctx, f.list(f.live()[0]))
+	drops := w.execAll(ctx, f.list(f.live()[0]))
+	awaitDropsLogged(t, backends, drops, deadline)
 	if t.Failed() {
 		t.FailNow()
 	}

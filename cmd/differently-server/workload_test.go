@@ -164,8 +164,9 @@ func (w *workload) markDeleted(id string) {
 }
 
 // execAll runs a command in every running sandbox, through the replicas in turn:
-// running means usable, on the pool and instance the sandbox names.
-func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
+// running means usable, on the pool and instance the sandbox names. It returns how
+// many streamed execs the backends dropped mid-stream.
+func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) (drops int) {
 	type job struct {
 		n  int
 		id string
@@ -174,7 +175,8 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	faults := map[string]int{}
-	streamFaults := map[string]int{} // "before <code>" or "after <code>"
+	streamFaults := map[string]int{} // "before <code>", "after <code>" or "dropped"
+	recovered := 0                   // sandboxes whose streamed exec ran clean after a drop
 	for range 8 {
 		wg.Go(func() {
 			for j := range jobs {
@@ -209,16 +211,32 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 					break
 				}
 				// The same for a streamed exec, whose faults strike before any output
-				// or after some.
+				// or after some, or drop the backend's connection mid-stream. After a
+				// drop the next try goes through the same replica: it and the backend
+				// must go on serving the sandbox.
+				k, dropped := j.n, false
 				for try := 0; ; try++ {
 					if try == 20 {
 						w.t.Errorf("streamed exec in running sandbox %s failed 20 times", id)
 						break
 					}
 					live := w.f.live()
-					fault, ok := w.streamExec(ctx, live[(j.n+try)%len(live)], id)
-					if !ok || fault == "" {
+					fault, ok := w.streamExec(ctx, live[k%len(live)], id)
+					if !ok {
 						break
+					}
+					if fault == "" {
+						if dropped {
+							mu.Lock()
+							recovered++
+							mu.Unlock()
+						}
+						break
+					}
+					if fault == "dropped" {
+						dropped = true
+					} else {
+						k++
 					}
 					mu.Lock()
 					streamFaults[fault]++
@@ -239,25 +257,35 @@ func (w *workload) execAll(ctx context.Context, all map[string]apiSandbox) {
 	w.t.Logf("exec answered in all %d running sandboxes; injected exec faults answered as the contract maps them: %v; streamed: %v", n, faults, streamFaults)
 	var before, after int
 	for fault, k := range streamFaults {
-		if strings.HasPrefix(fault, "after ") {
+		switch {
+		case strings.HasPrefix(fault, "after "):
 			after += k
-		} else {
+		case strings.HasPrefix(fault, "before "):
 			before += k
 		}
 	}
 	if n > 0 && (before == 0 || after == 0) {
 		w.t.Errorf("streamed execs met %d faults before output and %d after: the run did not exercise both", before, after)
 	}
+	drops = streamFaults["dropped"]
+	w.t.Logf("streamed execs whose backend dropped the connection mid-stream: %d, each answered with output and then provider_unavailable; %d sandboxes ran a clean streamed exec after a drop",
+		drops, recovered)
+	if n > 0 && drops == 0 {
+		w.t.Errorf("no backend dropped a streamed exec's connection: the run did not exercise a stream cut mid-way")
+	}
+	return drops
 }
 
 // streamExec streams "echo ok" in sandbox id through via (asking for frames, as
 // client.ExecStream does) and judges the answer against the contract. A fault before
 // output answers the status and code its injected fault maps to, like a plain exec;
-// a fault after output ends with a final event carrying the injected fault's words,
-// after a part of the output; a clean run delivers the output and then exitCode 0.
-// A stream that ends without a final event, or not within 30 s, breaks it. fault is
-// "before <code>" or "after <code>" for a run an injected fault failed, "" for a
-// clean run; ok is false when the answer broke the contract (reported to t).
+// a fault after output ends, after a part of the output, with a final event carrying
+// provider_unavailable and the injected fault's words; a backend that dropped the
+// connection mid-stream gives the same, in the adapter client's words for a body cut
+// off; a clean run delivers the output and then exitCode 0. A stream that ends
+// without a final event, or not within 30 s, breaks it. fault is "before <code>",
+// "after <code>" or "dropped" for a run an injected fault failed, "" for a clean
+// run; ok is false when the answer broke the contract (reported to t).
 func (w *workload) streamExec(ctx context.Context, via *daemonProc, id string) (fault string, ok bool) {
 	const want = "echo ok\n"
 	c, err := client.New(via.url, w.f.token, client.WithRetry(1, 0, 0))
@@ -284,13 +312,25 @@ func (w *workload) streamExec(ctx context.Context, via *daemonProc, id string) (
 		case err != nil && ev.Error != "":
 			call.status = http.StatusOK
 			w.f.record(call)
-			m := injectedStreamFault.FindStringSubmatch(ev.Error)
-			if m == nil || out.Len() == 0 || out.Len() >= len(want) || !strings.HasPrefix(want, out.String()) {
-				w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then a final error no fault after output explains: %q",
-					id, via.name, out.String(), ev.Error)
+			// Over the adapter protocol a failure after output loses its code, and a
+			// dropped connection has none: both read as provider_unavailable, which
+			// the daemon's final event must carry.
+			var se *client.StreamError
+			partial := out.Len() > 0 && out.Len() < len(want) && strings.HasPrefix(want, out.String())
+			if !partial || !errors.As(err, &se) || se.Code != api.CodeProviderUnavailable {
+				w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then a final error %q with code %q; want a start of %q, then provider_unavailable",
+					id, via.name, out.String(), ev.Error, ev.Code, want)
 				return "", false
 			}
-			return "after " + m[1], true
+			if m := injectedStreamFault.FindStringSubmatch(ev.Error); m != nil {
+				return "after " + m[1], true
+			}
+			if droppedStream.MatchString(ev.Error) {
+				return "dropped", true
+			}
+			w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then a final error no fault after output explains: %q",
+				id, via.name, out.String(), ev.Error)
+			return "", false
 		case err != nil:
 			// ErrStreamIncomplete, a malformed stream, or no answer in time.
 			w.t.Errorf("streamed exec in running sandbox %s via %s: output %q, then %v", id, via.name, out.String(), err)

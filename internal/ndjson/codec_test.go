@@ -29,7 +29,7 @@ func events(strs []string) []api.ExecEvent {
 	code, neg, big, lo, hi := 0, -7, 1<<40, math.MinInt, math.MaxInt
 	evs := []api.ExecEvent{
 		{}, {ExitCode: &code}, {ExitCode: &neg, TimedOut: true}, {ExitCode: &big}, {ExitCode: &lo}, {ExitCode: &hi},
-		{TimedOut: true}, {Error: "backend went away"},
+		{TimedOut: true}, {Error: "backend went away"}, {Error: "stream broke off", Code: api.CodeProviderUnavailable},
 	}
 	for _, s := range strs {
 		evs = append(evs,
@@ -37,6 +37,7 @@ func events(strs []string) []api.ExecEvent {
 			api.ExecEvent{Stream: api.StreamStderr, Data: s},
 			api.ExecEvent{Stream: s, Data: s, ExitCode: &code, TimedOut: true, Error: s},
 			api.ExecEvent{Error: s},
+			api.ExecEvent{Error: s, Code: api.Code(s)},
 		)
 	}
 	return evs

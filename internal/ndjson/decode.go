@@ -37,6 +37,7 @@ const (
 	keyExitCode
 	keyTimedOut
 	keyError
+	keyCode
 )
 
 // decodeFast parses line if it has the common shape, and reports false otherwise,
@@ -66,6 +67,8 @@ func (d *Decoder) decodeFast(line []byte) (ev api.ExecEvent, ok bool) {
 			k, p = keyTimedOut, p[len(`"timedOut":`):]
 		case bytes.HasPrefix(p, []byte(`"error":`)):
 			k, p = keyError, p[len(`"error":`):]
+		case bytes.HasPrefix(p, []byte(`"code":`)):
+			k, p = keyCode, p[len(`"code":`):]
 		default:
 			return ev, false
 		}
@@ -82,6 +85,10 @@ func (d *Decoder) decodeFast(line []byte) (ev api.ExecEvent, ok bool) {
 			ev.Data, n, ok = d.decodeString(p, false)
 		case keyError:
 			ev.Error, n, ok = d.decodeString(p, false)
+		case keyCode:
+			var code string
+			code, n, ok = d.decodeString(p, false)
+			ev.Code = api.Code(code)
 		case keyExitCode:
 			var code int
 			code, n, ok = decodeInt(p)

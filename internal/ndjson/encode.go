@@ -53,6 +53,9 @@ func appendEvent[S string | []byte](dst []byte, stream string, data S, ev api.Ex
 	if ev.Error != "" {
 		dst = appendString(key(dst, `"error":`), ev.Error)
 	}
+	if ev.Code != "" {
+		dst = appendString(key(dst, `"code":`), string(ev.Code))
+	}
 	return append(dst, '}', '\n')
 }
 

@@ -98,7 +98,7 @@ func TestFramedErrors(t *testing.T) {
 	}
 	w.Finish(api.ExecEvent{}, errors.New(`broke "here"`), noError, describe)
 	kinds, payloads := readFrames(t, rec.Body.Bytes())
-	if len(kinds) != 2 || payloads[0] != "out" || kinds[1] != frames.Final || payloads[1] != `{"error":"broke \"here\""}` {
+	if len(kinds) != 2 || payloads[0] != "out" || kinds[1] != frames.Final || payloads[1] != `{"error":"broke \"here\"","code":"internal"}` {
 		t.Fatalf("frames %v %q", kinds, payloads)
 	}
 }

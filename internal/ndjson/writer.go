@@ -166,9 +166,9 @@ func (n *ExecWriter) Exec(ctx context.Context, a adapters.ExecutionAdapter, stre
 
 // Finish ends the stream: with the final event when err is nil; otherwise, before
 // any output, by calling writeError to answer an error envelope, and after output
-// started with a final {"error": message} line, message being what describe says of
-// err (the status line is gone, so only words remain).
-func (n *ExecWriter) Finish(final api.ExecEvent, err error, writeError func(http.ResponseWriter, error), describe func(error) string) {
+// started with a final {"error": message, "code": code} line, message and code being
+// what describe says of err (the status line is gone; an empty code is left out).
+func (n *ExecWriter) Finish(final api.ExecEvent, err error, writeError func(http.ResponseWriter, error), describe func(error) (string, api.Code)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.closed = true
@@ -178,7 +178,8 @@ func (n *ExecWriter) Finish(final api.ExecEvent, err error, writeError func(http
 	case !n.started:
 		writeError(n.w, err)
 	default:
-		_ = n.writeLocked(api.ExecEvent{Error: describe(err)})
+		msg, code := describe(err)
+		_ = n.writeLocked(api.ExecEvent{Error: msg, Code: code})
 	}
 }
 

@@ -35,8 +35,8 @@ func lines(t *testing.T, body []byte) []api.ExecEvent {
 	return evs
 }
 
-func noError(http.ResponseWriter, error) {}
-func describe(err error) string          { return err.Error() }
+func noError(http.ResponseWriter, error)    {}
+func describe(err error) (string, api.Code) { return err.Error(), api.CodeOf(err) }
 
 // TestEmitBytesIsEmit writes the same output through Emit and EmitBytes, large
 // enough to be split, with a two-byte character across the 1 MiB mark: both must

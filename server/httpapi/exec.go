@@ -53,12 +53,14 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 		nw = ndjson.NewFramedExecWriter(w)
 	}
 	writeErr := func(w http.ResponseWriter, err error) { s.writeError(w, r, err) }
-	describe := func(err error) string {
+	// After output the status line is gone: the final event carries the code the
+	// error envelope would have.
+	describe := func(err error) (string, api.Code) {
 		e, internal := publicError(err)
 		if internal {
 			s.log.Error("streamed exec failed", "path", r.URL.Path, "error", err)
 		}
-		return e.Message
+		return e.Message, e.Code
 	}
 	defer func() {
 		if p := recover(); p != nil {
