@@ -11,8 +11,9 @@ import (
 )
 
 // TestExecStreamThroughDaemon streams from a devhost sandbox through the whole path
-// (devhost's reader, the daemon's NDJSON writer, HTTP, the client's decoder): a small
-// output must arrive while the command still runs, and megabytes of arbitrary bytes
+// (devhost's reader, the daemon's framed writer, HTTP, the client's decoder): a small
+// output, a whole line or a partial one, must arrive while the command still runs
+// and waits for the test to have seen it, and megabytes of arbitrary bytes
 // must arrive whole, in order, with each byte of invalid UTF-8 as U+FFFD.
 func TestExecStreamThroughDaemon(t *testing.T) {
 	dd := startDaemon(t)
@@ -41,6 +42,24 @@ func TestExecStreamThroughDaemon(t *testing.T) {
 		}
 	}
 	if strings.Join(got, "|") != "first\n|then ack\n|" {
+		t.Fatalf("events %q", got)
+	}
+
+	// The same with a partial line: bytes without a newline are output too, and must
+	// not wait for one, nor for a buffer to fill.
+	got = nil
+	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: `rm -f go; mkfifo go; printf 'partial'; read x < go; echo " $x"`}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Data)
+		if ev.Data == "partial" {
+			if r, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "echo ack > go"}); err != nil || r.ExitCode != 0 {
+				t.Fatalf("unblock: %+v, %v", r, err)
+			}
+		}
+	}
+	if strings.Join(got, "|") != "partial| ack\n|" {
 		t.Fatalf("events %q", got)
 	}
 
