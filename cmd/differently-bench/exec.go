@@ -149,9 +149,8 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 	mibps := func(d time.Duration) float64 { return float64(want) / (1 << 20) / d.Seconds() }
 
 	// Printable output, read from a file made beforehand in each sandbox: the
-	// producer (cat from the page cache) is then as fast as the host's pipes allow,
-	// and every byte is one byte of JSON. Three runs each, alternating; the median
-	// counts.
+	// producer (cat from the page cache) is then as fast as the host's pipes allow.
+	// Three runs each, alternating; the median counts.
 	const file = "bench-stream.dat"
 	mk := api.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x > %s", want, file)}
 	if r, err := d.client.Exec(ctx, id, mk); err != nil || r.ExitCode != 0 {
@@ -181,7 +180,9 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 	f.StreamDirectMiBps = round(mibps(directRuns[1]))
 	f.StreamRatio = round(directRuns[1].Seconds() / apiRuns[1].Seconds())
 
-	// Raw NUL bytes once each: every one travels as six bytes of JSON.
+	// Raw NUL bytes once each, from a producer that writes 4 KiB at a time: a
+	// client that asked for NDJSON would get each as six bytes of JSON, the framed
+	// stream the Go client asks for carries them as they are.
 	nul := api.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", want)}
 	a, err := viaAPI(nul)
 	if err != nil {
