@@ -331,6 +331,108 @@ const updateSandboxSQL = `UPDATE sandboxes SET org = $2, project = $3, state = $
 	updated_at = $27, state_changed_at = $28, version = $29
 	WHERE id = $1 AND created_at = $26 RETURNING ` + sandboxColumns
 
+// updateSandboxesSQL writes many sandboxes in one statement, every column but
+// created_at from arrays with a row's values at each index ($1 the IDs): one plan
+// and one executor for a whole batch where a statement per row pays for its own.
+var updateSandboxesSQL = `UPDATE sandboxes AS s SET org = v.org, project = v.project,
+	state = v.state, pool = v.pool, region = v.region, backend_ref = v.backend_ref,
+	template = v.template, profile = v.profile, capabilities = v.capabilities::jsonb, cpu = v.cpu,
+	memory_mib = v.memory_mib, disk_gib = v.disk_gib, labels = v.labels::jsonb, env = v.env::jsonb,
+	ttl_seconds = v.ttl_seconds, expires_at = v.expires_at, from_snapshot = v.from_snapshot,
+	placement = v.placement::jsonb, attempts = v.attempts, reason = v.reason,
+	next_attempt_at = v.next_attempt_at, claimed_by = v.claimed_by,
+	claim_expires_at = v.claim_expires_at, idempotency_key = v.idempotency_key,
+	updated_at = v.updated_at, state_changed_at = v.state_changed_at, version = v.version
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::text[], $11::float8[], $12::int8[], $13::int8[], $14::text[],
+		$15::text[], $16::int8[], $17::timestamptz[], $18::text[], $19::text[], $20::int4[],
+		$21::text[], $22::timestamptz[], $23::text[], $24::timestamptz[], $25::text[],
+		$26::timestamptz[], $27::timestamptz[], $28::int8[])
+	AS v(id, org, project, state, pool, region, backend_ref, template, profile, capabilities, cpu,
+		memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot, placement,
+		attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
+		updated_at, state_changed_at, version)
+	WHERE s.id = v.id
+	RETURNING ` + qualified("s", sandboxColumns)
+
+// qualified prefixes every column of a comma-separated list with table.
+func qualified(table, columns string) string {
+	var out []string
+	for c := range strings.SplitSeq(columns, ",") {
+		out = append(out, table+"."+strings.TrimSpace(c))
+	}
+	return strings.Join(out, ", ")
+}
+
+// updateColumns holds a batch update's values column by column, in the order of
+// updateSandboxesSQL's arrays.
+type updateColumns struct {
+	id, org, project, state, pool, region, backendRef, template, profile, capabilities []string
+	cpu                                                                                []float64
+	memoryMiB, diskGiB                                                                 []int64
+	labels, env                                                                        []string
+	ttlSeconds                                                                         []int64
+	expiresAt                                                                          []*time.Time
+	fromSnapshot, placement                                                            []string
+	attempts                                                                           []int32
+	reason                                                                             []string
+	nextAttemptAt                                                                      []time.Time
+	claimedBy                                                                          []string
+	claimExpiresAt                                                                     []*time.Time
+	idempotencyKey                                                                     []string
+	updatedAt, stateChangedAt                                                          []time.Time
+	version                                                                            []int64
+}
+
+// add appends sb's values; nothing is appended when one of its JSON values fails to
+// encode.
+func (c *updateColumns) add(sb store.Sandbox) error {
+	var js [4]string
+	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement} {
+		b, err := store.MarshalJSON(v)
+		if err != nil {
+			return err
+		}
+		js[i] = string(b)
+	}
+	c.id = append(c.id, sb.ID)
+	c.org = append(c.org, sb.Org)
+	c.project = append(c.project, sb.Project)
+	c.state = append(c.state, string(sb.State))
+	c.pool = append(c.pool, sb.Pool)
+	c.region = append(c.region, sb.Region)
+	c.backendRef = append(c.backendRef, sb.BackendRef)
+	c.template = append(c.template, sb.Template)
+	c.profile = append(c.profile, sb.Profile)
+	c.capabilities = append(c.capabilities, js[0])
+	c.cpu = append(c.cpu, sb.Resources.CPU)
+	c.memoryMiB = append(c.memoryMiB, sb.Resources.MemoryMiB)
+	c.diskGiB = append(c.diskGiB, sb.Resources.DiskGiB)
+	c.labels = append(c.labels, js[1])
+	c.env = append(c.env, js[2])
+	c.ttlSeconds = append(c.ttlSeconds, sb.TTLSeconds)
+	c.expiresAt = append(c.expiresAt, sb.ExpiresAt)
+	c.fromSnapshot = append(c.fromSnapshot, sb.FromSnapshot)
+	c.placement = append(c.placement, js[3])
+	c.attempts = append(c.attempts, int32(sb.Attempts))
+	c.reason = append(c.reason, sb.Reason)
+	c.nextAttemptAt = append(c.nextAttemptAt, sb.NextAttemptAt)
+	c.claimedBy = append(c.claimedBy, sb.ClaimedBy)
+	c.claimExpiresAt = append(c.claimExpiresAt, sb.ClaimExpiresAt)
+	c.idempotencyKey = append(c.idempotencyKey, sb.IdempotencyKey)
+	c.updatedAt = append(c.updatedAt, sb.UpdatedAt)
+	c.stateChangedAt = append(c.stateChangedAt, sb.StateChangedAt)
+	c.version = append(c.version, sb.Version)
+	return nil
+}
+
+func (c *updateColumns) args() []any {
+	return []any{c.id, c.org, c.project, c.state, c.pool, c.region, c.backendRef, c.template,
+		c.profile, c.capabilities, c.cpu, c.memoryMiB, c.diskGiB, c.labels, c.env, c.ttlSeconds,
+		c.expiresAt, c.fromSnapshot, c.placement, c.attempts, c.reason, c.nextAttemptAt,
+		c.claimedBy, c.claimExpiresAt, c.idempotencyKey, c.updatedAt, c.stateChangedAt, c.version}
+}
+
 // UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
 // one sandbox queue on the row lock, so none is lost. Two round trips: BEGIN and the
 // SELECT, then the UPDATE and COMMIT (pipelinedTx).
@@ -396,40 +498,39 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	}
 	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	found := make([]bool, len(ids))
-	var writes pgx.Batch
-	var written []int
+	var cols updateColumns
 	for _, cur := range rows {
 		i := index[cur.ID]
 		found[i], before[i] = true, cur
 		next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
+		if err == nil {
+			err = cols.add(next)
+		}
 		if err != nil {
 			errs[i] = err
-			continue
 		}
-		args, err := sandboxArgs(next)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		writes.Queue(updateSandboxSQL, args...)
-		written = append(written, i)
 	}
 	for i, ok := range found {
 		if !ok {
 			errs[i] = store.NotFound("sandbox", ids[i])
 		}
 	}
-	if len(written) == 0 {
+	if len(cols.id) == 0 {
 		tx.Rollback()
 		return out, errs, nil
 	}
+	var writes pgx.Batch
+	writes.Queue(updateSandboxesSQL, cols.args()...)
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
-		for _, i := range written {
-			sb, err := scanSandbox(br.QueryRow())
-			if err != nil {
-				return translate(err, "sandbox", ids[i])
-			}
-			out[i] = sb
+		got, err := collectSandboxes(br.Query())
+		if err != nil {
+			return err
+		}
+		for _, sb := range got {
+			out[index[sb.ID]] = sb
+		}
+		if len(got) != len(cols.id) {
+			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), len(got)))
 		}
 		return nil
 	})

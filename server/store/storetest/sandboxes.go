@@ -180,14 +180,36 @@ func testSandboxIdempotencyKeyConcurrent(t *testing.T, d Driver) {
 	}
 }
 
+// testSandboxUpdate runs through UpdateSandbox and through a batch of one: both
+// write every column and return what they stored.
 func testSandboxUpdate(t *testing.T, d Driver) {
+	for _, via := range []struct {
+		name   string
+		update func(s store.Store, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error)
+	}{
+		{"UpdateSandbox", func(s store.Store, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+			return s.UpdateSandbox(ctxFor(t), id, now, fn)
+		}},
+		{"UpdateSandboxes", func(s store.Store, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+			out, errs, err := s.UpdateSandboxes(ctxFor(t), []string{id}, now, func(_ int, x *store.Sandbox) error { return fn(x) })
+			if err != nil {
+				return store.Sandbox{}, err
+			}
+			return out[0], errs[0]
+		}},
+	} {
+		t.Run(via.name, func(t *testing.T) { testSandboxUpdateVia(t, d, via.update) })
+	}
+}
+
+func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error)) {
 	ctx := ctxFor(t)
 	s := d.New(t)
 	sb := mustCreate(t, s, fullSandbox())
-	t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	t1, t2, t3 := t0.Add(time.Minute), t0.Add(2*time.Minute), t0.Add(3*time.Minute)
 
 	// A change without a state change keeps StateChangedAt.
-	got := must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t1, func(x *store.Sandbox) error {
+	got := must[store.Sandbox](t)(update(s, sb.ID, t1, func(x *store.Sandbox) error {
 		x.Labels["new"] = "label"
 		x.Reason = "r"
 		x.ID, x.CreatedAt, x.Version = "sbx_other", t2, 99 // not writable through fn
@@ -200,11 +222,11 @@ func testSandboxUpdate(t *testing.T, d Driver) {
 	equal(t, "updated", got, want)
 	equal(t, "stored", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
 	if len(sb.Labels) != 2 {
-		t.Fatal("UpdateSandbox changed the caller's earlier value through a shared map")
+		t.Fatal("the update changed the caller's earlier value through a shared map")
 	}
 
 	// A state change stamps StateChangedAt; clearing optional times stores NULL.
-	got = must[store.Sandbox](t)(s.UpdateSandbox(ctx, sb.ID, t2, func(x *store.Sandbox) error {
+	got = must[store.Sandbox](t)(update(s, sb.ID, t2, func(x *store.Sandbox) error {
 		x.State = store.StateStopped
 		x.ExpiresAt, x.ClaimExpiresAt, x.ClaimedBy = nil, nil, ""
 		return nil
@@ -215,9 +237,36 @@ func testSandboxUpdate(t *testing.T, d Driver) {
 	}
 	equal(t, "stored after state change", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), got)
 
-	_, err := s.UpdateSandbox(ctx, "sbx_missing", t2, func(*store.Sandbox) error { return nil })
+	// Every writable column changes at once, and optional times come back.
+	got = must[store.Sandbox](t)(update(s, sb.ID, t3, func(x *store.Sandbox) error {
+		x.Org, x.Project, x.State, x.Pool, x.Region = "org2", "proj2", store.StateRunning, "beta", "us-east"
+		x.BackendRef, x.Template, x.Profile = "ref-456", "node:22", "big"
+		x.Capabilities = []string{"files"}
+		x.Resources = adapters.Resources{CPU: 0.25, MemoryMiB: 512, DiskGiB: 3}
+		x.Labels, x.Env = map[string]string{"a": "b"}, map[string]string{"K": "v \"quoted\"\n"}
+		x.TTLSeconds, x.ExpiresAt, x.FromSnapshot = 60, ptr(t3.Add(time.Minute)), "snap_y"
+		x.Placement = store.Placement{Regions: []string{"us-east"}}
+		x.Attempts, x.Reason, x.NextAttemptAt = 7, "ünïcode reason", t3.Add(time.Second)
+		x.ClaimedBy, x.ClaimExpiresAt, x.IdempotencyKey = "replica-2", ptr(t3.Add(time.Hour)), "key-2"
+		return nil
+	}))
+	want = got
+	want.Org, want.Project, want.State, want.Pool, want.Region = "org2", "proj2", store.StateRunning, "beta", "us-east"
+	want.BackendRef, want.Template, want.Profile = "ref-456", "node:22", "big"
+	want.Capabilities = []string{"files"}
+	want.Resources = adapters.Resources{CPU: 0.25, MemoryMiB: 512, DiskGiB: 3}
+	want.Labels, want.Env = map[string]string{"a": "b"}, map[string]string{"K": "v \"quoted\"\n"}
+	want.TTLSeconds, want.ExpiresAt, want.FromSnapshot = 60, ptr(ts(t3.Add(time.Minute))), "snap_y"
+	want.Placement = store.Placement{Regions: []string{"us-east"}}
+	want.Attempts, want.Reason, want.NextAttemptAt = 7, "ünïcode reason", ts(t3.Add(time.Second))
+	want.ClaimedBy, want.ClaimExpiresAt, want.IdempotencyKey = "replica-2", ptr(ts(t3.Add(time.Hour))), "key-2"
+	want.ID, want.CreatedAt, want.UpdatedAt, want.StateChangedAt, want.Version = sb.ID, sb.CreatedAt, ts(t3), ts(t3), 4
+	equal(t, "every column", got, want)
+	equal(t, "stored after every column", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
+
+	_, err := update(s, "sbx_missing", t2, func(*store.Sandbox) error { return nil })
 	wantCode(t, err, api.CodeNotFound)
-	_, err = s.UpdateSandbox(ctx, sb.ID, t2, func(x *store.Sandbox) error { x.State = "bogus"; return nil })
+	_, err = update(s, sb.ID, t2, func(x *store.Sandbox) error { x.State = "bogus"; return nil })
 	wantCode(t, err, api.CodeInvalidRequest)
 }
 
