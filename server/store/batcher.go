@@ -40,12 +40,22 @@ type written struct {
 	err error
 	// lead hands the next transaction to this write's caller instead of a result.
 	lead bool
+	// panicked is what this write's callback panicked with; its caller panics with
+	// it again.
+	panicked any
 }
+
+// errPanicked stands for a callback's panic inside the store: that write alone is
+// left out of its transaction.
+var errPanicked = api.Errorf(api.CodeInternal, "the write's callback panicked")
 
 // UpdateSandbox is Store.UpdateSandbox through the batch, stamped with the
 // transaction's time rather than a caller's. fn is called under the row lock as
-// there; its error is this write's alone. The write is made even when ctx ends
-// while it waits: it shares a transaction with others (flushTimeout bounds it).
+// there; its error is this write's alone, and so is its panic, which UpdateSandbox
+// raises again on the caller's goroutine (where an API request's recoverer may
+// catch it) once the rest of the transaction has committed. The write is made even
+// when ctx ends while it waits: it shares a transaction with others (flushTimeout
+// bounds it).
 func (b *Batcher) UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error) {
 	w := &write{id: id, fn: fn, done: make(chan written, 1)}
 	b.mu.Lock()
@@ -53,14 +63,17 @@ func (b *Batcher) UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox
 	lead := !b.busy
 	b.busy = true
 	b.mu.Unlock()
+	var r written
 	if !lead {
-		r := <-w.done
-		if !r.lead {
-			return r.sb, r.err
-		}
+		r = <-w.done
 	}
-	b.flush(ctx)
-	r := <-w.done
+	if lead || r.lead {
+		b.flush(ctx)
+		r = <-w.done
+	}
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
 	return r.sb, r.err
 }
 
@@ -75,11 +88,11 @@ func (b *Batcher) flush(ctx context.Context) {
 	b.mu.Lock()
 	batch := b.takeBatch()
 	b.mu.Unlock()
-	// A write whose callback panics takes the whole transaction down with it (the
-	// store rolls it back) and the panic goes on up the leader's stack; the API's
-	// recoverer may catch it there and keep the replica serving. The batch's other
-	// writes must then fail rather than wait forever, and the lead must pass on, or
-	// every later write of the replica would queue behind a transaction that ended.
+	// A panic of the store itself takes the whole transaction down (the store rolls
+	// it back) and goes on up the leader's stack; the API's recoverer may catch it
+	// there and keep the replica serving. The batch's other writes must then fail
+	// rather than wait forever, and the lead must pass on, or every later write of
+	// the replica would queue behind a transaction that ended.
 	answered := false
 	defer func() {
 		if answered {
@@ -102,12 +115,20 @@ func (b *Batcher) flush(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
-	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *Sandbox) error {
+	panics := make([]any, len(batch))
+	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *Sandbox) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				panics[i], err = p, errPanicked
+			}
+		}()
 		return batch[i].fn(sb)
 	})
 	answered = true
 	for i, w := range batch {
 		switch {
+		case panics[i] != nil:
+			w.done <- written{panicked: panics[i]}
 		case err != nil:
 			w.done <- written{err: err}
 		default:

@@ -143,10 +143,9 @@ func waitPending(t *testing.T, b *store.Batcher, n int) {
 	}
 }
 
-// A write whose callback panics fails its transaction but not the Batcher: the
-// panic reaches the caller that led the transaction (whose recoverer may keep the
-// replica serving), a write sharing the transaction fails with an internal error
-// instead of waiting forever, and later writes go through.
+// A write whose callback panics fails alone: the writes sharing its transaction
+// commit, the panic is raised again on the goroutine of the write's caller (whose
+// recoverer may keep the replica serving), and later writes go through.
 func TestBatcherSurvivesPanickingWrite(t *testing.T) {
 	ctx := context.Background()
 	st, list := newSandboxes(t, 2)
@@ -160,11 +159,15 @@ func TestBatcherSurvivesPanickingWrite(t *testing.T) {
 	var recovered any
 	wg.Go(func() {
 		defer func() { recovered = recover() }()
-		_, _ = b.UpdateSandbox(ctx, list[0], func(*store.Sandbox) error { panic("boom") })
+		_, _ = b.UpdateSandbox(ctx, list[0], func(sb *store.Sandbox) error {
+			sb.Attempts = 99
+			panic("boom")
+		})
 	})
 	waitPending(t, b, 1)
+	var shared store.Sandbox
 	var sharedErr error
-	wg.Go(func() { _, sharedErr = b.UpdateSandbox(ctx, list[1], incr) })
+	wg.Go(func() { shared, sharedErr = b.UpdateSandbox(ctx, list[1], incr) })
 	waitPending(t, b, 2)
 	g.gate <- struct{}{}
 	if n := <-g.entered; n != 2 {
@@ -173,10 +176,13 @@ func TestBatcherSurvivesPanickingWrite(t *testing.T) {
 	g.gate <- struct{}{}
 	wg.Wait()
 	if recovered != "boom" {
-		t.Fatalf("the leader recovered %v, want the callback's panic", recovered)
+		t.Fatalf("the writer recovered %v, want its callback's panic", recovered)
 	}
-	if api.CodeOf(sharedErr) != api.CodeInternal {
-		t.Fatalf("the write sharing the transaction: %v, want an internal error", sharedErr)
+	if sharedErr != nil || shared.Attempts != 1 {
+		t.Fatalf("the write sharing the transaction: %d attempts, %v; want it committed", shared.Attempts, sharedErr)
+	}
+	if sb, err := st.GetSandbox(ctx, list[0]); err != nil || sb.Attempts != 1 {
+		t.Fatalf("the panicking write's sandbox: %d attempts, %v; want only the first write's 1", sb.Attempts, err)
 	}
 	assertIdle(t, b)
 
@@ -190,9 +196,67 @@ func TestBatcherSurvivesPanickingWrite(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("a write after the panic: %v", err)
 	}
-	sb, err := st.GetSandbox(ctx, list[1])
-	if err != nil || sb.Attempts != 1 {
-		t.Fatalf("sandbox after the panic: %d attempts, %v; want only the last write's 1", sb.Attempts, err)
+	assertIdle(t, b)
+}
+
+// panickyStore panics inside UpdateSandboxes once, as a driver bug would.
+type panickyStore struct {
+	store.Store
+	entered chan int
+	gate    chan bool // true: panic
+}
+
+func (p *panickyStore) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	p.entered <- len(ids)
+	if <-p.gate {
+		panic("driver bug")
+	}
+	return p.Store.UpdateSandboxes(ctx, ids, now, fn)
+}
+
+// A panic of the store itself fails its whole transaction: the first write's caller
+// raises it, the others get an internal error, and the Batcher goes on.
+func TestBatcherSurvivesPanickingStore(t *testing.T) {
+	ctx := context.Background()
+	st, list := newSandboxes(t, 3)
+	p := &panickyStore{Store: st, entered: make(chan int, 8), gate: make(chan bool)}
+	b := store.NewBatcher(p, func() time.Time { return t0 })
+	incr := func(sb *store.Sandbox) error { sb.Attempts++; return nil }
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = b.UpdateSandbox(ctx, list[0], incr) })
+	<-p.entered
+	errs := make([]error, 2)
+	var recovered [2]any
+	for i := range 2 {
+		wg.Go(func() {
+			defer func() { recovered[i] = recover() }()
+			_, errs[i] = b.UpdateSandbox(ctx, list[1+i], incr)
+		})
+		waitPending(t, b, i+1)
+	}
+	p.gate <- false
+	if n := <-p.entered; n != 2 {
+		t.Fatalf("second transaction holds %d writes, want 2", n)
+	}
+	p.gate <- true
+	wg.Wait()
+	panics, internal := 0, 0
+	for i := range 2 {
+		switch {
+		case recovered[i] == "driver bug":
+			panics++
+		case api.CodeOf(errs[i]) == api.CodeInternal:
+			internal++
+		}
+	}
+	if panics != 1 || internal != 1 {
+		t.Fatalf("panics %v, errors %v; want the first write's caller to panic and the other to fail", recovered, errs)
 	}
 	assertIdle(t, b)
+	go func() { p.gate <- false }()
+	if _, err := b.UpdateSandbox(ctx, list[1], incr); err != nil {
+		t.Fatalf("a write after the store's panic: %v", err)
+	}
+	<-p.entered
 }
