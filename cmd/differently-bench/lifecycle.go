@@ -21,6 +21,25 @@ type lifecycle struct {
 	total           time.Duration
 }
 
+// summary holds the p50 and p99 of each of a set of lifecycles' durations, in
+// milliseconds.
+type summary struct {
+	toRunning, toRunningServer, total [2]float64
+}
+
+func summarize(ls []lifecycle) summary {
+	var toRun, toRunSrv, total []time.Duration
+	for _, l := range ls {
+		toRun = append(toRun, l.toRunning)
+		toRunSrv = append(toRunSrv, l.toRunningServer)
+		total = append(total, l.total)
+	}
+	p := func(ds []time.Duration) [2]float64 {
+		return [2]float64{round(percentile(ds, 0.50)), round(percentile(ds, 0.99))}
+	}
+	return summary{toRunning: p(toRun), toRunningServer: p(toRunSrv), total: p(total)}
+}
+
 // runLifecycle runs one lifecycle; its latencies count from t0.
 func runLifecycle(ctx context.Context, c *client.Client, t0 time.Time) (lifecycle, error) {
 	var l lifecycle
@@ -68,20 +87,12 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	if err != nil {
 		return err
 	}
-	var toRun, toRunSrv, total []time.Duration
-	for _, l := range ls {
-		toRun = append(toRun, l.toRunning)
-		toRunSrv = append(toRunSrv, l.toRunningServer)
-		total = append(total, l.total)
-	}
 	f := &res.figures
 	f.Store = b.opts.store
-	f.CreateToRunningP50Ms = round(percentile(toRun, 0.50))
-	f.CreateToRunningP99Ms = round(percentile(toRun, 0.99))
-	f.CreateToRunningServerP50Ms = round(percentile(toRunSrv, 0.50))
-	f.CreateToRunningServerP99Ms = round(percentile(toRunSrv, 0.99))
-	f.LifecycleP50Ms = round(percentile(total, 0.50))
-	f.LifecycleP99Ms = round(percentile(total, 0.99))
+	l := summarize(ls)
+	f.CreateToRunningP50Ms, f.CreateToRunningP99Ms = l.toRunning[0], l.toRunning[1]
+	f.CreateToRunningServerP50Ms, f.CreateToRunningServerP99Ms = l.toRunningServer[0], l.toRunningServer[1]
+	f.LifecycleP50Ms, f.LifecycleP99Ms = l.total[0], l.total[1]
 	f.LifecyclesPerS = round(float64(n) / wall.Seconds())
 	f.LifecyclesS = round(wall.Seconds())
 	f.HTTPRequestsPerLifecycle = round(float64(d.requests.Load()-req0) / float64(n))

@@ -112,18 +112,10 @@ dispatch:
 	if err := context.Cause(ctx); err != nil {
 		return p, err
 	}
-	var toRun, toRunSrv, total []time.Duration
-	for _, l := range ls {
-		toRun = append(toRun, l.toRunning)
-		toRunSrv = append(toRunSrv, l.toRunningServer)
-		total = append(total, l.total)
-	}
 	p.AchievedPerS = round(float64(n) / wall.Seconds())
-	p.CreateToRunningP50Ms = round(percentile(toRun, 0.50))
-	p.CreateToRunningP99Ms = round(percentile(toRun, 0.99))
-	p.CreateToRunningServerP50Ms = round(percentile(toRunSrv, 0.50))
-	p.CreateToRunningServerP99Ms = round(percentile(toRunSrv, 0.99))
-	p.LifecycleP50Ms = round(percentile(total, 0.50))
-	p.LifecycleP99Ms = round(percentile(total, 0.99))
+	l := summarize(ls)
+	p.CreateToRunningP50Ms, p.CreateToRunningP99Ms = l.toRunning[0], l.toRunning[1]
+	p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms = l.toRunningServer[0], l.toRunningServer[1]
+	p.LifecycleP50Ms, p.LifecycleP99Ms = l.total[0], l.total[1]
 	return p, nil
 }

@@ -36,19 +36,7 @@ func (g *gatedStore) UpdateSandboxes(ctx context.Context, ids []string, now time
 // transaction.
 func TestBatcherGroupsConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	var list []string
-	for range 4 {
-		sb, _, err := st.CreateSandbox(ctx, t0, store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, sb.ID)
-	}
+	st, list := newSandboxes(t, 4)
 	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
 	b := store.NewBatcher(g, func() time.Time { return t0 })
 	refused := errors.New("refused")
