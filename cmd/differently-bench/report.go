@@ -124,7 +124,7 @@ func printTable(w io.Writer, o options, r *result) {
 	row("stream through the API", f.StreamAPIMiBps, "MiB/s", fmt.Sprintf("devhost, cat of %d printable bytes, median of 3", f.StreamBytes))
 	row("stream on the adapter", f.StreamDirectMiBps, "MiB/s", "devhost.Adapter.ExecStream directly")
 	row("stream ratio", f.StreamRatio, "", "API ÷ adapter")
-	row("stream ratio, NUL bytes", f.StreamRatioNUL, "", fmt.Sprintf("head -c N /dev/zero: %v vs %v MiB/s, one stream each", f.StreamAPINULMiBps, f.StreamDirectNULMBs))
+	row("stream ratio, NUL bytes", f.StreamRatioNUL, "", fmt.Sprintf("head -c N /dev/zero: %v vs %v MiB/s, median of 3", f.StreamAPINULMiBps, f.StreamDirectNULMBs))
 	row("store floor lifecycles/s", f.FloorLifecyclesPerS, "1/s", fmt.Sprintf("admitted Create, Update×3 directly on a %s store; %.0f tx/s", f.Store, f.FloorTxPerS))
 	row("store floor ratio", f.StoreFloorRatio, "", "lifecycles/s ÷ floor")
 	recNote := fmt.Sprintf("full Reconcile pass over %d sandboxes + instances", f.ReconcileFullN)
