@@ -109,6 +109,9 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
+	if out, ok, err := s.createSandboxClear(ctx, sb, admit); err != nil || ok {
+		return out, ok, err
+	}
 	key := sb.IdempotencyKey
 	var existing *store.Sandbox
 	var a store.Admission
@@ -190,6 +193,75 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	s.notify.sandbox(out)
 	return out, true, nil
 }
+
+// createSandboxClear is CreateSandboxAdmitted's common case in one round trip: the
+// sandbox is admitted as if its project had no quota and no sandbox were queued (a
+// zero Admission), and inserted by a statement that inserts nothing unless that
+// holds, sent with BEGIN and COMMIT. ok is false, with nothing written, when admit
+// refused the zero Admission, when the statement found a quota or a queued sandbox,
+// or when the idempotency key is taken: the caller then admits with what it reads.
+// The statement checks in its own snapshot what the full path reads in its first,
+// so the two see the same races: a quota put meanwhile applies from the next create
+// on, as for any project whose admission takes no lock.
+func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
+	if admit != nil {
+		if err := admit(store.Admission{}, &sb); err != nil {
+			return store.Sandbox{}, false, nil
+		}
+	}
+	args, err := sandboxArgs(sb)
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return store.Sandbox{}, false, wrap(err)
+	}
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(insertClearSQL, args...)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	_, err = br.Exec()
+	var out store.Sandbox
+	inserted := false
+	if err == nil {
+		out, err = scanSandbox(br.QueryRow())
+		inserted = err == nil
+		if isNoRows(err) {
+			err = nil
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// A failed statement ended the transaction with an error, so the COMMIT
+		// rolled back; a connection left inside a transaction (the context ended
+		// mid-batch) is closed by the pool rather than reused.
+		conn.Release()
+		return store.Sandbox{}, false, translate(err, "sandbox", sb.ID)
+	}
+	conn.Release()
+	if !inserted {
+		return store.Sandbox{}, false, nil
+	}
+	s.notify.sandbox(out)
+	return out, true, nil
+}
+
+// insertClearSQL inserts a sandbox only when its project ($2, $3) has no quota and
+// no sandbox is queued, and not when its idempotency key is taken.
+const insertClearSQL = `INSERT INTO sandboxes (` + sandboxColumns + `)
+	SELECT ` + sandboxParams + `
+	WHERE NOT EXISTS (SELECT 1 FROM projects p WHERE p.org = $2 AND p.name = $3
+			AND (p.quota_sandboxes <> 0 OR p.quota_cpu <> 0 OR p.quota_memory_mib <> 0 OR p.quota_disk_gib <> 0))
+		AND NOT EXISTS (SELECT 1 FROM sandboxes q WHERE q.state = 'queued')
+	ON CONFLICT (org, project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
+	RETURNING ` + sandboxColumns
 
 // selectByKeySQL finds the sandbox holding an idempotency key ($3) in a project.
 const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes

@@ -62,6 +62,7 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxAdmission", testSandboxAdmission},
 		{"SandboxAdmissionConcurrent", testSandboxAdmissionConcurrent},
 		{"SandboxAdmissionRetriesUnderQuota", testSandboxAdmissionRetriesUnderQuota},
+		{"SandboxAdmissionDecidesOnce", testSandboxAdmissionDecidesOnce},
 		{"Profiles", testProfiles},
 		{"Snapshots", testSnapshots},
 		{"Tokens", testTokens},

@@ -249,6 +249,40 @@ func testSandboxAdmissionConcurrent(t *testing.T, d Driver) {
 	equal(t, "usage", must[store.Usage](t)(s.ProjectUsage(ctx, "org1", "p")).Sandboxes, 5)
 }
 
+// admit may be called more than once (a driver may first admit on the assumption of
+// no quota and an empty queue), but each call sees a fresh copy of the sandbox and
+// what is stored is what the call shown the real admission made of it: a create that
+// would start at once when nothing is due is queued when something is.
+func testSandboxAdmissionDecidesOnce(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	var last store.Admission
+	startUnlessDue := func(a store.Admission, ins *store.Sandbox) error {
+		last = a
+		ins.Reason += "admitted;"
+		if a.Due == 0 {
+			ins.State = store.StateProvisioning
+		}
+		return nil
+	}
+	first := newSandbox("free")
+	out, created, err := s.CreateSandboxAdmitted(ctx, t0, first, startUnlessDue)
+	if err != nil || !created || out.State != store.StateProvisioning || out.Reason != "admitted;" {
+		t.Fatalf("with an empty queue: %s, %q, created %v, %v; want provisioning, admitted once", out.State, out.Reason, created, err)
+	}
+	equal(t, "admission with an empty queue", last, store.Admission{})
+
+	mustCreate(t, s, newSandbox("other")) // queued, and due at t0
+	second := newSandbox("free")
+	second.ID = ids.At("sbx", t0.Add(time.Millisecond))
+	out, created, err = s.CreateSandboxAdmitted(ctx, t0, second, startUnlessDue)
+	if err != nil || !created || out.State != store.StateQueued || out.Reason != "admitted;" {
+		t.Fatalf("with one due: %s, %q, created %v, %v; want queued, admitted once", out.State, out.Reason, created, err)
+	}
+	equal(t, "admission with one due", last, store.Admission{Queued: 1, Due: 1})
+	equal(t, "stored", must[store.Sandbox](t)(s.GetSandbox(ctx, second.ID)), out)
+}
+
 // Concurrent retries of one create (one Idempotency-Key) in a project whose quota
 // has room for one sandbox: one is created, and every other gets that sandbox back
 // rather than a refusal for the room it takes.
