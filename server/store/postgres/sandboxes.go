@@ -196,13 +196,13 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 
 // createSandboxClear is CreateSandboxAdmitted's common case in one round trip: the
 // sandbox is admitted as if its project had no quota and no sandbox were queued (a
-// zero Admission), and inserted by a statement that inserts nothing unless that
-// holds, sent with BEGIN and COMMIT. ok is false, with nothing written, when admit
-// refused the zero Admission, when the statement found a quota or a queued sandbox,
-// or when the idempotency key is taken: the caller then admits with what it reads.
-// The statement checks in its own snapshot what the full path reads in its first,
-// so the two see the same races: a quota put meanwhile applies from the next create
-// on, as for any project whose admission takes no lock.
+// zero Admission), and inserted by one statement, atomic on its own, that inserts
+// nothing unless that holds. ok is false, with nothing written, when admit refused
+// the zero Admission, when the statement found a quota or a queued sandbox, or when
+// the idempotency key is taken: the caller then admits with what it reads. The
+// statement checks in its own snapshot what the full path reads in its first, so the
+// two see the same races: a quota put meanwhile applies from the next create on, as
+// for any project whose admission takes no lock.
 func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	if admit != nil {
 		if err := admit(store.Admission{}, &sb); err != nil {
@@ -213,41 +213,12 @@ func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit 
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return store.Sandbox{}, false, wrap(err)
-	}
-	var b pgx.Batch
-	b.Queue("BEGIN")
-	b.Queue(insertClearSQL, args...)
-	b.Queue("COMMIT")
-	br := conn.SendBatch(ctx, &b)
-	_, err = br.Exec()
-	var out store.Sandbox
-	inserted := false
-	if err == nil {
-		out, err = scanSandbox(br.QueryRow())
-		inserted = err == nil
-		if isNoRows(err) {
-			err = nil
-		}
-	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// A failed statement ended the transaction with an error, so the COMMIT
-		// rolled back; a connection left inside a transaction (the context ended
-		// mid-batch) is closed by the pool rather than reused.
-		conn.Release()
-		return store.Sandbox{}, false, translate(err, "sandbox", sb.ID)
-	}
-	conn.Release()
-	if !inserted {
+	out, err := scanSandbox(s.pool.QueryRow(ctx, insertClearSQL, args...))
+	switch {
+	case isNoRows(err):
 		return store.Sandbox{}, false, nil
+	case err != nil:
+		return store.Sandbox{}, false, translate(err, "sandbox", sb.ID)
 	}
 	s.notify.sandbox(out)
 	return out, true, nil
@@ -392,17 +363,6 @@ func statesArg(states []store.State) []string {
 	return out
 }
 
-// updateSandboxSQL rewrites every column but id ($1) and created_at ($26);
-// created_at only appears in the WHERE clause because PostgreSQL must be able to type
-// every parameter.
-const updateSandboxSQL = `UPDATE sandboxes SET org = $2, project = $3, state = $4,
-	pool = $5, region = $6, backend_ref = $7, template = $8, profile = $9, capabilities = $10,
-	cpu = $11, memory_mib = $12, disk_gib = $13, labels = $14, env = $15, ttl_seconds = $16,
-	expires_at = $17, from_snapshot = $18, placement = $19, attempts = $20, reason = $21,
-	next_attempt_at = $22, claimed_by = $23, claim_expires_at = $24, idempotency_key = $25,
-	updated_at = $27, state_changed_at = $28, version = $29
-	WHERE id = $1 AND created_at = $26 RETURNING ` + sandboxColumns
-
 // updateSandboxesSQL writes many sandboxes in one statement, every column but
 // created_at from arrays with a row's values at each index ($1 the IDs): one plan
 // and one executor for a whole batch where a statement per row pays for its own.
@@ -505,42 +465,17 @@ func (c *updateColumns) args() []any {
 		c.claimedBy, c.claimExpiresAt, c.idempotencyKey, c.updatedAt, c.stateChangedAt, c.version}
 }
 
-// UpdateSandbox implements store.Store with SELECT ... FOR UPDATE: concurrent updates of
-// one sandbox queue on the row lock, so none is lost. Two round trips: BEGIN and the
-// SELECT, then the UPDATE and COMMIT (pipelinedTx).
+// UpdateSandbox implements store.Store as a batch of one: SELECT ... FOR UPDATE, so
+// that concurrent updates of one sandbox queue on the row lock and none is lost.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
-	var out, cur store.Sandbox
-	var reads pgx.Batch
-	reads.Queue(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1 FOR UPDATE`, id)
-	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
-		var err error
-		cur, err = scanSandbox(br.QueryRow())
-		return translate(err, "sandbox", id)
-	})
+	out, errs, err := s.UpdateSandboxes(ctx, []string{id}, now, func(_ int, sb *store.Sandbox) error { return fn(sb) })
 	if err != nil {
-		return out, err
+		return store.Sandbox{}, err
 	}
-	defer tx.Rollback() // after a panic; a no-op once the transaction ended
-	next, err := store.ApplyUpdate(cur, now, fn)
-	if err == nil {
-		var args []any
-		if args, err = sandboxArgs(next); err == nil {
-			var writes pgx.Batch
-			writes.Queue(updateSandboxSQL, args...)
-			err = tx.Commit(&writes, func(br pgx.BatchResults) error {
-				var err error
-				out, err = scanSandbox(br.QueryRow())
-				return translate(err, "sandbox", id)
-			})
-			if err != nil {
-				return store.Sandbox{}, err
-			}
-			s.notify.written(cur, out)
-			return out, nil
-		}
+	if errs[0] != nil {
+		return store.Sandbox{}, errs[0]
 	}
-	tx.Rollback()
-	return store.Sandbox{}, err
+	return out[0], nil
 }
 
 // UpdateSandboxes implements store.Store in two round trips whatever the batch size:
