@@ -61,8 +61,6 @@ func pacedRun(ctx context.Context, d *runningDaemon, rate float64, n, limit int)
 	ls := make([]lifecycle, n)
 	slots := make(chan struct{}, limit)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	inFlight := 0
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	timer := time.NewTimer(0)
@@ -88,17 +86,10 @@ dispatch:
 				break dispatch
 			}
 		}
-		mu.Lock()
-		inFlight++
-		p.MaxInFlight = max(p.MaxInFlight, inFlight)
-		mu.Unlock()
+		// The slots held are the lifecycles in flight, this one included.
+		p.MaxInFlight = max(p.MaxInFlight, len(slots))
 		wg.Go(func() {
-			defer func() {
-				mu.Lock()
-				inFlight--
-				mu.Unlock()
-				<-slots
-			}()
+			defer func() { <-slots }()
 			l, err := runLifecycle(ctx, d.client, due)
 			if err != nil {
 				cancel(err) // the first cause is kept
