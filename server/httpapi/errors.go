@@ -91,8 +91,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decodeJSON reads one JSON value, strictly: an unknown field is a client speaking
 // another version of the API, and dropping it silently would hide that. The body is
-// already capped by limitBody. With optional set, an empty body leaves v as it is.
+// already capped by limitBody. With optional set, an empty body leaves v as it is. A
+// string holding a NUL character is refused (see text.go).
 func decodeJSON(r *http.Request, v any, optional bool) error {
+	if err := decodeAnyJSON(r, v, optional); err != nil {
+		return err
+	}
+	if p := nulField(v); p != "" {
+		return api.Errorf(api.CodeInvalidRequest, "%s holds a NUL character (\\u0000), which no stored text may hold", p)
+	}
+	return nil
+}
+
+// decodeAnyJSON is decodeJSON without the check for NUL characters, for a body none
+// of whose text is stored (an exec's: its stdin is data, and ExecRequest.Validate
+// refuses NUL where a command cannot take one).
+func decodeAnyJSON(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

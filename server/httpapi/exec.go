@@ -15,7 +15,7 @@ import (
 
 func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params ExecSandboxParams) {
 	var req api.ExecRequest
-	if err := decodeJSON(r, &req, false); err != nil {
+	if err := decodeAnyJSON(r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

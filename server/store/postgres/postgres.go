@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/store"
 )
@@ -192,6 +193,12 @@ func wrap(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A caller forgot to translate; never let the sentinel escape.
 		return errors.New("postgres: unexpected: no rows")
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "22021" || pe.Code == "22P05") {
+		// character_not_in_repertoire, untranslatable_character: a NUL character or
+		// invalid UTF-8 that the API let through. The caller's input, not an outage.
+		return api.Errorf(api.CodeInvalidRequest, "text holds a NUL character or invalid UTF-8, which the database cannot store")
 	}
 	return fmt.Errorf("postgres: %w", err)
 }
