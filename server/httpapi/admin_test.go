@@ -220,11 +220,21 @@ func TestOperations(t *testing.T) {
 		e.do("", "GET", "/v1/sandboxes/sbx_nope", nil).want(t, http.StatusUnauthorized)
 		e.do(e.admin, "GET", "/v1/nowhere", nil).want(t, http.StatusNotFound, api.CodeNotFound)
 		e.do(e.admin, "PUT", "/v1/sandboxes", nil).want(t, http.StatusMethodNotAllowed, api.CodeInvalidRequest)
+		// Methods HTTP does not define, unauthenticated: one label for all of them.
+		for _, method := range []string{"BREW", "M0000001", "M0000002"} {
+			e.do("", method, "/v1/sandboxes", nil).want(t, http.StatusUnauthorized)
+		}
 		m := e.do("", "GET", "/metrics", nil).want(t, http.StatusOK)
+		for _, method := range []string{"BREW", "M0000001", "M0000002"} {
+			if strings.Contains(string(m.body), `method="`+method+`"`) {
+				t.Fatalf("metrics label a request by its method %s:\n%s", method, m.body)
+			}
+		}
 		for _, want := range []string{
 			`differently_http_requests_total{method="GET",route="/v1/sandboxes/{id}",status="404"} 1`,
 			`differently_http_requests_total{method="GET",route="/healthz",status="200"} 1`,
 			`differently_http_requests_total{method="GET",route="/v1/sandboxes/{id}",status="401"} 1`,
+			`differently_http_requests_total{method="other",route="unmatched",status="401"} 3`,
 			`differently_http_request_duration_seconds_bucket`,
 		} {
 			if !strings.Contains(string(m.body), want) {

@@ -80,11 +80,24 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			s.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(status)).Inc()
-			s.metrics.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+			method := metricMethod(r.Method)
+			s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+			s.metrics.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// metricMethod is a request's method as a metric label: a method HTTP does not
+// define is "other". Any caller, before authentication, chooses the method, and a
+// label taken from it as it is would let them add series without end.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // recoverer turns a panic into 500 internal and keeps the daemon serving. Once an
