@@ -579,3 +579,34 @@ func TestCredentialsNeverLeak(t *testing.T) {
 		r.check()
 	})
 }
+
+// Why a pool's adapter could not be built is an administrator's to read: the error
+// may name internal endpoints, paths or credential variables. A tenant whose sandbox
+// is on that pool learns only that the pool is unavailable.
+func TestBrokenPoolErrorStaysWithAdmins(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		tok := e.projectToken("acme", "mine")
+		sb := e.running(tok, "fake")
+		const detail = "credentials variable INTERNAL_VAULT_TOKEN is not set; api at https://10.0.0.7:8443"
+		e.pools.mu.Lock()
+		v := e.pools.views["fake"]
+		v.Adapter, v.LastError = nil, detail
+		e.pools.views["fake"] = v
+		e.pools.mu.Unlock()
+		for _, c := range []struct{ method, path, body string }{
+			{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"command":"true"}`},
+			{"POST", "/v1/sandboxes/" + sb.ID + "/exec?stream=1", `{"command":"true"}`},
+			{"GET", "/v1/sandboxes/" + sb.ID + "/files/content?path=/etc/hostname", ""},
+		} {
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			r := e.do(tok, c.method, c.path, body).want(t, http.StatusServiceUnavailable, api.CodeProviderUnavailable)
+			if strings.Contains(string(r.body), "INTERNAL_VAULT_TOKEN") || strings.Contains(string(r.body), "10.0.0.7") {
+				t.Errorf("%s %s told a tenant why the pool is broken: %s", c.method, c.path, r.body)
+			}
+		}
+	})
+}

@@ -18,18 +18,20 @@ type target struct {
 	view pools.View
 }
 
-// poolView returns the view of a pool whose adapter can be called now.
-func (s *Server) poolView(name string) (pools.View, error) {
+// poolView returns the view of a pool whose adapter can be called now. Why an
+// adapter could not be built is told to administrators only: the error may name the
+// pool's internal endpoints, paths or credential variables, which are not a
+// tenant's to know (they see it nowhere else either).
+func (s *Server) poolView(ctx context.Context, name string) (pools.View, error) {
 	v, ok := s.pools.View(name)
 	if !ok {
 		return v, api.Errorf(api.CodeProviderUnavailable, "pool %s has no adapter: not probed yet", name)
 	}
 	if v.Adapter == nil {
-		msg := v.LastError
-		if msg == "" {
-			msg = "adapter not built"
+		if principalFrom(ctx).admin && v.LastError != "" {
+			return v, api.Errorf(api.CodeProviderUnavailable, "pool %s has no adapter: %s", name, v.LastError)
 		}
-		return v, api.Errorf(api.CodeProviderUnavailable, "pool %s has no adapter: %s", name, msg)
+		return v, api.Errorf(api.CodeProviderUnavailable, "pool %s is unavailable: its adapter could not be built", name)
 	}
 	return v, nil
 }
@@ -63,11 +65,11 @@ func (s *Server) operate(ctx context.Context, id, op, feature string, states ...
 	if !slices.Contains(states, sb.State) {
 		return target{}, conflict("sandbox is %s", sb.State).WithDetail("state", string(sb.State))
 	}
-	return s.operateOn(sb, op, feature)
+	return s.operateOn(ctx, sb, op, feature)
 }
 
-func (s *Server) operateOn(sb store.Sandbox, op, feature string) (target, error) {
-	v, err := s.poolView(sb.Pool)
+func (s *Server) operateOn(ctx context.Context, sb store.Sandbox, op, feature string) (target, error) {
+	v, err := s.poolView(ctx, sb.Pool)
 	if err != nil {
 		return target{}, err
 	}
@@ -141,7 +143,7 @@ func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string,
 		s.writeError(w, r, conflict("cannot %s a sandbox that is %s", lc.op, sb.State).WithDetail("state", string(sb.State)))
 		return
 	}
-	t, err := s.operateOn(sb, lc.op, lc.feature)
+	t, err := s.operateOn(ctx, sb, lc.op, lc.feature)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -133,7 +133,7 @@ func (s *Server) DeleteSnapshot(w http.ResponseWriter, r *http.Request, id strin
 		return
 	}
 	const op = "snapshot.delete"
-	v, err := s.poolView(sn.Pool)
+	v, err := s.poolView(ctx, sn.Pool)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
