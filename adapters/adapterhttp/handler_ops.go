@@ -1,13 +1,13 @@
 package adapterhttp
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/body"
 )
 
 // infoResponse is the body of GET /info.
@@ -215,17 +215,14 @@ func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > api.MaxFileBytes {
 		return fileTooLarge()
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, api.MaxFileBytes)); err != nil {
+	data, err := body.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxFileBytes), r.ContentLength)
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fileTooLarge()
 		}
 		return adapters.InvalidRequest("reading the file body failed: %v", err)
 	}
-	if err := fs.WriteFile(r.Context(), r.PathValue("ref"), path, buf.Bytes()); err != nil {
+	if err := fs.WriteFile(r.Context(), r.PathValue("ref"), path, data); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

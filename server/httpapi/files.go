@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/body"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -73,11 +73,8 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		return
 	}
 	// limitBody capped the reader at api.MaxFileBytes.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
+	data, err := body.ReadAll(r.Body, r.ContentLength)
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "file content is over %d bytes", api.MaxFileBytes))
 			return
@@ -85,7 +82,7 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		s.writeError(w, r, invalid("reading the file content failed: %v", err))
 		return
 	}
-	if err := fs.WriteFile(r.Context(), t.sb.BackendRef, params.Path, buf.Bytes()); err != nil {
+	if err := fs.WriteFile(r.Context(), t.sb.BackendRef, params.Path, data); err != nil {
 		s.writeError(w, r, adapterError(err, op, t.view))
 		return
 	}
