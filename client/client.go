@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/different-ai/differently/internal/safeurl"
 )
 
 // Client is the hand-written face of the API: typed wrappers that turn every non-2xx
@@ -77,13 +79,14 @@ func WithUserAgent(ua string) Option {
 func New(endpoint, token string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("differently: endpoint %q is not a URL: %w", endpoint, err)
+		return nil, fmt.Errorf("differently: endpoint %q is not a URL: %w", safeurl.Describe(endpoint), safeurl.Reason(err))
 	}
+	// The endpoint is quoted only through safeurl, which leaves out user information.
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("differently: endpoint %q must be an http or https URL", endpoint)
+		return nil, fmt.Errorf("differently: endpoint %q must be an http or https URL", safeurl.Describe(endpoint))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("differently: endpoint %q has no host", endpoint)
+		return nil, fmt.Errorf("differently: endpoint %q has no host", safeurl.Describe(endpoint))
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, errors.New("differently: endpoint must not carry user info, a query or a fragment")

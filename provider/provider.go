@@ -106,7 +106,8 @@ func (p *differentlyProvider) Configure(ctx context.Context, req provider.Config
 	}
 	c, err := client.New(endpoint, token, client.WithUserAgent("terraform-provider-differently/"+p.version))
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Differently endpoint", fmt.Sprintf("endpoint %q: %s", endpoint, err))
+		// client.New's error quotes the endpoint as safeurl describes it.
+		resp.Diagnostics.AddError("Invalid Differently endpoint", err.Error())
 		return
 	}
 	r, err := c.API.GetReadyzWithResponse(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/safeurl"
 )
 
 // DefaultTimeout bounds one request of the default HTTP client. It is longer than the
@@ -75,18 +76,19 @@ func WithHTTPClient(hc *http.Client) Option {
 func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return nil, adapters.InvalidRequest("adapter endpoint is not a URL: %v", err)
+		return nil, adapters.InvalidRequest("adapter endpoint %q is not a URL: %v", safeurl.Describe(baseURL), safeurl.Reason(err))
 	}
+	// The endpoint is quoted only through safeurl: credentials in it would end up in
+	// error messages and logs.
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, adapters.InvalidRequest("adapter endpoint %q must be an http or https URL", baseURL)
+		return nil, adapters.InvalidRequest("adapter endpoint %q must be an http or https URL", safeurl.Describe(baseURL))
 	case u.Host == "":
-		return nil, adapters.InvalidRequest("adapter endpoint %q has no host", baseURL)
+		return nil, adapters.InvalidRequest("adapter endpoint %q has no host", safeurl.Describe(baseURL))
 	case u.User != nil:
-		// Credentials in the URL would end up in error messages and logs.
 		return nil, adapters.InvalidRequest("adapter endpoint must not contain credentials; pass a token")
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, adapters.InvalidRequest("adapter endpoint %q must not have a query or fragment", baseURL)
+		return nil, adapters.InvalidRequest("adapter endpoint %q must not have a query or fragment", safeurl.Describe(baseURL))
 	}
 	c := &Client{
 		base:  strings.TrimRight(u.String(), "/") + BasePath,

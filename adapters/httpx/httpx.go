@@ -25,6 +25,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/safeurl"
 )
 
 // Limits on what is read from a provider.
@@ -81,7 +82,7 @@ func WithBearer(token string) Option {
 func New(provider, baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, adapters.InvalidRequest("%s: apiURL %q is not an http(s) URL", provider, baseURL)
+		return nil, adapters.InvalidRequest("%s: apiURL %q is not an http(s) URL", provider, safeurl.Describe(baseURL))
 	}
 	if u.User != nil {
 		return nil, adapters.InvalidRequest("%s: apiURL must not hold credentials", provider)
