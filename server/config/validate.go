@@ -11,6 +11,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
 )
 
 // Adapter kinds that only make sense on a developer's machine: devhost runs sandboxes
@@ -19,7 +20,6 @@ var devOnlyKinds = []string{"devhost", "fake"}
 
 var (
 	poolNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // ValidateOptions say what the running daemon accepts.
@@ -178,8 +178,8 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 		}
 		v.add(name, at("features"), "%s (known: %s)", msg, strings.Join(adapters.AllFeatures(), ", "))
 	}
-	if env := p.Credentials.Env; env != "" && !envNameRE.MatchString(env) {
-		v.add(name, at("credentials.env"), "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
+	if err := store.CheckCredentialsEnv(p.Credentials.Env); err != nil {
+		v.add(name, at("credentials.env"), "%s", api.AsError(err).Message)
 	}
 }
 

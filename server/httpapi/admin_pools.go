@@ -17,7 +17,6 @@ import (
 
 var (
 	poolNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	envNamePattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // liveStates are the non-terminal states a forced pool delete moves to terminating.
@@ -45,8 +44,8 @@ func validatePool(p store.Pool) error {
 	if p.CostModel.CPUHour < 0 || p.CostModel.MemoryGiBHour < 0 {
 		return invalid("costModel prices must not be negative")
 	}
-	if p.CredentialsEnv != "" && !envNamePattern.MatchString(p.CredentialsEnv) {
-		return invalid("credentials.env %q is not an environment variable name", p.CredentialsEnv)
+	if err := store.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+		return err
 	}
 	return adapters.ValidateDeclaredFeatures(p.Features)
 }

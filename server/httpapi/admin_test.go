@@ -35,6 +35,10 @@ func TestAdminPools(t *testing.T) {
 			{"bad feature", map[string]any{"name": "x", "adapter": "fake", "features": []string{"warp"}}, api.CodeInvalidRequest},
 			{"negative", map[string]any{"name": "x", "adapter": "fake", "maxConcurrency": -1}, api.CodeInvalidRequest},
 			{"unknown field", map[string]any{"name": "x", "adapter": "fake", "size": 3}, api.CodeInvalidRequest},
+			{"bad credentials env", map[string]any{"name": "x", "adapter": "fake", "credentials": map[string]any{"env": "1TOKEN"}}, api.CodeInvalidRequest},
+			// The daemon's own variables are never a pool's credential: the pool's
+			// endpoint would receive the database URL.
+			{"daemon's own credentials env", map[string]any{"name": "x", "adapter": "fake", "credentials": map[string]any{"env": "DIFFERENTLY_DATABASE_URL"}}, api.CodeInvalidRequest},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				e.t = t

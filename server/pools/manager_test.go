@@ -407,6 +407,13 @@ func TestRegistry(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "FAKE_KEY") || api.AsError(err).Code != api.CodeInvalidRequest {
 		t.Errorf("missing credentials: %v", err)
 	}
+	// A pool stored naming one of the daemon's own variables is never given it.
+	read := false
+	_, err = dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake", CredentialsEnv: "DIFFERENTLY_DATABASE_URL"},
+		func(string) string { read = true; return "postgres://u:pw@db/x" })
+	if err == nil || read || strings.Contains(err.Error(), "pw@") || api.AsError(err).Code != api.CodeInvalidRequest {
+		t.Errorf("credentials from the daemon's own variable: read %v, %v", read, err)
+	}
 }
 
 func TestRunRefreshesUntilCancelled(t *testing.T) {

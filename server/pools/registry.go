@@ -135,6 +135,10 @@ func ResolveCredentials(p store.Pool, getenv func(string) string) (Credentials, 
 	if p.CredentialsEnv == "" {
 		return Credentials{}, nil
 	}
+	// Stored before the rule existed, or written to the store by hand.
+	if err := store.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+		return Credentials{}, err
+	}
 	if getenv == nil {
 		getenv = os.Getenv
 	}
