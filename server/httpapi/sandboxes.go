@@ -275,9 +275,11 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 			return err
 		}
 		if a.Queued >= s.maxQueued {
+			// The queue is every tenant's: how many wait is not for this caller to
+			// learn, only that it is full.
 			return retryAfter(api.Errorf(api.CodeProviderUnavailable,
-				"the queue is full: %d sandboxes are waiting for a pool (the limit is %d); try again later",
-				a.Queued, s.maxQueued), queueFullRetryAfter)
+				"the queue is full (it holds at most %d sandboxes waiting for a pool); try again later",
+				s.maxQueued), queueFullRetryAfter)
 		}
 		switch {
 		case start == nil:

@@ -161,7 +161,7 @@ func TestQueueBound(t *testing.T) {
 		if got := r.header.Get("Retry-After"); got != "5" {
 			t.Fatalf("Retry-After %q, want 5", got)
 		}
-		if msg := r.apiError(t).Message; msg != "the queue is full: 2 sandboxes are waiting for a pool (the limit is 2); try again later" {
+		if msg := r.apiError(t).Message; msg != "the queue is full (it holds at most 2 sandboxes waiting for a pool); try again later" {
 			t.Fatalf("message %q", msg)
 		}
 		// Once one leaves the queue there is room again.
