@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,15 +18,18 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
 
-// fuzzRig is the real router over a SQLite store and a fake pool, with an admin and
-// two project tokens and one object of every kind a path names. It is built once per
-// fuzz target.
+// fuzzRig is the real router over a store and a fake pool, with an admin and two
+// project tokens and one object of every kind a path names. It is built once per
+// fuzz target and store (fuzzRigs).
 type fuzzRig struct {
+	store           string // the store's name, for failures
 	h               http.Handler
 	st              store.Store
 	admin, mine     string
@@ -35,13 +39,32 @@ type fuzzRig struct {
 	documentedCodes map[string][]int
 }
 
-func newFuzzRig(f *testing.F) *fuzzRig {
+// fuzzRigs returns a rig on SQLite and one on PostgreSQL, which every input goes
+// through: some bad input fails on one store only (PostgreSQL's text cannot hold a
+// NUL character, SQLite's can), and a rig on one store would not see it. Without
+// DIFFERENTLY_TEST_DATABASE_URL the PostgreSQL rig fails the target, as every
+// PostgreSQL test does, unless DIFFERENTLY_TEST_SKIP_POSTGRES=1 leaves it out.
+func fuzzRigs(f *testing.F) []*fuzzRig {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "db.sqlite"))
+	sq, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "db.sqlite"))
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { st.Close() })
+	f.Cleanup(func() { sq.Close() })
+	rigs := []*fuzzRig{newFuzzRig(f, "sqlite", sq)}
+	if os.Getenv("DIFFERENTLY_TEST_DATABASE_URL") == "" && os.Getenv("DIFFERENTLY_TEST_SKIP_POSTGRES") == "1" {
+		return rigs
+	}
+	pg, err := postgres.Open(ctx, pgtest.SchemaURL(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { pg.Close() })
+	return append(rigs, newFuzzRig(f, "postgres", pg))
+}
+
+func newFuzzRig(f *testing.F, name string, st store.Store) *fuzzRig {
+	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	pools := &testPools{st: st, clk: clk, adapters: map[string]adapters.ExecutionAdapter{}}
 	if _, err := st.CreatePool(ctx, clk.Now(), store.Pool{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate}); err != nil {
@@ -72,7 +95,7 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	if err != nil {
 		f.Fatal(err)
 	}
-	r := &fuzzRig{h: h, st: st, admin: token(store.Token{Scope: store.ScopeAdmin}),
+	r := &fuzzRig{store: name, h: h, st: st, admin: token(store.Token{Scope: store.ScopeAdmin}),
 		mine: token(store.Token{Scope: store.ScopeProject, Org: "acme", Project: "mine"})}
 	theirs := token(store.Token{Scope: store.ScopeProject, Org: "acme", Project: "theirs"})
 
@@ -156,8 +179,9 @@ var undocumentedButExpected = []int{http.StatusBadRequest, http.StatusRequestEnt
 // with the code of their status, a malformed body 400 or 413; and afterwards the
 // other project's sandbox is still its own and running.
 func FuzzRequestBodies(f *testing.F) {
-	r := newFuzzRig(f)
-	malformed := []string{``, `null`, `[]`, `"s"`, `{`, `{} {}`, `{"unknown":1}`, "\x00", `{"labels":{"a":"\u0000"}}`,
+	rigs := fuzzRigs(f)
+	r := rigs[0] // the operations are the same on every rig
+	malformed := []string{``, `null`, `[]`, `"s"`, `{`, `{} {}`, `{"unknown":1}`, "\x00", `{"labels":{"a":"\u0000"}}`, `{"template":"\u0000","name":"\u0000"}`,
 		`{"name":"` + strings.Repeat("n", 300) + `"}`, `{"quota":{"cpu":1e400}}`, `{"config":{"a":{"b":{"c":[[[[]]]]}}}}`}
 	for i, o := range r.ops {
 		f.Add(uint8(i), []byte(sampleBodies[o.id]))
@@ -166,21 +190,23 @@ func FuzzRequestBodies(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, sel uint8, body []byte) {
-		o := r.ops[int(sel)%len(r.ops)]
-		path := r.fill.Replace(o.path)
-		status, raw := r.send(r.admin, o.method, path, body)
-		allowed := slices.Concat(r.documentedCodes[o.id], undocumentedButExpected)
-		judged := body
-		if len(bytes.TrimSpace(body)) == 0 {
-			// Snapshot and fork take an empty body as {}; the others refuse it.
-			judged = []byte("{}")
-		}
-		checkAnswer(t, o.String(), judged, status, raw, allowed...)
+		for _, r := range rigs {
+			o := r.ops[int(sel)%len(r.ops)]
+			path := r.fill.Replace(o.path)
+			status, raw := r.send(r.admin, o.method, path, body)
+			allowed := slices.Concat(r.documentedCodes[o.id], undocumentedButExpected)
+			judged := body
+			if len(bytes.TrimSpace(body)) == 0 {
+				// Snapshot and fork take an empty body as {}; the others refuse it.
+				judged = []byte("{}")
+			}
+			checkAnswer(t, r.store+": "+o.String(), judged, status, raw, allowed...)
 
-		ctx := context.Background()
-		sb, err := r.st.GetSandbox(ctx, r.theirs)
-		if err != nil || sb.Project != "theirs" || sb.Org != "acme" {
-			t.Fatalf("%s moved the other project's sandbox: %+v, %v", o, sb, err)
+			ctx := context.Background()
+			sb, err := r.st.GetSandbox(ctx, r.theirs)
+			if err != nil || sb.Project != "theirs" || sb.Org != "acme" {
+				t.Fatalf("%s: %s moved the other project's sandbox: %+v, %v", r.store, o, sb, err)
+			}
 		}
 	})
 }
@@ -189,32 +215,34 @@ func FuzzRequestBodies(f *testing.F) {
 // filters, pools, projects, limits, cursors) with a project token: 200 or 400 with
 // the envelope, never 500, and never another project's sandbox.
 func FuzzListQuery(f *testing.F) {
-	r := newFuzzRig(f)
+	rigs := fuzzRigs(f)
 	for _, q := range []string{"", "state=running", "state=running,queued&state=failed", "state=sleeping", "label=team=x",
 		"label=team=x&label=team=y", "label=novalue", "label==x", "label=a=b=c", "pool=fake", "project=theirs",
 		"project=mine", "limit=1", "limit=0", "limit=1001", "limit=-1", "limit=x", "limit=99999999999999999999",
 		"cursor=", "cursor=%21%21", "cursor=AAAA", "cursor=eyJ9", "cursor=" + strings.Repeat("A", 500), "state=%00",
-		"label=%ff%fe=x", "state=running&limit=1&cursor=bogus", "%zz", "a=b;c=d", "project=theirs&project=mine"} {
+		"label=%ff%fe=x", "pool=%00", "pool=%ff", "label=a=%00", "state=running&limit=1&cursor=bogus", "%zz", "a=b;c=d", "project=theirs&project=mine"} {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		req := httptest.NewRequest("GET", "/v1/sandboxes", nil)
-		req.URL.RawQuery = q
-		req.Header.Set("Authorization", "Bearer "+r.mine)
-		rec := httptest.NewRecorder()
-		r.h.ServeHTTP(rec, req)
-		status, raw := rec.Code, rec.Body.Bytes()
-		if status != http.StatusOK {
-			checkAnswer(t, "GET /v1/sandboxes?"+q, []byte("{}"), status, raw, http.StatusBadRequest)
-			return
-		}
-		var list httpapi.SandboxList
-		if err := json.Unmarshal(raw, &list); err != nil {
-			t.Fatalf("?%s: %s: %v", q, raw, err)
-		}
-		for _, sb := range list.Items {
-			if sb.Project != "mine" || sb.Org != "acme" || sb.Id == r.theirs {
-				t.Fatalf("?%s lists %s of %s/%s", q, sb.Id, sb.Org, sb.Project)
+		for _, r := range rigs {
+			req := httptest.NewRequest("GET", "/v1/sandboxes", nil)
+			req.URL.RawQuery = q
+			req.Header.Set("Authorization", "Bearer "+r.mine)
+			rec := httptest.NewRecorder()
+			r.h.ServeHTTP(rec, req)
+			status, raw := rec.Code, rec.Body.Bytes()
+			if status != http.StatusOK {
+				checkAnswer(t, r.store+": GET /v1/sandboxes?"+q, []byte("{}"), status, raw, http.StatusBadRequest)
+				continue
+			}
+			var list httpapi.SandboxList
+			if err := json.Unmarshal(raw, &list); err != nil {
+				t.Fatalf("%s: ?%s: %s: %v", r.store, q, raw, err)
+			}
+			for _, sb := range list.Items {
+				if sb.Project != "mine" || sb.Org != "acme" || sb.Id == r.theirs {
+					t.Fatalf("%s: ?%s lists %s of %s/%s", r.store, q, sb.Id, sb.Org, sb.Project)
+				}
 			}
 		}
 	})
