@@ -57,6 +57,11 @@ type Timing struct {
 	// Grace: sandboxes changed more recently are not failed or followed, so the
 	// reconciler never races a lifecycle call in progress on another replica.
 	Grace time.Duration
+	// ListedAt is when the pool's List began (Now when zero). Grace counts back from
+	// it, not from Now: a sandbox that changed after the List began (a Create that
+	// ended while a slower pool was being listed) is not in the List, and must not be
+	// judged by it however long ago the change was by the time the plan is made.
+	ListedAt time.Time
 }
 
 // Plan compares what one pool's backend reports with the sandboxes the database
@@ -232,6 +237,12 @@ func stale(sb store.Sandbox, t Timing) bool {
 	return t.Now.Sub(sb.StateChangedAt) > t.ProvisionTimeout+margin
 }
 
+// settled reports whether the sandbox last changed at least Grace before its pool's
+// List began.
 func settled(sb store.Sandbox, t Timing) bool {
-	return t.Now.Sub(sb.UpdatedAt) >= t.Grace
+	at := t.ListedAt
+	if at.IsZero() {
+		at = t.Now
+	}
+	return at.Sub(sb.UpdatedAt) >= t.Grace
 }

@@ -334,8 +334,9 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 	views := r.pools.Views()
 	report := Report{Pools: make([]PoolReport, 0, len(views))}
 	type poolList struct {
-		view  pools.View
-		insts []adapters.Instance
+		view     pools.View
+		insts    []adapters.Instance
+		listedAt time.Time
 	}
 	var lists []poolList
 	for _, v := range views {
@@ -345,6 +346,7 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 			r.skipped(&report, pr)
 			continue
 		}
+		listedAt := r.clk.Now()
 		callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 		insts, err := v.Adapter.List(callCtx, r.opts.Installation)
 		cancel()
@@ -353,7 +355,7 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 			r.skipped(&report, pr)
 			continue
 		}
-		lists = append(lists, poolList{view: v, insts: insts})
+		lists = append(lists, poolList{view: v, insts: insts, listedAt: listedAt})
 	}
 	// Read the sandboxes after every List: see Plan.
 	sandboxes, err := r.liveSandboxes(ctx)
@@ -364,6 +366,7 @@ func (r *Reconciler) reconcile(ctx context.Context, l *lease) (Report, error) {
 	timing := Timing{Now: now, ProvisionTimeout: r.opts.ProvisionTimeout, AdoptMargin: r.opts.AdoptMargin, Grace: r.opts.Grace}
 	for i, pl := range lists {
 		pool := pl.view.Pool.Name
+		timing.ListedAt = pl.listedAt
 		actions := Plan(pool, pl.insts, sandboxes, timing)
 		if len(actions) > 0 {
 			if err := l.renew(ctx); err != nil {

@@ -190,3 +190,68 @@ func TestReconcileReportsFailedActions(t *testing.T) {
 		t.Fatalf("the pass stopped at the failure: %+v", got)
 	}
 }
+
+// slowList is an adapter whose List runs during before answering.
+type slowList struct {
+	*fake.Adapter
+	during func()
+}
+
+func (s slowList) List(ctx context.Context, inst string) ([]adapters.Instance, error) {
+	s.during()
+	return s.Adapter.List(ctx, inst)
+}
+
+// A Create that ends on pool a while pool b is being listed slowly leaves a sandbox
+// that changed after a's List began: the grace counts back from that List, so the
+// sandbox is not found lost (and its instance then deleted) however long b took.
+func TestGraceCountsFromThePoolsList(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	a := fake.New(fake.Config{})
+	if _, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{ID: "sbx_new", Org: "o", Project: "p",
+		State: store.StateProvisioning, Pool: "a", NextAttemptAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	b := slowList{Adapter: fake.New(fake.Config{}), during: func() {
+		if ref != "" {
+			return
+		}
+		clk.Advance(5 * time.Second)
+		inst, err := a.Create(ctx, adapters.CreateRequest{ID: "sbx_new", Installation: installation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref = inst.Ref
+		if _, err := st.UpdateSandbox(ctx, "sbx_new", clk.Now(), func(sb *store.Sandbox) error {
+			sb.State, sb.BackendRef = store.StateRunning, inst.Ref
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(40 * time.Second) // b's List takes 45 s in all
+	}}
+	views := fixedPools{
+		{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: a, Healthy: true},
+		{Pool: store.Pool{Name: "b", Adapter: "fake"}, Adapter: b, Healthy: true},
+	}
+	r := reconcile.New(st, views, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
+	for pass := range 2 {
+		if _, err := r.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sb, err := st.GetSandbox(ctx, "sbx_new")
+		if err != nil || sb.State != store.StateRunning {
+			t.Fatalf("pass %d: sandbox %s (%q), %v", pass, sb.State, sb.Reason, err)
+		}
+		if _, err := a.Get(ctx, ref); err != nil {
+			t.Fatalf("pass %d: the instance is gone: %v", pass, err)
+		}
+	}
+}
