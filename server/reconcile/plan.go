@@ -72,10 +72,21 @@ type Timing struct {
 // of every pool, read after the List: a sandbox row always exists before its
 // instance, so an instance whose sandbox is missing here is an orphan, never one
 // being created.
+//
+// Two rules hold whatever the backend's List says. An instance listed twice is one
+// instance: adopting it under one entry and deleting it as the other's duplicate
+// would delete what was adopted. And the instance a live sandbox on this pool names
+// as its own is never deleted, even when the List labels it with another sandbox or
+// with none.
 func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store.Sandbox, t Timing) []Action {
 	var actions []Action
 	bySandbox := make(map[string][]adapters.Instance, len(instances))
+	listed := make(map[string]bool, len(instances))
 	for _, inst := range instances {
+		if listed[inst.Ref] {
+			continue
+		}
+		listed[inst.Ref] = true
 		bySandbox[inst.SandboxID] = append(bySandbox[inst.SandboxID], inst)
 	}
 	ids := make([]string, 0, len(bySandbox))
@@ -124,6 +135,35 @@ func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store
 			actions = append(actions, Action{Kind: Requeue, SandboxID: id, Reason: "provisioning timed out with no instance on the backend; requeued"})
 		case isLive(sb.State) && sb.BackendRef != "" && !seen[sb.BackendRef] && settled(sb, t):
 			actions = append(actions, Action{Kind: Lost, SandboxID: id, Ref: sb.BackendRef, Reason: "backend instance disappeared"})
+		}
+	}
+	return spareOwned(pool, actions, sandboxes)
+}
+
+// spareOwned drops the deletions of instances that a live sandbox on pool names as
+// its own.
+func spareOwned(pool string, actions []Action, sandboxes map[string]store.Sandbox) []Action {
+	var owned map[string]bool
+	for _, a := range actions {
+		if a.Kind != DeleteOrphan && a.Kind != DeleteDuplicate {
+			continue
+		}
+		if owned == nil {
+			owned = make(map[string]bool)
+			for _, sb := range sandboxes {
+				if sb.Pool == pool && sb.BackendRef != "" {
+					owned[sb.BackendRef] = true
+				}
+			}
+		}
+		if owned[a.Ref] {
+			kept := slices.DeleteFunc(actions, func(a Action) bool {
+				return (a.Kind == DeleteOrphan || a.Kind == DeleteDuplicate) && owned[a.Ref]
+			})
+			if len(kept) == 0 {
+				return nil
+			}
+			return kept
 		}
 	}
 	return actions

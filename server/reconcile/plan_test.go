@@ -130,6 +130,22 @@ func TestPlan(t *testing.T) {
 			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning), inst("r2", "s2", adapters.StateRunning)},
 			[]store.Sandbox{sb("s1", "p", store.StateTerminating, "r1", old), sb("s2", "p", store.StateQueued, "", old)},
 			nil},
+		{"an instance listed twice is adopted, not also deleted as its own duplicate",
+			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning), inst("r1", "s1", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateProvisioning, "", old)},
+			[]Action{{Kind: Adopt, SandboxID: "s1", Ref: "r1"}}},
+		{"a running sandbox's instance listed twice is left alone",
+			[]adapters.Instance{inst("r1", "s1", adapters.StateRunning), inst("r1", "s1", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateRunning, "r1", old)},
+			nil},
+		{"a live sandbox's own instance listed without its sandbox is not an orphan",
+			[]adapters.Instance{inst("r1", "", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateRunning, "r1", old)},
+			nil},
+		{"a live sandbox's own instance listed under another sandbox is not deleted",
+			[]adapters.Instance{inst("r1", "s2", adapters.StateRunning)},
+			[]store.Sandbox{sb("s1", "p", store.StateRunning, "r1", old), sb("s2", "p", store.StateRunning, "r2", old)},
+			[]Action{{Kind: Lost, SandboxID: "s2", Ref: "r2", Reason: "backend instance disappeared"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
