@@ -306,6 +306,9 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	inst, err := j.view.Adapter.Create(cctx, j.req)
 	cancel()
 	s.releaseSlot(pool)
+	if err == nil {
+		err = checkCreated(inst, j.sb.ID)
+	}
 	// The outcome is recorded even when ctx ended meanwhile (shutdown), so that work
 	// in flight is handed back rather than left in provisioning.
 	uctx := context.WithoutCancel(ctx)
@@ -336,6 +339,21 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 		s.pools.MarkUnhealthy(pool, err)
 		return s.retry(uctx, j.sb.ID, pool, reason)
 	}
+}
+
+// checkCreated refuses what a Create answered when it cannot be the instance asked
+// for: no reference (a running sandbox would name no instance, and the reconciler
+// would delete the real one as a duplicate) or another sandbox's. Either is a broken
+// backend, provider_unavailable: the Create is retried, keyed by the sandbox's ID,
+// so an instance the bad answer hid is found again.
+func checkCreated(inst adapters.Instance, id string) error {
+	switch {
+	case inst.Ref == "":
+		return api.Errorf(api.CodeProviderUnavailable, "Create answered without an instance reference")
+	case inst.SandboxID != "" && inst.SandboxID != id:
+		return api.Errorf(api.CodeProviderUnavailable, "Create answered with an instance of sandbox %s", inst.SandboxID)
+	}
+	return nil
 }
 
 func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Instance) (outcome, store.Sandbox) {

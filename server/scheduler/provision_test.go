@@ -449,3 +449,48 @@ func TestDefaultMaxStartingApplies(t *testing.T) {
 	e.provision(t)
 	wantState(t, e.get(t, sb.ID), store.StateRunning)
 }
+
+// blankCreate answers its first Creates without the instance's reference, after
+// making the instance.
+type blankCreate struct {
+	*fake.Adapter
+	blank     int
+	sandboxID string // answered instead of the request's, when set
+}
+
+func (b *blankCreate) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+	inst, err := b.Adapter.Create(ctx, req)
+	if err == nil && b.blank > 0 {
+		b.blank--
+		if b.sandboxID != "" {
+			inst.SandboxID = b.sandboxID
+		} else {
+			inst.Ref = ""
+		}
+	}
+	return inst, err
+}
+
+// A Create that answers with no instance reference, or with another sandbox's
+// instance, did not start the sandbox: it is retried like an outage, and the retry,
+// keyed by the sandbox's ID, finds the instance the bad answer hid.
+func TestProvisionRefusesAnAnswerWithoutItsInstance(t *testing.T) {
+	for _, other := range []string{"", "sbx_someone_else"} {
+		fk := fake.New(fake.Config{})
+		e := newEnv(t, Options{}, view("fake", &blankCreate{Adapter: fk, blank: 1, sandboxID: other}))
+		sb := e.create(t, store.Sandbox{})
+		e.provision(t)
+		got := e.get(t, sb.ID)
+		wantState(t, got, store.StateQueued)
+		if got.Attempts != 1 || got.BackendRef != "" || !strings.Contains(got.Reason, "Create answered") {
+			t.Fatalf("after the bad answer (%q): %+v", other, got)
+		}
+		e.clk.Advance(Backoff(1))
+		e.provision(t)
+		got = e.get(t, sb.ID)
+		wantState(t, got, store.StateRunning)
+		if inst, err := fk.Inspect(got.BackendRef); err != nil || inst.SandboxID != sb.ID || fk.Instances() != 1 {
+			t.Errorf("backendRef %q: %+v, %v; %d instances", got.BackendRef, inst, err, fk.Instances())
+		}
+	}
+}
