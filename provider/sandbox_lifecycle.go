@@ -61,6 +61,16 @@ func waitError(err error, timeout time.Duration, which string) string {
 	return apiError(err)
 }
 
+// execTimeout is the timeoutSeconds of an init command: what is left of ctx's
+// deadline, whole seconds, within what the API accepts.
+func execTimeout(ctx context.Context) int {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return api.MaxExecTimeoutSeconds
+	}
+	return min(max(int(time.Until(deadline)/time.Second), 1), api.MaxExecTimeoutSeconds)
+}
+
 // execFailure describes a failed init command with its exit code and the end of its
 // output.
 func execFailure(cmd string, res *api.ExecResult) string {

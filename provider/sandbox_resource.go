@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/client"
 )
 
@@ -68,15 +69,24 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	save(sb)
+	// The env is sensitive: none of its values may reach a diagnostic through a
+	// failed command's words or output.
+	redact := adapters.NewRedactor()
+	if body.Env != nil {
+		for _, v := range *body.Env {
+			redact.Add(v)
+		}
+	}
 	for i, cmd := range commands {
-		res, err := r.c.Exec(ctx, id, client.ExecRequest{Command: cmd})
+		// timeouts.create bounds the commands too, not the adapter's default.
+		res, err := r.c.Exec(ctx, id, client.ExecRequest{Command: cmd, TimeoutSeconds: execTimeout(ctx)})
 		if err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("init_commands[%d] could not run in sandbox %s", i, id), waitError(err, timeout, "create"))
 			return
 		}
 		if res.ExitCode != 0 || res.TimedOut {
 			resp.Diagnostics.AddAttributeError(path.Root("init_commands").AtListIndex(i),
-				fmt.Sprintf("init_commands[%d] failed in sandbox %s", i, id), execFailure(cmd, res))
+				fmt.Sprintf("init_commands[%d] failed in sandbox %s", i, id), redact.String(execFailure(cmd, res)))
 			return
 		}
 	}

@@ -191,9 +191,11 @@ func TestAccSandboxInitCommandFails(t *testing.T) {
 			Config: d.config(`
 resource "differently_sandbox" "bad" {
   placement     = { allowed_pools = ["devhost"] }
-  init_commands = ["echo fine", "echo broken-setup >&2; exit 3"]
+  env           = { TOKEN = "s3cr3t-tok-91" }
+  init_commands = ["echo fine", "echo broken-setup $TOKEN >&2; exit 3"]
 }`),
-			ExpectError: regexp.MustCompile(`(?s)init_commands\[1\] failed.*Exit code: 3.*broken-setup`),
+			// env is sensitive: a value the command printed is redacted.
+			ExpectError: regexp.MustCompile(`(?s)init_commands\[1\] failed.*Exit code: 3.*broken-setup \[redacted\]`),
 		}},
 	})
 }
