@@ -92,13 +92,20 @@ func (d *sandboxDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		resp.Diagnostics.AddError("Reading sandbox "+m.ID.ValueString(), apiError(err))
 		return
 	}
-	// The resource's conversion does the shared part.
+	// The resource's conversion does the shared part. Not the arguments a profile
+	// may have filled in: the resource keeps what its configuration said of them,
+	// the data source has no configuration and reports what the sandbox has.
 	var rm sandboxModel
 	rm.fromAPI(ctx, sb, &resp.Diagnostics)
 	m.Org, m.Project, m.Pool, m.Region, m.BackendRef = rm.Org, rm.Project, rm.Pool, rm.Region, rm.BackendRef
 	m.State = types.StringValue(string(sb.State))
-	m.Template, m.Capabilities, m.Resources, m.Labels = rm.Template, rm.Capabilities, rm.Resources, rm.Labels
-	m.TTLSeconds, m.FromSnapshot = rm.TTLSeconds, rm.FromSnapshot
+	m.Resources, m.Labels, m.FromSnapshot = rm.Resources, rm.Labels, rm.FromSnapshot
+	m.Template = optString(types.StringNull(), sb.Template)
+	m.Capabilities = stringSet(types.SetNull(types.StringType), sb.Capabilities)
+	m.TTLSeconds = types.Int64Null()
+	if ttl := deref(sb.TtlSeconds); ttl > 0 {
+		m.TTLSeconds = types.Int64Value(ttl)
+	}
 	m.Reason = optString(types.StringNull(), sb.Reason)
 	m.ExpiresAt = types.StringNull()
 	if sb.ExpiresAt != nil {

@@ -189,6 +189,22 @@ data "differently_trust_report" "t" {}
 
 data "differently_sandbox" "s" {
   id = differently_sandbox.s.id
+}
+
+resource "differently_profile" "p" {
+  name         = "ds-profile"
+  capabilities = ["exec", "files"]
+  template     = "ubuntu"
+  ttl_seconds  = 3600
+}
+
+resource "differently_sandbox" "from_profile" {
+  profile   = differently_profile.p.name
+  placement = { allowed_pools = ["fake"] }
+}
+
+data "differently_sandbox" "from_profile" {
+  id = differently_sandbox.from_profile.id
 }`),
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr("data.differently_pool.devhost", "adapter", "devhost"),
@@ -204,6 +220,10 @@ data "differently_sandbox" "s" {
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "state", "running"),
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "pool", "fake"),
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "labels.purpose", "data-source-test"),
+				// What the profile filled in is what the sandbox has.
+				resource.TestCheckResourceAttr("data.differently_sandbox.from_profile", "template", "ubuntu"),
+				resource.TestCheckResourceAttr("data.differently_sandbox.from_profile", "ttl_seconds", "3600"),
+				resource.TestCheckTypeSetElemAttr("data.differently_sandbox.from_profile", "capabilities.*", "files"),
 			),
 		}},
 	})
