@@ -448,6 +448,19 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 		}
 		r.opts.Logger.Info("reconcile deleted instance", "sandbox", a.SandboxID, "pool", v.Pool.Name, "ref", a.Ref, "action", a.Kind, "why", a.Reason)
 		return true, nil
+	case Lost:
+		// A List that missed an instance (a backend paging while sandboxes come and
+		// go) must not cost its sandbox: the loss stands only when the backend, asked
+		// for the instance itself, does not have it.
+		callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+		_, err := v.Adapter.Get(callCtx, a.Ref)
+		cancel()
+		switch {
+		case err == nil:
+			return false, fmt.Errorf("the pool's List did not report instance %s, which the backend still has: the sandbox is left as it is", a.Ref)
+		case !api.IsCode(err, api.CodeNotFound):
+			return false, fmt.Errorf("confirm the loss of instance %s: %w", a.Ref, err)
+		}
 	}
 	now := r.clk.Now()
 	_, err := r.st.UpdateSandbox(ctx, a.SandboxID, now, func(sb *store.Sandbox) error {

@@ -255,3 +255,58 @@ func TestGraceCountsFromThePoolsList(t *testing.T) {
 		}
 	}
 }
+
+// missingFromList lists every instance but one, which Get still finds.
+type missingFromList struct {
+	*fake.Adapter
+	hide string
+}
+
+func (m missingFromList) List(ctx context.Context, inst string) ([]adapters.Instance, error) {
+	all, err := m.Adapter.List(ctx, inst)
+	return slices.DeleteFunc(all, func(i adapters.Instance) bool { return i.Ref == m.hide }), err
+}
+
+// A sandbox whose instance the List left out but the backend still has is not
+// failed: the loss is confirmed with Get first. One whose instance is really gone is.
+func TestLostIsConfirmedByGet(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	fk := fake.New(fake.Config{})
+	refs := map[string]string{}
+	for _, id := range []string{"sbx_hidden", "sbx_gone"} {
+		inst, err := fk.Create(ctx, adapters.CreateRequest{ID: id, Installation: installation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[id] = inst.Ref
+		if _, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{ID: id, Org: "o", Project: "p",
+			State: store.StateRunning, Pool: "a", BackendRef: inst.Ref}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fk.Delete(ctx, refs["sbx_gone"]); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	views := fixedPools{{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: missingFromList{Adapter: fk, hide: refs["sbx_hidden"]}, Healthy: true}}
+	rep, err := reconcile.New(st, views, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"}).Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hidden, _ := st.GetSandbox(ctx, "sbx_hidden"); hidden.State != store.StateRunning {
+		t.Errorf("a sandbox the List missed is %s (%q)", hidden.State, hidden.Reason)
+	}
+	if gone, _ := st.GetSandbox(ctx, "sbx_gone"); gone.State != store.StateFailed {
+		t.Errorf("a sandbox whose instance is gone is %s", gone.State)
+	}
+	if len(rep.Pools) != 1 || !slices.Equal(rep.Pools[0].Lost, []string{"sbx_gone"}) || len(rep.Pools[0].Errors) != 1 ||
+		!strings.Contains(rep.Pools[0].Errors[0], "still has") {
+		t.Errorf("report %+v", rep.Pools)
+	}
+}
