@@ -189,6 +189,7 @@ type sandbox struct {
 type listResponse struct {
 	Items      []sandbox `json:"items"`
 	Pagination struct {
+		TotalItems  int  `json:"totalItems"`
 		HasNextPage bool `json:"hasNextPage"`
 	} `json:"pagination"`
 }
@@ -270,29 +271,57 @@ func (a *Adapter) List(ctx context.Context, installation string) ([]adapters.Ins
 	return out, nil
 }
 
+// listAttempts is how many times listByMetadata pages through a listing that
+// changes under it before it gives up.
+const listAttempts = 3
+
 // listByMetadata pages through the sandboxes whose metadata has key=value, skipping
 // deleted ones. The filter is checked again here, so a server that ignores it
 // cannot hand us another installation's sandboxes.
+//
+// Pages are numbered, so a sandbox created or deleted between two requests shifts
+// the ones after it across a page boundary, and one can go unseen: a partial list,
+// which the contract forbids. A listing whose totalItems changed from one page to
+// the next, or whose pages did not add up to it, is read again from the start; one
+// that never holds still fails.
 func (a *Adapter) listByMetadata(ctx context.Context, key, value string) ([]sandbox, error) {
+	for range listAttempts {
+		out, whole, err := a.listOnce(ctx, key, value)
+		if err != nil || whole {
+			return out, err
+		}
+	}
+	return nil, adapters.Unavailable("opensandbox: the list of sandboxes changed while it was read, %d times in a row", listAttempts)
+}
+
+// listOnce reads every page once; whole is false when the listing changed meanwhile.
+func (a *Adapter) listOnce(ctx context.Context, key, value string) (out []sandbox, whole bool, err error) {
 	// The metadata parameter is itself a query string, encoded once more as a value.
 	filter := url.QueryEscape(key) + "=" + url.QueryEscape(value)
-	var out []sandbox
+	total, seen := -1, 0
+	ids := map[string]bool{}
 	for page := 1; ; page++ {
 		if page > maxListPages {
-			return nil, adapters.Unavailable("opensandbox: list did not end after %d pages", maxListPages)
+			return nil, false, adapters.Unavailable("opensandbox: list did not end after %d pages", maxListPages)
 		}
 		q := url.Values{"metadata": {filter}, "page": {fmt.Sprint(page)}, "pageSize": {fmt.Sprint(a.pageSize)}}
 		var resp listResponse
 		if err := a.api.JSON(ctx, http.MethodGet, "/sandboxes", q, nil, &resp); err != nil {
-			return nil, fmt.Errorf("list page %d: %w", page, err)
+			return nil, false, fmt.Errorf("list page %d: %w", page, err)
 		}
+		if total >= 0 && resp.Pagination.TotalItems != total {
+			return nil, false, nil
+		}
+		total = resp.Pagination.TotalItems
+		seen += len(resp.Items)
 		for _, sb := range resp.Items {
-			if sb.ID != "" && sb.Metadata[key] == value && !gone(sb.Status.State) {
+			if sb.ID != "" && !ids[sb.ID] && sb.Metadata[key] == value && !gone(sb.Status.State) {
+				ids[sb.ID] = true
 				out = append(out, sb)
 			}
 		}
 		if !resp.Pagination.HasNextPage {
-			return out, nil
+			return out, seen == total, nil
 		}
 	}
 }
