@@ -97,6 +97,11 @@ func (c *Client) List(ctx context.Context, installation string) ([]adapters.Inst
 	if err := c.call(ctx, http.MethodGet, "/instances", url.Values{"installation": {installation}}, nil, &out); err != nil {
 		return nil, err
 	}
+	if out == nil {
+		// null is not the empty list: taken for one, it would fail every sandbox of
+		// the pool as lost.
+		return nil, adapters.Unavailable("remote adapter answered List with null instead of a list of instances")
+	}
 	for i := range out {
 		out[i].Message = c.redact.String(out[i].Message)
 	}

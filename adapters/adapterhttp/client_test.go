@@ -205,3 +205,22 @@ func TestEmptyArgumentsAreRefusedLocally(t *testing.T) {
 	wantCode(t, err, api.CodeInvalidRequest)
 	wantCode(t, c.DeleteSnapshot(ctx, ""), api.CodeInvalidRequest)
 }
+
+// A List answered with null is refused; an empty list is a list.
+func TestListNullIsNotEmpty(t *testing.T) {
+	for body, wantErr := range map[string]bool{"null": true, "[]": false} {
+		c := rawServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, body)
+		})
+		got, err := c.List(t.Context(), "inst")
+		if wantErr {
+			wantCode(t, err, api.CodeProviderUnavailable)
+			continue
+		}
+		if err != nil || got == nil || len(got) != 0 {
+			t.Fatalf("List of []: %v, %v", got, err)
+		}
+	}
+}
