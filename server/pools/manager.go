@@ -272,6 +272,7 @@ func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 	a, err := m.reg.Build(ctx, p, m.opts.Getenv)
 	if err != nil {
 		e.view.LastError = message(err)
+		e.view.KindMissing = !m.reg.Has(p.Adapter)
 		e.view.LastProbeAt = m.clk.Now()
 		return e
 	}

@@ -174,6 +174,11 @@ func TestUnknownKindIsListedUnhealthy(t *testing.T) {
 		if v.Supports(adapters.FeatureExec) {
 			t.Errorf("%s: a pool without an adapter supports exec", name)
 		}
+		// Only a kind this build lacks is missing for good; a dev-only kind outside
+		// dev mode is a configuration to change.
+		if v.KindMissing != (name == "os") {
+			t.Errorf("%s: KindMissing %v", name, v.KindMissing)
+		}
 	}
 }
 

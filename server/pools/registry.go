@@ -101,6 +101,14 @@ func (r *Registry) Kinds() []string {
 // Dev reports whether the registry builds dev-only kinds.
 func (r *Registry) Dev() bool { return r.dev }
 
+// Has reports whether this build has an adapter of kind.
+func (r *Registry) Has(kind string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.kinds[kind]
+	return ok
+}
+
 // Build resolves the pool's credentials through getenv (os.Getenv when nil) and calls
 // its kind's factory. Errors never contain the secret: a factory error quoting it has
 // it replaced.

@@ -17,7 +17,11 @@ type View struct {
 	// build lacks, a bad config, a missing credential). Healthy is then false and
 	// LastError says why; the pool's sandboxes can still be terminated in the store.
 	Adapter adapters.ExecutionAdapter
-	Info    adapters.Info
+	// KindMissing is set, with a nil Adapter, when this build has no adapter of the
+	// pool's kind at all: unlike a bad config or a missing credential, nothing short
+	// of another build makes the pool's instances reachable again.
+	KindMissing bool
+	Info        adapters.Info
 	// Capabilities as declared, with Features already passed through
 	// adapters.EffectiveFeatures.
 	Capabilities adapters.Capabilities

@@ -51,6 +51,17 @@ func (p *testPools) View(name string) (pools.View, bool) {
 	return pools.View{}, false
 }
 
+// set replaces the view of v's pool.
+func (p *testPools) set(v pools.View) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.views {
+		if p.views[i].Pool.Name == v.Pool.Name {
+			p.views[i] = v
+		}
+	}
+}
+
 func (p *testPools) MarkUnhealthy(name string, _ error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -103,9 +103,17 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 		// replica has not loaded it yet: try again later rather than leak the instance.
 		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is not loaded on this replica", sb.Pool))
 	}
-	if view.Adapter == nil {
-		log.Warn("terminating without deleting the instance: the pool has no adapter", "reason", view.LastError)
+	switch {
+	case view.Adapter == nil && view.KindMissing:
+		// No build of this daemon can reach the instance again (E0.22): retrying
+		// would keep the sandbox terminating for ever.
+		log.Warn("terminating without deleting the instance: this build has no adapter of the pool's kind", "reason", view.LastError)
 		return s.markTerminated(ctx, sb, ReasonAdapterUnavailable, termAdapterUnavailable)
+	case view.Adapter == nil:
+		// A config or credential this replica cannot use now (perhaps only this
+		// replica): the instance is still there, and it is deleted once the pool
+		// builds again, here or on another replica.
+		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s has no adapter: %s", sb.Pool, view.LastError))
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
 	err := view.Adapter.Delete(dctx, sb.BackendRef)

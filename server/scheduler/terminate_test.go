@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,7 +108,8 @@ func TestTerminateWithoutInstance(t *testing.T) {
 }
 
 func TestTerminatePoolWithoutAdapter(t *testing.T) {
-	gone := pools.View{Pool: store.Pool{Name: "gone", Adapter: "nosuchkind"}, LastError: `adapter kind "nosuchkind" is not in this build`}
+	gone := pools.View{Pool: store.Pool{Name: "gone", Adapter: "nosuchkind"}, KindMissing: true,
+		LastError: `adapter kind "nosuchkind" is not in this build`}
 	e := newEnv(t, Options{}, gone)
 	sb := e.create(t, store.Sandbox{})
 	e.set(t, sb.ID, func(sb *store.Sandbox) {
@@ -178,5 +180,38 @@ func TestExpireThenTerminate(t *testing.T) {
 	wantState(t, got, store.StateTerminated)
 	if got.Reason != ReasonTTLExpired || fk.Instances() != 2 {
 		t.Errorf("reason %q, instances %d", got.Reason, fk.Instances())
+	}
+}
+
+// A pool whose adapter this replica cannot build for now (a credential variable
+// unset here, a bad config) keeps its sandboxes terminating: the instance still
+// exists, and it is deleted once the pool builds again.
+func TestTerminatePoolWithBrokenAdapterRetries(t *testing.T) {
+	fk := fake.New(fake.Config{})
+	v := view("p", fk)
+	broken := v
+	broken.Adapter, broken.Healthy, broken.LastError = nil, false, "credentials variable P_KEY is not set or empty"
+	e := newEnv(t, Options{}, broken)
+	inst, err := fk.Create(t.Context(), adapters.CreateRequest{ID: "sbx_x", Installation: installation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := e.create(t, store.Sandbox{})
+	e.set(t, sb.ID, func(sb *store.Sandbox) {
+		sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "p", inst.Ref
+	})
+	e.terminate(t)
+	got := e.get(t, sb.ID)
+	wantState(t, got, store.StateTerminating)
+	if !strings.Contains(got.Reason, "P_KEY") {
+		t.Errorf("reason %q", got.Reason)
+	}
+	e.pools.set(v) // the variable is set again
+	e.clk.Advance(time.Minute)
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("after the pool builds again: %+v", r)
+	}
+	if fk.Instances() != 0 {
+		t.Errorf("%d instances left", fk.Instances())
 	}
 }
