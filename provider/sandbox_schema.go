@@ -143,7 +143,7 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"ttl_seconds": schema.Int64Attribute{
 				MarkdownDescription: "Lifetime in seconds from when the sandbox starts running; a change counts from " +
 					"the time of the update. Left out or 0, the sandbox does not expire (with a `profile`, left out means the " +
-					"profile's TTL, else the daemon's default TTL). Once expired it is removed " +
+					"profile's TTL, where 0 is no expiry too). Once expired it is removed " +
 					"from the state on the next refresh.",
 				Optional:   true,
 				Validators: []validator.Int64{atLeast(0)},

@@ -156,8 +156,10 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		}
 		snapshotPool = sn.Pool
 	}
-	// Without a TTL from the request or its profile, the policy's default applies.
-	out, created, started, err := s.queueSandbox(ctx, sb, snapshotPool, body.TtlSeconds == nil && sb.TTLSeconds == 0)
+	// Without a TTL from the request or its profile, the policy's default applies. A
+	// profile always has one: its 0 means no expiry, as the API document says.
+	defaultTTL := body.TtlSeconds == nil && deref(body.Profile) == ""
+	out, created, started, err := s.queueSandbox(ctx, sb, snapshotPool, defaultTTL)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -243,6 +243,16 @@ func TestProfiles(t *testing.T) {
 			t.Fatalf("request over profile: %+v", sb)
 		}
 		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"profile": "nope"}).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+		// A profile's ttlSeconds 0 is no expiry, as the API document has it, not a
+		// gap for the policy's default to fill; without a profile the default applies.
+		var forever, plain httpapi.Sandbox
+		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"profile": "min", "placement": map[string]any{"allowedPools": []string{"fake"}}}).
+			want(t, http.StatusAccepted).decode(t, &forever)
+		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{"fake"}}}).
+			want(t, http.StatusAccepted).decode(t, &plain)
+		if forever.TtlSeconds != nil || plain.TtlSeconds == nil || *plain.TtlSeconds != httpapi.DefaultTTLSeconds {
+			t.Fatalf("ttl from a profile of 0: %v; without a profile: %v", forever.TtlSeconds, plain.TtlSeconds)
+		}
 
 		// Delete; sandboxes keep what the profile gave them.
 		e.do(e.admin, "DELETE", "/v1/admin/profiles/ci", nil).want(t, http.StatusNoContent)
