@@ -70,6 +70,13 @@ func Place(req Request, views []pools.View, policy store.Policy, active map[stri
 	capabilitiesOnly := false
 	for _, v := range views {
 		static := staticRejections(req, v, policy)
+		if r, ok := unknownYet(v, static); ok {
+			// Refused only for what the pool's adapter would tell, which it has not
+			// told yet: the sandbox waits for it rather than fail.
+			d.Rejected[v.Pool.Name] = r.reason
+			waiting = append(waiting, v)
+			continue
+		}
 		if len(static) > 0 {
 			d.Rejected[v.Pool.Name] = static[0].reason
 			if len(static) == 1 && static[0].filter == fCapabilities {
@@ -165,6 +172,35 @@ func staticRejections(req Request, v pools.View, policy store.Policy) []rejectio
 		add(fRegions, "not in regions %s", strings.Join(regions, ", "))
 	}
 	return out
+}
+
+// unknownYet reports whether a pool failed static filters only because its adapter
+// is not there to say what it offers: built but not yet probed, or not built for a
+// reason that may pass (a credential variable unset, a config being fixed; a kind
+// this build lacks does not). Then the failures are not the pool's answer, and the
+// pool counts as waiting. Filters on the pool's definition (scope, trust, regions)
+// still refuse.
+func unknownYet(v pools.View, static []rejection) (rejection, bool) {
+	var reason string
+	switch {
+	case v.Adapter == nil && !v.KindMissing:
+		reason = "adapter not available yet"
+	case v.Adapter != nil && v.AwaitingProbe:
+		reason = "not probed yet"
+	default:
+		return rejection{}, false
+	}
+	if len(static) == 0 {
+		return rejection{}, false
+	}
+	for _, r := range static {
+		switch r.filter {
+		case fAdapter, fCapabilities, fTemplate, fLimits:
+		default:
+			return rejection{}, false
+		}
+	}
+	return rejection{fHealth, reason}, true
 }
 
 func transientRejection(req Request, v pools.View, active int) (rejection, bool) {

@@ -53,6 +53,13 @@ func noAdapter(msg string) func(*pools.View) {
 	return func(v *pools.View) { v.Adapter, v.Healthy, v.LastError = nil, false, msg }
 }
 
+func kindMissing(v *pools.View) { v.KindMissing = true }
+
+// awaitingProbe is a pool just built: no capabilities known yet, not yet healthy.
+func awaitingProbe(v *pools.View) {
+	v.AwaitingProbe, v.Healthy, v.Capabilities = true, false, adapters.Capabilities{}
+}
+
 func maxConcurrency(n int) func(*pools.View) {
 	return func(v *pools.View) { v.Pool.MaxConcurrency = n }
 }
@@ -313,11 +320,34 @@ func TestPlaceWaitOrFail(t *testing.T) {
 			reason: "pool a: missing capabilities: gpu; pool b: not in allowedPools",
 		},
 		{
-			name:   "a missing adapter is not a capability problem",
+			name:   "a kind this build lacks is not a capability problem",
 			req:    Request{Capabilities: gpu},
-			views:  []pools.View{pool("a", noAdapter("kind x is not built in"))},
+			views:  []pools.View{pool("a", noAdapter("kind x is not built in"), kindMissing)},
 			code:   api.CodeInvalidRequest,
 			reason: "pool a: adapter not available",
+		},
+		{
+			// A credential unset, a config being fixed: what the pool offers is not
+			// known, and the sandbox waits for the adapter rather than fail.
+			name:   "an adapter not built for now: wait",
+			req:    Request{Capabilities: gpu},
+			views:  []pools.View{pool("a", noAdapter("credentials variable K is not set or empty"))},
+			wait:   true,
+			reason: "waiting for capacity: pool a: adapter not available yet",
+		},
+		{
+			name:   "a pool not probed yet: wait, whatever it may offer",
+			req:    Request{Capabilities: gpu, Template: "ubuntu"},
+			views:  []pools.View{pool("a", awaitingProbe)},
+			wait:   true,
+			reason: "waiting for capacity: pool a: not probed yet",
+		},
+		{
+			name:   "a pool not probed yet still refuses what its definition does",
+			req:    Request{Placement: store.Placement{AllowedPools: []string{"b"}}},
+			views:  []pools.View{pool("a", awaitingProbe), pool("b", kindMissing, noAdapter("gone"))},
+			code:   api.CodeInvalidRequest,
+			reason: "pool a: not in allowedPools; pool b: adapter not available",
 		},
 		{
 			name:   "external pool refused by policy",

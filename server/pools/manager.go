@@ -282,6 +282,7 @@ func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 	e.view.Adapter = a
 	e.view.Info = a.Info()
 	e.view.Trust = effectiveTrust(p, e.view.Info)
+	e.view.AwaitingProbe = true
 	return e
 }
 
@@ -374,6 +375,7 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	// "unsupported" instead of "unavailable".
 	if r.capsErr == nil {
 		v.Capabilities = r.caps
+		v.AwaitingProbe = false
 	}
 	if r.capErr == nil {
 		v.Capacity = r.capacity

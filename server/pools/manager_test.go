@@ -182,6 +182,23 @@ func TestUnknownKindIsListedUnhealthy(t *testing.T) {
 	}
 }
 
+// A pool loaded but not yet probed says so, and stops saying it once its adapter
+// has answered Capabilities: placement waits for it meanwhile.
+func TestAwaitingProbeUntilCapabilitiesAnswer(t *testing.T) {
+	e := newEnv(t, DefaultRegistry(true), nil)
+	e.create(t, store.Pool{Name: "fk", Adapter: "fake"})
+	if err := e.m.Load(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.view(t, "fk"); !v.AwaitingProbe || v.Adapter == nil {
+		t.Fatalf("loaded: awaiting %v, adapter %v", v.AwaitingProbe, v.Adapter)
+	}
+	e.refresh(t)
+	if v := e.view(t, "fk"); v.AwaitingProbe || len(v.Capabilities.Features) == 0 {
+		t.Fatalf("probed: awaiting %v, features %v", v.AwaitingProbe, v.Capabilities.Features)
+	}
+}
+
 func TestHealthFailureAndRecovery(t *testing.T) {
 	h := &handles{cfg: fake.Config{HealthError: true}}
 	reg := NewRegistry(false)

@@ -25,6 +25,9 @@ type View struct {
 	// Capabilities as declared, with Features already passed through
 	// adapters.EffectiveFeatures.
 	Capabilities adapters.Capabilities
+	// AwaitingProbe is set while a built adapter has not yet answered Capabilities:
+	// what the pool offers is not known, which is no reason to refuse it work.
+	AwaitingProbe bool
 	Capacity     adapters.Capacity
 	// Trust is the effective trust: the operator's pool setting, never the adapter's claim.
 	Trust       api.Trust
