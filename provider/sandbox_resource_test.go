@@ -228,3 +228,50 @@ resource "differently_sandbox" "p" {
 		},
 	})
 }
+
+// A sandbox imported into a configuration that names its env and init_commands,
+// which the daemon never returns, is not replaced at the first plan: the configured
+// values are recorded in place, and the plan after that is empty.
+func TestAccSandboxImportIsNotReplaced(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.imported"
+	env := map[string]string{"GREETING": "hello"}
+	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
+		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
+		Env:        &env,
+		TtlSeconds: ptr(int64(0)),
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An import as the first step needs the provider's source said: the testing
+	// framework's default namespace is not applied to it.
+	cfg := d.config(`
+terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+
+resource "differently_sandbox" "imported" {
+  placement     = { allowed_pools = ["fake"] }
+  env           = { GREETING = "hello" }
+  init_commands = ["true"]
+}`)
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{Config: cfg, ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "id", sb.Id),
+					resource.TestCheckResourceAttr(addr, "init_commands.0", "true"),
+				),
+			},
+		},
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
@@ -129,11 +130,15 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"env": schema.MapAttribute{
 				MarkdownDescription: "Environment variables of the sandbox. Write-only on the daemon (never read back), " +
-					"so a change made outside Terraform cannot be seen; changing it replaces the sandbox.",
-				Optional:      true,
-				Sensitive:     true,
-				ElementType:   types.StringType,
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+					"so a change made outside Terraform cannot be seen; changing it replaces the sandbox. After an import the " +
+					"first plan records the configured value in place, since the daemon cannot say what it was.",
+				Optional:    true,
+				Sensitive:   true,
+				ElementType: types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
+					func(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !knownOnlyByImport(ctx, req.StateValue.IsNull(), req.Private, &resp.Diagnostics)
+					}, replaceUnlessImported, replaceUnlessImported)},
 			},
 			"labels": schema.MapAttribute{
 				MarkdownDescription: "Labels, changed in place. Keys starting with `differently.dev/` are reserved.",
@@ -173,10 +178,14 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"init_commands": schema.ListAttribute{
 				MarkdownDescription: "Shell commands (`/bin/sh -c`) run once, in order, when the sandbox first runs. " +
 					"A non-zero exit fails the create with the command's output; the sandbox is then tainted and " +
-					"replaced by the next apply. Changing the list replaces the sandbox.",
-				Optional:      true,
-				ElementType:   types.StringType,
-				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+					"replaced by the next apply. Changing the list replaces the sandbox; after an import the first plan " +
+					"records the configured list in place, without running it.",
+				Optional:    true,
+				ElementType: types.StringType,
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(
+					func(ctx context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !knownOnlyByImport(ctx, req.StateValue.IsNull(), req.Private, &resp.Diagnostics)
+					}, replaceUnlessImported, replaceUnlessImported)},
 			},
 			"state": schema.StringAttribute{
 				MarkdownDescription: "Desired state: `running` (the default), `stopped` or `paused`, changed in place. " +
@@ -209,4 +218,30 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"timeouts": timeoutsAttribute(),
 		},
 	}
+}
+
+// importedKey marks, in a sandbox's private state, one that was imported: its env
+// and init_commands, which the daemon never returns, are not in its state.
+const importedKey = "imported"
+
+const replaceUnlessImported = "Changing it replaces the sandbox, except the first time after an import, when the " +
+	"state cannot know the value the sandbox was created with: the configured one is then recorded as it is."
+
+// knownOnlyByImport reports whether a write-only value's state is null because the
+// sandbox was imported rather than created with nothing: a configured value is then
+// taken as the one the sandbox has, with no replacement. (Terraform cannot tell
+// otherwise; replacing an imported long-lived sandbox at its first plan would be
+// worse than trusting the configuration.)
+func knownOnlyByImport(ctx context.Context, stateNull bool, private privateGetter, diags *diag.Diagnostics) bool {
+	if !stateNull || private == nil {
+		return false
+	}
+	v, d := private.GetKey(ctx, importedKey)
+	diags.Append(d...)
+	return len(v) > 0
+}
+
+// privateGetter is the part of the framework's private state a plan modifier reads.
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
 }
