@@ -73,6 +73,7 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				MarkdownDescription: "Unique name: 1 to 63 lowercase letters, digits and dashes. Changing it replaces the pool.",
 				Required:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{nameValidator{}},
 			},
 			"adapter": schema.StringAttribute{
 				MarkdownDescription: "Adapter kind, such as `opensandbox`, `daytona`, `freestyle`, `remote`, or in " +
@@ -117,10 +118,12 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 					"cpu_hour": schema.Float64Attribute{
 						MarkdownDescription: "Price of one vCPU for one hour. Defaults to 0.",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
+						Validators: []validator.Float64{nonNegativeFloat{}},
 					},
 					"memory_gib_hour": schema.Float64Attribute{
 						MarkdownDescription: "Price of one GiB of memory for one hour. Defaults to 0.",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
+						Validators: []validator.Float64{nonNegativeFloat{}},
 					},
 				},
 			},
@@ -130,8 +133,10 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			},
 			"credentials_env": schema.StringAttribute{
 				MarkdownDescription: "Name of the environment variable that holds the adapter's secret on every " +
-					"daemon replica. The secret itself never passes through Terraform.",
-				Optional: true,
+					"daemon replica. The secret itself never passes through Terraform. The daemon's own variables " +
+					"(`DIFFERENTLY_*`) are refused.",
+				Optional:   true,
+				Validators: []validator.String{credentialsEnvValidator{}},
 			},
 			"features": schema.SetAttribute{
 				MarkdownDescription: "Features the operator declares for the pool (for example `lifecycle.stop-start`, " +

@@ -72,6 +72,7 @@ func (r *profileResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"with a letter or digit. Changing it replaces the profile.",
 				Required:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{nameValidator{}},
 			},
 			"capabilities": schema.SetAttribute{
 				MarkdownDescription: "Features added to every sandbox created from the profile, such as `exec` or " +

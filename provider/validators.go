@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -72,5 +74,74 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 	if err != nil || d <= 0 {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
 			fmt.Sprintf("%q is not a positive duration such as \"30s\", \"10m\" or \"1h\".", req.ConfigValue.ValueString()))
+	}
+}
+
+// namePattern is the daemon's rule for pool and profile names.
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// nameValidator checks a pool or profile name at plan time, as the daemon would at
+// apply time.
+type nameValidator struct{}
+
+func (nameValidator) Description(context.Context) string {
+	return "value must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit"
+}
+
+func (v nameValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (nameValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if !namePattern.MatchString(req.ConfigValue.ValueString()) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name", fmt.Sprintf("%q is not 1 to 63 lowercase "+
+			"letters, digits and dashes starting and ending with a letter or digit.", req.ConfigValue.ValueString()))
+	}
+}
+
+// envNamePattern is what a credentials variable may be called.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// credentialsEnvValidator checks a pool's credentials_env as the daemon does: a
+// variable name, and not one of the daemon's own (DIFFERENTLY_*).
+type credentialsEnvValidator struct{}
+
+func (credentialsEnvValidator) Description(context.Context) string {
+	return "value must be an environment variable name, not one of the daemon's own (DIFFERENTLY_*)"
+}
+
+func (v credentialsEnvValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (credentialsEnvValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	switch name := req.ConfigValue.ValueString(); {
+	case !envNamePattern.MatchString(name):
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid variable name",
+			fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit).", name))
+	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"):
+		resp.Diagnostics.AddAttributeError(req.Path, "Variable of the daemon's own",
+			fmt.Sprintf("%q is one of the daemon's own variables (DIFFERENTLY_*), which are never sent to a pool; "+
+				"give the pool's credential a variable of its own.", name))
+	}
+}
+
+// nonNegativeFloat refuses a number below zero.
+type nonNegativeFloat struct{}
+
+func (nonNegativeFloat) Description(context.Context) string { return "value must not be negative" }
+
+func (v nonNegativeFloat) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (nonNegativeFloat) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if f := req.ConfigValue.ValueFloat64(); f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid value", fmt.Sprintf("%v is not a finite number of 0 or more.", f))
 	}
 }
