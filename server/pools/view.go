@@ -28,7 +28,7 @@ type View struct {
 	// AwaitingProbe is set while a built adapter has not yet answered Capabilities:
 	// what the pool offers is not known, which is no reason to refuse it work.
 	AwaitingProbe bool
-	Capacity     adapters.Capacity
+	Capacity      adapters.Capacity
 	// Trust is the effective trust: the operator's pool setting, never the adapter's claim.
 	Trust       api.Trust
 	Healthy     bool
