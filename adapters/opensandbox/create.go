@@ -229,8 +229,9 @@ func (a *Adapter) waitRunning(ctx context.Context, ref string) (adapters.Instanc
 
 // RenewTTL moves OpenSandbox's own expiry to ttlSeconds from now. OpenSandbox only
 // moves an expiry later, so a shorter TTL leaves the later backstop in place (the
-// control plane enforces its own TTL), and 0 cannot remove an expiry once set: it
-// pushes it out by a day instead.
+// control plane enforces its own TTL). 0 cannot remove an expiry once set, and
+// moving it out by some amount would only have OpenSandbox delete a sandbox its
+// owner was told does not expire: it is refused, and nothing changes.
 func (a *Adapter) RenewTTL(ctx context.Context, ref string, ttlSeconds int64) error {
 	if ttlSeconds < 0 {
 		return adapters.InvalidRequest("ttlSeconds must not be negative")
@@ -243,7 +244,9 @@ func (a *Adapter) RenewTTL(ctx context.Context, ref string, ttlSeconds int64) er
 		return nil // created without a timeout: nothing expires it
 	}
 	if ttlSeconds == 0 {
-		ttlSeconds = 24 * 3600
+		return (&api.Error{Code: api.CodeUnsupportedOperation, Message: "opensandbox: a sandbox created with a TTL " +
+			"keeps an expiry on the backend, which OpenSandbox can move later but not remove; set a longer ttlSeconds instead"}).
+			WithDetail("operation", "ttl.remove")
 	}
 	want := a.now().UTC().Add(time.Duration(max(ttlSeconds, minTimeoutSeconds)) * time.Second).Truncate(time.Second)
 	if cur, err := time.Parse(time.RFC3339Nano, sb.ExpiresAt); err == nil && !want.After(cur) {

@@ -287,6 +287,10 @@ func TestRenewTTL(t *testing.T) {
 	if err := a.RenewTTL(t.Context(), "osb-9999", 60); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("renew of a missing sandbox: %v", err)
 	}
+	// No expiry at all cannot be had once there is one: refused, the backstop kept.
+	if err := a.RenewTTL(t.Context(), inst.Ref, 0); !api.IsCode(err, api.CodeUnsupportedOperation) || !srv.ExpiresAt(inst.Ref).Equal(after) {
+		t.Fatalf("renew to no expiry: %v, expiry %v", err, srv.ExpiresAt(inst.Ref))
+	}
 }
 
 func TestCapabilitiesFollowConfig(t *testing.T) {
