@@ -113,6 +113,10 @@ func (a *Adapter) DeleteSnapshot(_ context.Context, snapshotRef string) error {
 // modes and modification times, and symlinks as symlinks (never followed). FIFOs,
 // sockets and devices are skipped: they carry no data, and opening a FIFO could
 // block. It returns the bytes of regular file content copied.
+//
+// The tree is a live sandbox's: what vanishes between being listed and being read
+// (a file its command deleted, WriteFile's temporary file renamed into place) is
+// left out, as a snapshot taken a moment later would have it.
 func copyTree(src, dst string) (int64, error) {
 	type dirAttr struct {
 		path  string
@@ -123,7 +127,7 @@ func copyTree(src, dst string) (int64, error) {
 	var size int64
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return vanished(p, src, err)
 		}
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
@@ -132,7 +136,7 @@ func copyTree(src, dst string) (int64, error) {
 		target := filepath.Join(dst, rel)
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return vanished(p, src, err)
 		}
 		switch {
 		case d.IsDir():
@@ -145,7 +149,7 @@ func copyTree(src, dst string) (int64, error) {
 		case d.Type()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
-				return err
+				return vanished(p, src, err)
 			}
 			return os.Symlink(link, target)
 		case d.Type().IsRegular():
@@ -170,10 +174,21 @@ func copyTree(src, dst string) (int64, error) {
 	return size, nil
 }
 
+// vanished is nil for an entry below root that no longer exists, and err otherwise.
+func vanished(p, root string, err error) error {
+	if err != nil && errors.Is(err, fs.ErrNotExist) && p != root {
+		return nil
+	}
+	return err
+}
+
 func copyFile(src, dst string, info fs.FileInfo) (int64, error) {
 	// O_NOFOLLOW and O_NONBLOCK: the sandbox may swap the file for a symlink or a
 	// FIFO between the walk and the open.
 	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // deleted since it was listed: see copyTree
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package devhost
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,43 @@ func TestSnapshotOfStoppedInstance(t *testing.T) {
 	}
 	if data, err := a.ReadFile(ctx, "sbx_t", "f"); err != nil || string(data) != "disk" {
 		t.Fatalf("ReadFile = %q, %v", data, err)
+	}
+}
+
+// Files created and renamed away while a snapshot copies the tree (WriteFile's
+// temporary files, a command's scratch files) are left out of it, not an error.
+func TestCopyTreeOfAChangingTree(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "kept"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3000 {
+			tmp := filepath.Join(src, fmt.Sprintf(".tmp-%d", i))
+			if err := os.WriteFile(tmp, []byte("y"), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.Rename(tmp, filepath.Join(src, "renamed")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		dst := filepath.Join(t.TempDir(), "copy")
+		if _, err := copyTree(src, dst); err != nil {
+			t.Fatalf("copy %d: %v", n, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dst, "kept")); err != nil || string(b) != "x" {
+			t.Fatalf("copy %d lost a file that stayed: %q, %v", n, b, err)
+		}
 	}
 }
