@@ -46,27 +46,44 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, s.opts.BatchSize)
 	left := len(sbs) // still terminating after the pass, for differently_sandboxes
+	// Each pool's sandboxes go through workers of their own, at most a share of
+	// BatchSize per pool: a backend that is down holds its Deletes for
+	// TerminateTimeout each, and must not hold up the deletions of the other pools.
+	byPool := map[string][]store.Sandbox{}
 	for _, sb := range sbs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			o, _, err := s.terminate(ctx, sb, false)
-			mu.Lock()
-			defer mu.Unlock()
-			switch o {
-			case termTerminated:
-				res.Terminated++
-				left--
-			case termFailed:
-				res.Failed++
-				left--
-			}
-			if err != nil {
-				res.Errors++
-			}
-		})
+		byPool[sb.Pool] = append(byPool[sb.Pool], sb)
+	}
+	sem := make(chan struct{}, s.opts.BatchSize)
+	perPool := max(1, s.opts.BatchSize/4)
+	for _, queue := range byPool {
+		next := make(chan store.Sandbox, len(queue))
+		for _, sb := range queue {
+			next <- sb
+		}
+		close(next)
+		for range min(perPool, len(queue)) {
+			wg.Go(func() {
+				for sb := range next {
+					sem <- struct{}{}
+					o, _, err := s.terminate(ctx, sb, false)
+					<-sem
+					mu.Lock()
+					switch o {
+					case termTerminated:
+						res.Terminated++
+						left--
+					case termFailed:
+						res.Failed++
+						left--
+					}
+					if err != nil {
+						res.Errors++
+					}
+					mu.Unlock()
+				}
+			})
+		}
 	}
 	wg.Wait()
 	s.m.setDepth([]store.State{store.StateTerminating}, map[store.State]int{store.StateTerminating: left})

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -214,4 +215,77 @@ func TestTerminatePoolWithBrokenAdapterRetries(t *testing.T) {
 	if fk.Instances() != 0 {
 		t.Errorf("%d instances left", fk.Instances())
 	}
+}
+
+// blockingDelete holds every Delete until release is closed, telling entered.
+type blockingDelete struct {
+	*fake.Adapter
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b blockingDelete) Delete(ctx context.Context, ref string) error {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return nil
+}
+
+// notifyingDelete tells deleted of every Delete it made.
+type notifyingDelete struct {
+	*fake.Adapter
+	deleted chan string
+}
+
+func (n notifyingDelete) Delete(ctx context.Context, ref string) error {
+	err := n.Adapter.Delete(ctx, ref)
+	n.deleted <- ref
+	return err
+}
+
+// A pool whose Deletes hang does not hold up the deletions of another pool in the
+// same termination pass: each pool has workers of its own.
+func TestTerminateDownPoolDoesNotHoldUpOthers(t *testing.T) {
+	down := blockingDelete{Adapter: fake.New(fake.Config{}), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	upFake := fake.New(fake.Config{})
+	up := notifyingDelete{Adapter: upFake, deleted: make(chan string, 1)}
+	e := newEnv(t, Options{BatchSize: 4}, view("down", down), view("up", up))
+	// The down pool's sandboxes come first in the pass's listing (by ID).
+	for i := range 12 {
+		sb := e.create(t, store.Sandbox{ID: fmt.Sprintf("sbx_a%02d", i)})
+		e.set(t, sb.ID, func(sb *store.Sandbox) {
+			sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "down", fmt.Sprintf("ref-%d", i)
+		})
+	}
+	inst, err := upFake.Create(t.Context(), adapters.CreateRequest{ID: "sbx_up", Installation: installation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSandbox := e.create(t, store.Sandbox{ID: "sbx_z"})
+	e.set(t, upSandbox.ID, func(sb *store.Sandbox) {
+		sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "up", inst.Ref
+	})
+
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := e.s.TerminateOnce(context.Background())
+		done <- r
+	}()
+	<-down.entered
+	select {
+	case ref := <-up.deleted:
+		if ref != inst.Ref {
+			t.Fatalf("deleted %s", ref)
+		}
+	case <-time.After(30 * time.Second): // a guard against a hang, not a wait for state
+		close(down.release)
+		t.Fatal("the up pool's delete waited for the down pool's")
+	}
+	close(down.release)
+	if r := <-done; r.Terminated != 13 {
+		t.Fatalf("result %+v", r)
+	}
+	wantState(t, e.get(t, upSandbox.ID), store.StateTerminated)
 }
