@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/different-ai/differently/api"
@@ -23,6 +25,11 @@ const ReasonAdapterUnavailable = "pool adapter unavailable; backend instance not
 const ReasonTTLExpired = "ttl expired"
 
 const deleteFailedPrefix = "delete failed: "
+
+// errPoolDown marks a failed Delete that blames the pool's backend rather than the
+// sandbox (unavailable, timed out, no adapter): the pool's other Deletes of the pass
+// would fail the same way.
+var errPoolDown = errors.New("the pool's backend is unavailable")
 
 // expirable are the states in which a sandbox's TTL is enforced: nothing lives forever
 // unless its TTL is unset, stopped and paused sandboxes included.
@@ -47,9 +54,12 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	left := len(sbs) // still terminating after the pass, for differently_sandboxes
-	// Each pool's sandboxes go through workers of their own, at most a share of
-	// BatchSize per pool: a backend that is down holds its Deletes for
-	// TerminateTimeout each, and must not hold up the deletions of the other pools.
+	// Each pool's sandboxes go through workers of their own, at most a quarter of
+	// BatchSize per pool, so that a backend that is down (its Deletes held for
+	// TerminateTimeout each) does not hold up the other pools' deletions. Once a
+	// Delete says the backend is down, the rest of that pool's queue waits for the
+	// next pass instead of holding this one; the queue is shuffled, so that what
+	// waits is not the same sandboxes every pass.
 	byPool := map[string][]store.Sandbox{}
 	for _, sb := range sbs {
 		byPool[sb.Pool] = append(byPool[sb.Pool], sb)
@@ -57,17 +67,25 @@ func (s *Scheduler) TerminateOnce(ctx context.Context) (Result, error) {
 	sem := make(chan struct{}, s.opts.BatchSize)
 	perPool := max(1, s.opts.BatchSize/4)
 	for _, queue := range byPool {
+		rand.Shuffle(len(queue), func(i, j int) { queue[i], queue[j] = queue[j], queue[i] })
 		next := make(chan store.Sandbox, len(queue))
 		for _, sb := range queue {
 			next <- sb
 		}
 		close(next)
+		var down atomic.Bool
 		for range min(perPool, len(queue)) {
 			wg.Go(func() {
 				for sb := range next {
+					if down.Load() {
+						continue
+					}
 					sem <- struct{}{}
 					o, _, err := s.terminate(ctx, sb, false)
 					<-sem
+					if errors.Is(err, errPoolDown) {
+						down.Store(true)
+					}
 					mu.Lock()
 					switch o {
 					case termTerminated:
@@ -129,15 +147,22 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 	case view.Adapter == nil:
 		// A config or credential this replica cannot use now (perhaps only this
 		// replica): the instance is still there, and it is deleted once the pool
-		// builds again, here or on another replica.
-		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s has no adapter: %s", sb.Pool, view.LastError))
+		// builds again, here or on another replica. The reason is the tenant's to
+		// read; why the adapter is missing is the operator's, in the log.
+		log.Warn("cannot delete the instance yet: the pool has no adapter", "reason", view.LastError)
+		o, row, err := s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is unavailable: its adapter could not be built", sb.Pool))
+		return o, row, errors.Join(err, errPoolDown)
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
 	err := view.Adapter.Delete(dctx, sb.BackendRef)
 	cancel()
 	if err != nil && !api.IsCode(err, api.CodeNotFound) {
 		log.Warn("delete failed", "ref", sb.BackendRef, "error", err)
-		return s.deleteFailed(ctx, sb, message(err))
+		o, row, ferr := s.deleteFailed(ctx, sb, message(err))
+		if api.IsCode(err, api.CodeProviderUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			ferr = errors.Join(ferr, errPoolDown)
+		}
+		return o, row, ferr
 	}
 	return s.markTerminated(ctx, sb, "", termDeleted)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -204,7 +206,8 @@ func TestTerminatePoolWithBrokenAdapterRetries(t *testing.T) {
 	e.terminate(t)
 	got := e.get(t, sb.ID)
 	wantState(t, got, store.StateTerminating)
-	if !strings.Contains(got.Reason, "P_KEY") {
+	// The reason is the tenant's to read: why the adapter is missing is not.
+	if strings.Contains(got.Reason, "P_KEY") || !strings.Contains(got.Reason, "adapter could not be built") {
 		t.Errorf("reason %q", got.Reason)
 	}
 	e.pools.set(v) // the variable is set again
@@ -288,4 +291,36 @@ func TestTerminateDownPoolDoesNotHoldUpOthers(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 	wantState(t, e.get(t, upSandbox.ID), store.StateTerminated)
+}
+
+// failingDelete answers every Delete provider_unavailable, counting them.
+type failingDelete struct {
+	*fake.Adapter
+	calls *atomic.Int64
+}
+
+func (f failingDelete) Delete(context.Context, string) error {
+	f.calls.Add(1)
+	return api.Errorf(api.CodeProviderUnavailable, "backend down")
+}
+
+// Once a Delete says the pool's backend is down, the pass leaves the pool's other
+// sandboxes to the next pass rather than wait out a timeout for each.
+func TestTerminateStopsAPoolWhoseBackendIsDown(t *testing.T) {
+	var calls atomic.Int64
+	e := newEnv(t, Options{BatchSize: 4}, view("down", failingDelete{Adapter: fake.New(fake.Config{}), calls: &calls}))
+	for i := range 12 {
+		sb := e.create(t, store.Sandbox{})
+		e.set(t, sb.ID, func(sb *store.Sandbox) {
+			sb.State, sb.Pool, sb.BackendRef = store.StateTerminating, "down", fmt.Sprintf("ref-%d", i)
+		})
+	}
+	r := e.terminate(t)
+	if calls.Load() != 1 || r.Errors != 1 || r.Terminated != 0 {
+		t.Fatalf("first pass: %d Deletes, result %+v", calls.Load(), r)
+	}
+	e.terminate(t)
+	if calls.Load() != 2 {
+		t.Fatalf("second pass: %d Deletes in all", calls.Load())
+	}
 }
