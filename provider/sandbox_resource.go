@@ -180,6 +180,9 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	plan.fromAPI(ctx, sb, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	// The first apply after an import has recorded env and init_commands (or their
+	// absence): from now on a change to them replaces the sandbox.
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, nil)...)
 }
 
 // Delete terminates the sandbox and waits until it is terminated, so that a pool

@@ -272,6 +272,13 @@ resource "differently_sandbox" "imported" {
 					resource.TestCheckResourceAttr(addr, "init_commands.0", "true"),
 				),
 			},
+			{
+				// Once recorded, a change replaces the sandbox as for any other.
+				Config: strings.Replace(cfg, `GREETING = "hello"`, `GREETING = "bye"`, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
 		},
 	})
 }
