@@ -19,6 +19,8 @@ func TestRefusedEndpointsAreNotQuotedWithCredentials(t *testing.T) {
 		"ftp://user:pw-9f3k@plugin.internal",           // wrong scheme
 		"https://user:pw-9f3k@",                        // no host
 		"https://plugin.internal/?token=pw-9f3k",       // a query
+		"https://user:pw-9f3k/x@plugin.internal",       // a "/" in the password
+		"https://user:pw-9f3k#x@plugin.internal",       // a "#" in the password
 	}
 	constructors := map[string]func(string) error{
 		"adapterhttp.NewClient": func(u string) error { _, err := adapterhttp.NewClient(u, "tok"); return err },

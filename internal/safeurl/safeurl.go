@@ -13,34 +13,34 @@ import (
 // Redacted stands for what Describe leaves out.
 const Redacted = "[redacted]"
 
-// Describe returns raw, which need not parse, with any user information replaced
-// (everything in the authority up to its last "@") and any query or fragment
-// replaced, since either may hold a token.
+// Describe returns raw, which need not parse, with everything between the scheme's
+// "//" (or the start) and the last "@" replaced, and any query or fragment after
+// that replaced too: user information, a password holding "/", "?" or "#"
+// included. An "@" in a path costs the host its mention; nothing secret is quoted.
 func Describe(raw string) string {
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + len("://")
 	}
-	end := len(raw)
-	if i := strings.IndexAny(raw[start:], "/?#"); i >= 0 {
-		end = start + i
-	}
-	out := raw
-	if at := strings.LastIndexByte(raw[start:end], '@'); at >= 0 {
+	out, rest := raw, start
+	if at := strings.LastIndexByte(raw[start:], '@'); at >= 0 {
 		out = raw[:start] + Redacted + raw[start+at:]
-		end += len(Redacted) - at
+		rest = start + len(Redacted)
 	}
-	if i := strings.IndexAny(out[end:], "?#"); i >= 0 {
-		out = out[:end+i+1] + Redacted
+	if i := strings.IndexAny(out[rest:], "?#"); i >= 0 {
+		out = out[:rest+i+1] + Redacted
 	}
 	return out
 }
 
-// Reason is what is wrong in an error of url.Parse, without the URL that
-// *url.Error quotes whole.
+// errNotURL stands for an error of url.Parse, which quotes the URL, or parts of it
+// (an "invalid port" holding a password's first half), whole.
+var errNotURL = errors.New("it does not parse as a URL")
+
+// Reason is what is wrong in an error of url.Parse, without any part of the URL.
 func Reason(err error) error {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return errNotURL
 	}
 	return err
 }

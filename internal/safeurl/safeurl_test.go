@@ -12,7 +12,11 @@ func TestDescribe(t *testing.T) {
 		{"https://u:p%zz@host/x", "https://[redacted]@host/x"},
 		{"u:token@plugin:8443", "[redacted]@plugin:8443"},
 		{"https://user@host", "https://[redacted]@host"},
-		{"https://a@b@host/p@q", "https://[redacted]@host/p@q"},
+		{"https://a@b@host/p", "https://[redacted]@host/p"},
+		{"https://host/p@q", "https://[redacted]@q"},
+		{"https://user:sec/ret@host/v1", "https://[redacted]@host/v1"},
+		{"https://user:sec#ret@host", "https://[redacted]@host"},
+		{"https://user:sec?ret@host?x=1", "https://[redacted]@host?[redacted]"},
 		{"https://host/path?token=s3cret", "https://host/path?[redacted]"},
 		{"https://host/path#frag", "https://host/path#[redacted]"},
 		{"https://u:p@host?key=k", "https://[redacted]@host?[redacted]"},
@@ -33,5 +37,13 @@ func TestReason(t *testing.T) {
 	}
 	if got := Reason(err).Error(); strings.Contains(got, "u:p") || strings.Contains(got, "host") {
 		t.Fatalf("Reason quotes the URL: %s", got)
+	}
+	// An error that quotes only part of the URL: a password's first half as a port.
+	_, err = url.Parse("https://user:sec/ret@host/v1")
+	if err == nil {
+		t.Fatal("the URL parsed")
+	}
+	if got := Reason(err).Error(); strings.Contains(got, "sec") {
+		t.Fatalf("Reason quotes part of the URL: %s", got)
 	}
 }
