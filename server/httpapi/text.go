@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,25 +24,29 @@ func badText(s string) bool {
 }
 
 // checkText refuses a request whose path or query, decoded, holds a NUL byte or
-// invalid UTF-8.
+// invalid UTF-8. The files routes' path parameter is a file name, which Linux lets
+// be any bytes but NUL, and is stored nowhere: only a NUL refuses it.
 func (s *Server) checkText(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if badText(r.URL.Path) {
 			s.writeError(w, r, api.Errorf(api.CodeInvalidRequest, "the request path holds a NUL byte or invalid UTF-8"))
 			return
 		}
-		// A query that does not parse is left to the parameter binding, which says
-		// which parameter is wrong.
-		if q, err := url.ParseQuery(r.URL.RawQuery); err == nil {
-			for k, vs := range q {
-				bad := badText(k)
-				for _, v := range vs {
+		// The pairs that parse are checked even when some do not: the parameter
+		// binding, like url.URL.Query, drops only the pairs it cannot parse.
+		q, _ := url.ParseQuery(r.URL.RawQuery)
+		for k, vs := range q {
+			bad := badText(k)
+			for _, v := range vs {
+				if k == "path" {
+					bad = bad || strings.IndexByte(v, 0) >= 0
+				} else {
 					bad = bad || badText(v)
 				}
-				if bad {
-					s.writeError(w, r, api.Errorf(api.CodeInvalidRequest, "query parameter %q holds a NUL byte or invalid UTF-8", printable(k)))
-					return
-				}
+			}
+			if bad {
+				s.writeError(w, r, api.Errorf(api.CodeInvalidRequest, "query parameter %q holds a NUL byte or invalid UTF-8", printable(k)))
+				return
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -57,23 +62,32 @@ func printable(s string) string {
 // that holds a NUL character, the \u0000 escape, or "" when none does. Invalid UTF-8
 // cannot occur: encoding/json replaces it while decoding.
 func nulField(v any) string {
-	return nulIn(reflect.ValueOf(v), "")
+	path, found := nulIn(reflect.ValueOf(v))
+	if !found {
+		return ""
+	}
+	if len(path) == 0 {
+		return "the body"
+	}
+	slices.Reverse(path)
+	return strings.TrimPrefix(strings.Join(path, ""), ".")
 }
 
-func nulIn(v reflect.Value, path string) string {
+// nulIn reports whether v holds a NUL character, and where: the path's elements
+// innermost first, collected on the way back up only once one is found, so that a
+// deeply nested body costs no string per level.
+func nulIn(v reflect.Value) (path []string, found bool) {
 	switch v.Kind() {
 	case reflect.String:
-		if strings.IndexByte(v.String(), 0) >= 0 {
-			return orRoot(path)
-		}
+		return nil, strings.IndexByte(v.String(), 0) >= 0
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			return nulIn(v.Elem(), path)
+			return nulIn(v.Elem())
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			if p := nulIn(v.Index(i), path+"["+strconv.Itoa(i)+"]"); p != "" {
-				return p
+			if p, ok := nulIn(v.Index(i)); ok {
+				return append(p, "["+strconv.Itoa(i)+"]"), true
 			}
 		}
 	case reflect.Map:
@@ -81,10 +95,10 @@ func nulIn(v reflect.Value, path string) string {
 		for it.Next() {
 			k := it.Key()
 			if k.Kind() == reflect.String && strings.IndexByte(k.String(), 0) >= 0 {
-				return orRoot(path) + " (a key)"
+				return []string{" (a key)"}, true
 			}
-			if p := nulIn(it.Value(), path+"."+printable(k.String())); p != "" {
-				return p
+			if p, ok := nulIn(it.Value()); ok {
+				return append(p, "."+printable(k.String())), true
 			}
 		}
 	case reflect.Struct:
@@ -94,21 +108,14 @@ func nulIn(v reflect.Value, path string) string {
 			if !f.IsExported() {
 				continue
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "" {
-				name = f.Name
-			}
-			if p := nulIn(v.Field(i), path+"."+name); p != "" {
-				return p
+			if p, ok := nulIn(v.Field(i)); ok {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "" {
+					name = f.Name
+				}
+				return append(p, "."+name), true
 			}
 		}
 	}
-	return ""
-}
-
-func orRoot(path string) string {
-	if path == "" {
-		return "the body"
-	}
-	return strings.TrimPrefix(path, ".")
+	return nil, false
 }

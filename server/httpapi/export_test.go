@@ -1,0 +1,4 @@
+package httpapi
+
+// NulField is nulField, for the external tests.
+var NulField = nulField
