@@ -189,7 +189,9 @@ type sandbox struct {
 type listResponse struct {
 	Items      []sandbox `json:"items"`
 	Pagination struct {
-		TotalItems  int  `json:"totalItems"`
+		// TotalItems is required by the API; a server that leaves it out gets no
+		// consistency check rather than a List that always fails.
+		TotalItems  *int `json:"totalItems"`
 		HasNextPage bool `json:"hasNextPage"`
 	} `json:"pagination"`
 }
@@ -309,10 +311,12 @@ func (a *Adapter) listOnce(ctx context.Context, key, value string) (out []sandbo
 		if err := a.api.JSON(ctx, http.MethodGet, "/sandboxes", q, nil, &resp); err != nil {
 			return nil, false, fmt.Errorf("list page %d: %w", page, err)
 		}
-		if total >= 0 && resp.Pagination.TotalItems != total {
-			return nil, false, nil
+		if n := resp.Pagination.TotalItems; n != nil {
+			if total >= 0 && *n != total {
+				return nil, false, nil
+			}
+			total = *n
 		}
-		total = resp.Pagination.TotalItems
 		seen += len(resp.Items)
 		for _, sb := range resp.Items {
 			if sb.ID != "" && !ids[sb.ID] && sb.Metadata[key] == value && !gone(sb.Status.State) {
@@ -321,7 +325,7 @@ func (a *Adapter) listOnce(ctx context.Context, key, value string) (out []sandbo
 			}
 		}
 		if !resp.Pagination.HasNextPage {
-			return out, seen == total, nil
+			return out, total < 0 || seen == total, nil
 		}
 	}
 }

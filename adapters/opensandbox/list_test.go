@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -79,5 +80,21 @@ func TestListReadsAgainWhenPagesShift(t *testing.T) {
 	churn.pageSize = 10
 	if _, err := churn.List(context.Background(), "inst_1"); api.CodeOf(err) != api.CodeProviderUnavailable {
 		t.Fatalf("a list that never holds still: %v", err)
+	}
+}
+
+// A server that leaves totalItems out is listed without the check.
+func TestListWithoutTotalItems(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"items":[{"id":"os-1","status":{"state":"Running"},"metadata":{"`+MetaInstallation+
+			`":"inst_1"}}],"pagination":{"hasNextPage":false}}`)
+	}))
+	t.Cleanup(srv.Close)
+	a, err := New(Config{APIURL: srv.URL}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err := a.List(context.Background(), "inst_1"); err != nil || len(list) != 1 {
+		t.Fatalf("List = %v, %v", list, err)
 	}
 }
