@@ -154,6 +154,7 @@ func TestCopyTreeOfAChangingTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
+	defer func() { <-done }() // the writer ends within its 3000 rounds, even after a failure
 	go func() {
 		defer close(done)
 		for i := range 3000 {
