@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
 )
@@ -140,7 +141,19 @@ func NormalizeSandbox(now time.Time, sb Sandbox) (Sandbox, error) {
 		sb.NextAttemptAt = now
 	}
 	sb.Version = 1
+	sb.Reason = storableText(sb.Reason)
 	return NormalizeSandboxTimes(sb), nil
+}
+
+// storableText makes text that may come from a backend (a sandbox's reason quotes
+// adapters' errors and instance messages) fit for either store: PostgreSQL's text
+// refuses NUL and invalid UTF-8, and a write refused for a backend's words would
+// leave the sandbox's outcome unrecorded. Both become U+FFFD.
+func storableText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // NormalizeSandboxTimes applies Timestamp to every time of sb.
@@ -178,6 +191,7 @@ func ApplyUpdate(cur Sandbox, now time.Time, fn func(*Sandbox) error) (Sandbox, 
 	if next.State != cur.State {
 		next.StateChangedAt = now
 	}
+	next.Reason = storableText(next.Reason)
 	return NormalizeSandboxTimes(next), nil
 }
 

@@ -289,6 +289,34 @@ func testSandboxUpdateAbort(t *testing.T, d Driver) {
 // reaches the caller, and the row is not left locked by a transaction that nobody
 // will end (a second replica's update of it goes through before the test's
 // deadline), nor the driver short of a connection.
+// A reason quoting a backend's words is stored whatever bytes they hold: a NUL or
+// invalid UTF-8 (which PostgreSQL's text refuses) becomes U+FFFD, on create and on
+// update, rather than fail the write that records the sandbox's outcome.
+func testSandboxReasonFromABackend(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	in := newSandbox("proj1")
+	in.Reason = "queued\x00"
+	sb := mustCreate(t, s, in)
+	if sb.Reason != "queued\uFFFD" {
+		t.Fatalf("created with reason %q", sb.Reason)
+	}
+	out, err := s.UpdateSandbox(ctx, sb.ID, t0.Add(time.Hour), func(x *store.Sandbox) error {
+		x.State, x.Reason = store.StateFailed, "pool p: backend said \xff\xfe and \x00"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSandbox(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pool p: backend said \uFFFD and \uFFFD"; out.Reason != want || got.Reason != want {
+		t.Fatalf("reason %q, read back %q, want %q", out.Reason, got.Reason, want)
+	}
+}
+
 func testSandboxUpdatePanic(t *testing.T, d Driver) {
 	ctx := ctxFor(t)
 	s := d.New(t)

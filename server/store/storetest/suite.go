@@ -47,6 +47,7 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxUpdate", testSandboxUpdate},
 		{"SandboxUpdateAbort", testSandboxUpdateAbort},
 		{"SandboxUpdatePanic", testSandboxUpdatePanic},
+		{"SandboxReasonFromABackend", testSandboxReasonFromABackend},
 		{"SandboxUpdateConcurrent", testSandboxUpdateConcurrent},
 		{"SandboxUpdateBatch", testSandboxUpdateBatch},
 		{"SandboxUpdateBatchConcurrent", testSandboxUpdateBatchConcurrent},
