@@ -108,7 +108,7 @@ var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 type credentialsEnvValidator struct{}
 
 func (credentialsEnvValidator) Description(context.Context) string {
-	return "value must be an environment variable name, not one of the daemon's own (DIFFERENTLY_*)"
+	return "value must be an environment variable name, not one of the daemon's own (DIFFERENTLY_*, PG*)"
 }
 
 func (v credentialsEnvValidator) MarkdownDescription(ctx context.Context) string {
@@ -123,10 +123,10 @@ func (credentialsEnvValidator) ValidateString(_ context.Context, req validator.S
 	case !envNamePattern.MatchString(name):
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid variable name",
 			fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit).", name))
-	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"):
+	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"), strings.HasPrefix(strings.ToUpper(name), "PG"):
 		resp.Diagnostics.AddAttributeError(req.Path, "Variable of the daemon's own",
-			fmt.Sprintf("%q is one of the daemon's own variables (DIFFERENTLY_*), which are never sent to a pool; "+
-				"give the pool's credential a variable of its own.", name))
+			fmt.Sprintf("%q is one of the daemon's own variables (DIFFERENTLY_*) or its database driver's (PG*), "+
+				"which are never sent to a pool; give the pool's credential a variable of its own.", name))
 	}
 }
 

@@ -33,6 +33,7 @@ func TestPlanTimeValidators(t *testing.T) {
 		{credentialsEnvValidator{}, "1TOKEN", false},
 		{credentialsEnvValidator{}, "DIFFERENTLY_DATABASE_URL", false},
 		{credentialsEnvValidator{}, "differently_x", false},
+		{credentialsEnvValidator{}, "PGPASSWORD", false},
 	} {
 		if got := str(c.v, c.in); got != c.want {
 			t.Errorf("%T(%q) ok = %v, want %v", c.v, c.in, got, c.want)

@@ -210,7 +210,8 @@ func copyMap(m map[string]string) map[string]string {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // CheckCredentialsEnv checks the name of a pool's credentials variable: a variable
-// name, and none of the daemon's own (DIFFERENTLY_*, its database URL among them).
+// name, and none of the daemon's own (DIFFERENTLY_*, its database URL among them)
+// nor of its PostgreSQL driver's (PG*, PGPASSWORD among them).
 // The daemon sends a pool's credential to the pool's endpoint, which whoever
 // configures the pool chooses: naming one of those would send the daemon's own
 // secret there. The message says why without quoting anything but the name.
@@ -222,6 +223,8 @@ func CheckCredentialsEnv(name string) error {
 		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
 	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"):
 		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is one of the daemon's own variables (DIFFERENTLY_*), which are never sent to a pool; give the pool's credential a variable of its own", name)
+	case strings.HasPrefix(strings.ToUpper(name), "PG"):
+		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is one of the database driver's variables (PG*, such as PGPASSWORD), which are never sent to a pool; give the pool's credential a variable of its own", name)
 	}
 	return nil
 }

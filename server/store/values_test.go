@@ -46,6 +46,9 @@ func TestCheckCredentialsEnv(t *testing.T) {
 		{"DIFFERENTLY_DATABASE_URL", false},
 		{"DIFFERENTLY_ADAPTER_TOKEN", false},
 		{"differently_database_url", false},
+		{"PGPASSWORD", false},
+		{"pgpassfile", false},
+		{"GPU_POOL_KEY", true},
 	} {
 		err := CheckCredentialsEnv(c.name)
 		if (err == nil) != c.ok {
