@@ -26,16 +26,22 @@ const installation = "inst_test"
 
 func setup(t *testing.T, cfg fake.Config) (*reconcile.Reconciler, *fake.Adapter, store.Store, *clock.Manual) {
 	t.Helper()
+	st, clk := newStore(t)
+	a := fake.New(cfg)
+	view := pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: a, Healthy: true}
+	r := reconcile.New(st, fixedPools{view}, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
+	return r, a, st, clk
+}
+
+// newStore is a fresh SQLite store and a manual clock.
+func newStore(t *testing.T) (store.Store, *clock.Manual) {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db.sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a := fake.New(cfg)
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	view := pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: a, Healthy: true}
-	r := reconcile.New(st, fixedPools{view}, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
-	return r, a, st, clk
+	return st, clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 }
 
 func create(t *testing.T, st store.Store, clk clock.Clock, id string, state store.State, ref string) {
@@ -207,12 +213,7 @@ func (s slowList) List(ctx context.Context, inst string) ([]adapters.Instance, e
 // sandbox is not found lost (and its instance then deleted) however long b took.
 func TestGraceCountsFromThePoolsList(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	st, clk := newStore(t)
 	a := fake.New(fake.Config{})
 	if _, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{ID: "sbx_new", Org: "o", Project: "p",
 		State: store.StateProvisioning, Pool: "a", NextAttemptAt: clk.Now()}); err != nil {
@@ -271,12 +272,7 @@ func (m missingFromList) List(ctx context.Context, inst string) ([]adapters.Inst
 // failed: the loss is confirmed with Get first. One whose instance is really gone is.
 func TestLostIsConfirmedByGet(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	st, clk := newStore(t)
 	fk := fake.New(fake.Config{})
 	refs := map[string]string{}
 	for _, id := range []string{"sbx_hidden", "sbx_gone"} {
