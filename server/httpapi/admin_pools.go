@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -319,12 +320,60 @@ func (s *Server) DeletePool(w http.ResponseWriter, r *http.Request, name string,
 			return
 		}
 	}
+	if err := s.emptyBackend(ctx, name, deref(params.Force)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.st.DeletePool(ctx, name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.refresh(ctx)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// poolCallTimeout bounds each backend call a pool delete makes.
+const poolCallTimeout = 60 * time.Second
+
+// emptyBackend checks, before a pool is deleted, that its backend holds no instance
+// of this installation: once the pool is gone nothing would ever delete one (the
+// reconciler lists only the pools it knows). Such instances are orphans (a sandbox
+// failed while its Delete kept failing, say); forced, they are deleted here. A pool
+// whose backend cannot be listed (no adapter, the List fails) is deleted as before:
+// nothing could delete its instances either way, and refusing would keep a pool
+// whose backend is gone for good.
+func (s *Server) emptyBackend(ctx context.Context, name string, force bool) error {
+	v, ok := s.pools.View(name)
+	if !ok || v.Adapter == nil {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, poolCallTimeout)
+	insts, err := v.Adapter.List(lctx, s.inst)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Warn("deleting a pool whose instances could not be listed", "pool", name, "error", err)
+		return nil
+	case len(insts) == 0:
+		return nil
+	case !force:
+		return conflict("the backend of pool %s still holds %d instances of this installation, which the reconciler deletes as orphans in its next pass; retry then, or use force=true to delete them with the pool now", name, len(insts)).
+			WithDetail("instances", len(insts))
+	}
+	left := 0
+	for _, inst := range insts {
+		dctx, cancel := context.WithTimeout(ctx, poolCallTimeout)
+		err := v.Adapter.Delete(dctx, inst.Ref)
+		cancel()
+		if err != nil && !api.IsCode(err, api.CodeNotFound) {
+			s.log.Warn("delete instance of a pool being deleted", "pool", name, "ref", inst.Ref, "error", err)
+			left++
+		}
+	}
+	if left > 0 {
+		return conflict("%d instances of pool %s could not be deleted; retry the delete", left, name).WithDetail("instances", left)
+	}
+	return nil
 }
 
 func (s *Server) poolSandboxes(ctx context.Context, name string) (int, error) {

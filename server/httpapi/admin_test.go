@@ -110,7 +110,21 @@ func TestAdminPools(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Every sandbox has ended, but the backend still holds the running one's
+		// instance (the simulated terminator above did not delete it): once the pool
+		// is gone nothing would, so only a forced delete goes on, and deletes it.
+		v, _ := e.pools.View("fake")
+		if insts, _ := v.Adapter.List(context.Background(), e.inst); len(insts) != 1 {
+			t.Fatalf("instances before the delete: %+v", insts)
+		}
+		left := e.do(e.admin, "DELETE", "/v1/admin/pools/fake", nil).want(t, http.StatusConflict, api.CodeInvalidState).apiError(t)
+		if left.Details["instances"] != float64(1) {
+			t.Fatalf("delete with an instance left: %+v", left)
+		}
 		e.do(e.admin, "DELETE", "/v1/admin/pools/fake?force=true", nil).want(t, http.StatusNoContent)
+		if insts, _ := v.Adapter.List(context.Background(), e.inst); len(insts) != 0 {
+			t.Fatalf("instances after the forced delete: %+v", insts)
+		}
 		e.do(e.admin, "GET", "/v1/admin/pools/fake", nil).want(t, http.StatusNotFound, api.CodeNotFound)
 		e.do(e.admin, "DELETE", "/v1/admin/pools/extra", nil).want(t, http.StatusNoContent)
 		e.do(e.admin, "DELETE", "/v1/admin/pools/extra", nil).want(t, http.StatusNotFound, api.CodeNotFound)
