@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -215,7 +216,18 @@ func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > api.MaxFileBytes {
 		return fileTooLarge()
 	}
+	// A deadline, so that a client sending slowly or not at all cannot hold the
+	// connection and what it sent for as long as it likes.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(uploadReadTimeout))
 	data, err := body.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxFileBytes), r.ContentLength)
+	if err != nil {
+		// The rest of the body is not read: the connection closes after the answer,
+		// and the deadline stays, so that nothing waits for the rest.
+		w.Header().Set("Connection", "close")
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fileTooLarge()
@@ -228,6 +240,10 @@ func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// uploadReadTimeout is how long a file upload's body may take to arrive: 100 MiB at
+// about 170 KiB/s, as on the daemon's API.
+const uploadReadTimeout = 10 * time.Minute
 
 func fileTooLarge() error {
 	return adapters.TooLarge("file content is over %d bytes", api.MaxFileBytes)

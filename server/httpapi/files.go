@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -65,6 +66,10 @@ func (s *Server) ReadSandboxFile(w http.ResponseWriter, r *http.Request, id Sand
 	_, _ = w.Write(data)
 }
 
+// DefaultUploadReadTimeout is how long a file upload's body may take to arrive: 100
+// MiB at about 170 KiB/s.
+const DefaultUploadReadTimeout = 10 * time.Minute
+
 func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id SandboxID, params WriteSandboxFileParams) {
 	const op = "files.write"
 	t, fs, err := s.fileTarget(r, id, op, params.Path)
@@ -72,8 +77,19 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		s.writeError(w, r, err)
 		return
 	}
-	// limitBody capped the reader at api.MaxFileBytes.
+	// limitBody capped the reader at api.MaxFileBytes; the deadline keeps a client
+	// that sends slowly, or stops, from holding the connection and what it sent
+	// for as long as it likes. Not the injected clock: the kernel keeps it.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.uploadTimeout))
 	data, err := body.ReadAll(r.Body, r.ContentLength)
+	if err != nil {
+		// What is left of the body is not read: the connection closes after the
+		// answer, and the deadline stays, so that nothing waits for the rest.
+		w.Header().Set("Connection", "close")
+	} else {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "file content is over %d bytes", api.MaxFileBytes))

@@ -1,15 +1,19 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/fake"
@@ -209,6 +213,36 @@ func TestStreamedLinesStayUnderTheLimit(t *testing.T) {
 		}
 		if !final || out.String() != strings.Repeat("é", size/2) {
 			t.Fatalf("read %d bytes of %d, final event %v", out.Len(), size, final)
+		}
+	})
+}
+
+// An upload whose body stops coming is cut off at the read deadline instead of
+// holding its connection, and what it sent, for as long as the client likes: the
+// answer is 400 and nothing is written.
+func TestStalledUploadIsCutOff(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		e := newEnvWith(t, st, func(o *httpapi.Options) { o.UploadReadTimeout = 200 * time.Millisecond })
+		counting := &countingFS{Adapter: fake.New(fake.Config{})}
+		e.addPool("counting", counting)
+		sb := e.running(e.admin, "counting")
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "PUT /v1/sandboxes/%s/files/content?path=stalled.txt HTTP/1.1\r\nHost: test\r\n"+
+			"Authorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n0123456789", sb.ID, e.admin)
+		// A guard against a hang, not a wait for state: the answer comes once the
+		// server's own deadline passes.
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a stalled upload: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || counting.writes != 0 {
+			t.Fatalf("stalled upload: status %d, %d writes", resp.StatusCode, counting.writes)
 		}
 	})
 }

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -98,6 +99,9 @@ type Options struct {
 	// waiting answers 503 provider_unavailable with Retry-After. 0 means
 	// DefaultMaxQueued.
 	MaxQueued int
+	// UploadReadTimeout bounds the reading of a file upload's body. 0 means
+	// DefaultUploadReadTimeout.
+	UploadReadTimeout time.Duration
 	// Logger defaults to one that discards.
 	Logger *slog.Logger
 	// Metrics receives the HTTP metrics; nil means a fresh registry. /metrics serves
@@ -128,7 +132,9 @@ type Server struct {
 	cache    caches
 	// maxQueued is Options.MaxQueued with its default.
 	maxQueued int
-	router    *chi.Mux
+	// uploadTimeout bounds the reading of a file upload's body.
+	uploadTimeout time.Duration
+	router        *chi.Mux
 }
 
 // Every operation is implemented: the compiler proves the routes are covered.
@@ -164,6 +170,7 @@ func New(opts Options) (http.Handler, error) {
 	s.changes = opts.Changes
 	// The hub lives as long as the daemon, and so does this server: nothing to stop.
 	s.changes.Listen(s.cache.onChange)
+	s.uploadTimeout = cmp.Or(opts.UploadReadTimeout, DefaultUploadReadTimeout)
 	s.maxQueued = opts.MaxQueued
 	if s.maxQueued <= 0 {
 		s.maxQueued = DefaultMaxQueued
