@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/different-ai/differently/api"
 )
 
 // The few validators the schemas need, written here because
@@ -77,11 +78,8 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 	}
 }
 
-// namePattern is the daemon's rule for pool and profile names.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
-// nameValidator checks a pool or profile name at plan time, as the daemon would at
-// apply time.
+// nameValidator checks a pool or profile name at plan time with the rule the daemon
+// applies at apply time (api.ValidName).
 type nameValidator struct{}
 
 func (nameValidator) Description(context.Context) string {
@@ -94,17 +92,14 @@ func (nameValidator) ValidateString(_ context.Context, req validator.StringReque
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if !namePattern.MatchString(req.ConfigValue.ValueString()) {
+	if !api.ValidName(req.ConfigValue.ValueString()) {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name", fmt.Sprintf("%q is not 1 to 63 lowercase "+
 			"letters, digits and dashes starting and ending with a letter or digit.", req.ConfigValue.ValueString()))
 	}
 }
 
-// envNamePattern is what a credentials variable may be called.
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// credentialsEnvValidator checks a pool's credentials_env as the daemon does: a
-// variable name, and not one of the daemon's own (DIFFERENTLY_*).
+// credentialsEnvValidator checks a pool's credentials_env with the daemon's rule
+// (api.CheckCredentialsEnv): a variable name, none of the daemon's own.
 type credentialsEnvValidator struct{}
 
 func (credentialsEnvValidator) Description(context.Context) string {
@@ -119,14 +114,8 @@ func (credentialsEnvValidator) ValidateString(_ context.Context, req validator.S
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	switch name := req.ConfigValue.ValueString(); {
-	case !envNamePattern.MatchString(name):
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid variable name",
-			fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit).", name))
-	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"), strings.HasPrefix(strings.ToUpper(name), "PG"):
-		resp.Diagnostics.AddAttributeError(req.Path, "Variable of the daemon's own",
-			fmt.Sprintf("%q is one of the daemon's own variables (DIFFERENTLY_*) or its database driver's (PG*), "+
-				"which are never sent to a pool; give the pool's credential a variable of its own.", name))
+	if err := api.CheckCredentialsEnv(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid credentials variable", api.AsError(err).Message+".")
 	}
 }
 

@@ -5,22 +5,16 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
-	"github.com/different-ai/differently/server/store"
 )
 
 // Adapter kinds that only make sense on a developer's machine: devhost runs sandboxes
 // as host processes without isolation, fake runs nothing at all.
 var devOnlyKinds = []string{"devhost", "fake"}
-
-var (
-	poolNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-)
 
 // ValidateOptions say what the running daemon accepts.
 type ValidateOptions struct {
@@ -128,7 +122,7 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 	switch {
 	case p.Name == "":
 		v.add("", at("name"), "required")
-	case !poolNameRE.MatchString(p.Name):
+	case !api.ValidName(p.Name):
 		v.add(name, at("name"), "must be 1-63 lowercase letters, digits or dashes, starting and ending with a letter or digit")
 	}
 	if first, dup := seen[p.Name]; dup && p.Name != "" {
@@ -178,7 +172,7 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 		}
 		v.add(name, at("features"), "%s (known: %s)", msg, strings.Join(adapters.AllFeatures(), ", "))
 	}
-	if err := store.CheckCredentialsEnv(p.Credentials.Env); err != nil {
+	if err := api.CheckCredentialsEnv(p.Credentials.Env); err != nil {
 		v.add(name, at("credentials.env"), "%s", api.AsError(err).Message)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,16 +15,12 @@ import (
 	"github.com/different-ai/differently/server/store"
 )
 
-var (
-	poolNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-)
-
 // liveStates are the non-terminal states a forced pool delete moves to terminating.
 var liveStates = []store.State{store.StateQueued, store.StateProvisioning, store.StateRunning,
 	store.StateStopped, store.StatePaused}
 
 func validPoolName(name string) error {
-	if !poolNamePattern.MatchString(name) {
+	if !api.ValidName(name) {
 		return invalid("pool name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit", name)
 	}
 	return nil
@@ -45,7 +40,7 @@ func validatePool(p store.Pool) error {
 	if p.CostModel.CPUHour < 0 || p.CostModel.MemoryGiBHour < 0 {
 		return invalid("costModel prices must not be negative")
 	}
-	if err := store.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+	if err := api.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
 		return err
 	}
 	return adapters.ValidateDeclaredFeatures(p.Features)

@@ -40,7 +40,7 @@ func toProfile(p store.Profile) Profile {
 
 // validProfileName uses the pools' naming rule (a DNS label).
 func validProfileName(name string) error {
-	if !poolNamePattern.MatchString(name) {
+	if !api.ValidName(name) {
 		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit", name)
 	}
 	return nil

@@ -144,7 +144,7 @@ func ResolveCredentials(p store.Pool, getenv func(string) string) (Credentials, 
 		return Credentials{}, nil
 	}
 	// Stored before the rule existed, or written to the store by hand.
-	if err := store.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+	if err := api.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
 		return Credentials{}, err
 	}
 	if getenv == nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -204,29 +203,6 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// envName is what a pool's credentials variable may be called.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// CheckCredentialsEnv checks the name of a pool's credentials variable: a variable
-// name, and none of the daemon's own (DIFFERENTLY_*, its database URL among them)
-// nor of its PostgreSQL driver's (PG*, PGPASSWORD among them).
-// The daemon sends a pool's credential to the pool's endpoint, which whoever
-// configures the pool chooses: naming one of those would send the daemon's own
-// secret there. The message says why without quoting anything but the name.
-func CheckCredentialsEnv(name string) error {
-	switch {
-	case name == "":
-		return nil
-	case !envName.MatchString(name):
-		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
-	case strings.HasPrefix(strings.ToUpper(name), "DIFFERENTLY_"):
-		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is one of the daemon's own variables (DIFFERENTLY_*), which are never sent to a pool; give the pool's credential a variable of its own", name)
-	case strings.HasPrefix(strings.ToUpper(name), "PG"):
-		return api.Errorf(api.CodeInvalidRequest, "credentials.env %q is one of the database driver's variables (PG*, such as PGPASSWORD), which are never sent to a pool; give the pool's credential a variable of its own", name)
-	}
-	return nil
 }
 
 // ValidatePool checks what the schema cannot.

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-
-	"github.com/different-ai/differently/api"
 )
 
 // UnmarshalJSON's shortcut for empty values decodes exactly as encoding/json does,
@@ -27,35 +25,6 @@ func TestUnmarshalJSONEmptyValues(t *testing.T) {
 			if (gotErr != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
 				t.Errorf("%s into %T: got %#v (%v), encoding/json %#v (%v)", in, want, got, gotErr, want, wantErr)
 			}
-		}
-	}
-}
-
-func TestCheckCredentialsEnv(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{"", true},
-		{"LAB_ADAPTER_TOKEN", true},
-		{"_x9", true},
-		{"DIFFERENTLYTOKEN", true},
-		{"1TOKEN", false},
-		{"A-B", false},
-		{"A B", false},
-		{"DIFFERENTLY_DATABASE_URL", false},
-		{"DIFFERENTLY_ADAPTER_TOKEN", false},
-		{"differently_database_url", false},
-		{"PGPASSWORD", false},
-		{"pgpassfile", false},
-		{"GPU_POOL_KEY", true},
-	} {
-		err := CheckCredentialsEnv(c.name)
-		if (err == nil) != c.ok {
-			t.Errorf("CheckCredentialsEnv(%q) = %v, want ok %v", c.name, err, c.ok)
-		}
-		if err != nil && api.AsError(err).Code != api.CodeInvalidRequest {
-			t.Errorf("CheckCredentialsEnv(%q): code %s", c.name, api.AsError(err).Code)
 		}
 	}
 }
