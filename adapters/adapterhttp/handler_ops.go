@@ -216,18 +216,7 @@ func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > api.MaxFileBytes {
 		return fileTooLarge()
 	}
-	// A deadline, so that a client sending slowly or not at all cannot hold the
-	// connection and what it sent for as long as it likes.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(uploadReadTimeout))
-	data, err := body.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxFileBytes), r.ContentLength)
-	if err != nil {
-		// The rest of the body is not read: the connection closes after the answer,
-		// and the deadline stays, so that nothing waits for the rest.
-		w.Header().Set("Connection", "close")
-	} else {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
+	data, err := body.ReadAllWithin(w, http.MaxBytesReader(w, r.Body, api.MaxFileBytes), r.ContentLength, uploadReadTimeout)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fileTooLarge()

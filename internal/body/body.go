@@ -7,6 +7,8 @@ package body
 import (
 	"errors"
 	"io"
+	"net/http"
+	"time"
 )
 
 // firstChunk is what ReadAll holds before any byte has come.
@@ -71,4 +73,21 @@ func atEnd(r io.Reader) error {
 			return err
 		}
 	}
+}
+
+// ReadAllWithin is ReadAll of a request's body, which must arrive within timeout:
+// a client that sends slowly, or stops, cannot hold its connection, and what it
+// sent, for as long as it likes. The deadline is the kernel's, on the wall clock.
+// When the read fails, the answer closes the connection and the deadline stays, so
+// that nothing waits for the rest of the body before answering.
+func ReadAllWithin(w http.ResponseWriter, r io.Reader, declared int64, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	data, err := ReadAll(r, declared)
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return data, nil
 }

@@ -77,19 +77,8 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		s.writeError(w, r, err)
 		return
 	}
-	// limitBody capped the reader at api.MaxFileBytes; the deadline keeps a client
-	// that sends slowly, or stops, from holding the connection and what it sent
-	// for as long as it likes. Not the injected clock: the kernel keeps it.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.uploadTimeout))
-	data, err := body.ReadAll(r.Body, r.ContentLength)
-	if err != nil {
-		// What is left of the body is not read: the connection closes after the
-		// answer, and the deadline stays, so that nothing waits for the rest.
-		w.Header().Set("Connection", "close")
-	} else {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
+	// limitBody capped the reader at api.MaxFileBytes.
+	data, err := body.ReadAllWithin(w, r.Body, r.ContentLength, s.uploadTimeout)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "file content is over %d bytes", api.MaxFileBytes))
