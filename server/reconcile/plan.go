@@ -119,21 +119,12 @@ func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store
 		}
 	}
 	slices.Sort(missing)
-	// The refs reported on this pool, for the missing sandboxes that name one: only
-	// then, since in the steady state nothing is missing.
-	var seen map[string]bool
-	if len(missing) > 0 {
-		seen = make(map[string]bool, len(instances))
-		for _, inst := range instances {
-			seen[inst.Ref] = true
-		}
-	}
 	for _, id := range missing {
 		sb := sandboxes[id]
 		switch {
 		case sb.State == store.StateProvisioning && sb.BackendRef == "" && stale(sb, t):
 			actions = append(actions, Action{Kind: Requeue, SandboxID: id, Reason: "provisioning timed out with no instance on the backend; requeued"})
-		case isLive(sb.State) && sb.BackendRef != "" && !seen[sb.BackendRef] && settled(sb, t):
+		case isLive(sb.State) && sb.BackendRef != "" && !listed[sb.BackendRef] && settled(sb, t):
 			actions = append(actions, Action{Kind: Lost, SandboxID: id, Ref: sb.BackendRef, Reason: "backend instance disappeared"})
 		}
 	}
@@ -143,30 +134,21 @@ func Plan(pool string, instances []adapters.Instance, sandboxes map[string]store
 // spareOwned drops the deletions of instances that a live sandbox on pool names as
 // its own.
 func spareOwned(pool string, actions []Action, sandboxes map[string]store.Sandbox) []Action {
-	var owned map[string]bool
-	for _, a := range actions {
-		if a.Kind != DeleteOrphan && a.Kind != DeleteDuplicate {
-			continue
-		}
-		if owned == nil {
-			owned = make(map[string]bool)
-			for _, sb := range sandboxes {
-				if sb.Pool == pool && sb.BackendRef != "" {
-					owned[sb.BackendRef] = true
-				}
-			}
-		}
-		if owned[a.Ref] {
-			kept := slices.DeleteFunc(actions, func(a Action) bool {
-				return (a.Kind == DeleteOrphan || a.Kind == DeleteDuplicate) && owned[a.Ref]
-			})
-			if len(kept) == 0 {
-				return nil
-			}
-			return kept
+	deletes := func(a Action) bool { return a.Kind == DeleteOrphan || a.Kind == DeleteDuplicate }
+	if !slices.ContainsFunc(actions, deletes) {
+		return actions
+	}
+	owned := make(map[string]bool)
+	for _, sb := range sandboxes {
+		if sb.Pool == pool && sb.BackendRef != "" {
+			owned[sb.BackendRef] = true
 		}
 	}
-	return actions
+	kept := slices.DeleteFunc(actions, func(a Action) bool { return deletes(a) && owned[a.Ref] })
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
 }
 
 // planElsewhere handles instances of a sandbox that the database places on another
