@@ -43,8 +43,8 @@ type job struct {
 //
 // Reactions follow the adapter specification's error table: insufficient_capacity
 // requeues after RequeueDelay without counting the attempt and ranks that pool last
-// for the sandbox for a minute on this replica (other replicas rank afresh, which
-// placement's capacity filter usually steers the same way); sandbox_failed counts the
+// for the sandbox for a minute, on whichever replica claims it next (the row
+// remembers the pool); sandbox_failed counts the
 // attempt and backs off, leaving the pool alone; provider_unavailable and any other
 // error (a timeout included) also mark the pool unhealthy; invalid_request fails the
 // sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox fails once
@@ -92,7 +92,6 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 	if len(claimed) == 0 {
 		return nil, res, nil
 	}
-	s.sweepAvoid(now)
 	policy, err := s.st.GetPolicy(ctx)
 	if err == nil {
 		// The views as they are now, after the claim, which may have waited.
@@ -232,7 +231,7 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	case len(d.Pools) == 0:
 		return fail(d.Reason)
 	}
-	ranked := s.preferOthers(sb.ID, d.Pools, now)
+	ranked := preferOthers(sb, d.Pools, now)
 
 	for _, name := range ranked {
 		if view := byName[name]; s.acquire(view) {
@@ -329,8 +328,13 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
 	case api.CodeInsufficientCapacity:
-		s.setAvoid(j.sb.ID, pool, s.clk.Now())
-		return s.requeue(uctx, j.sb.ID, pool, reason, s.clk.Now().Add(RequeueDelay))
+		now := s.clk.Now()
+		return s.finish(uctx, j.sb.ID, pool, func(cur *store.Sandbox) outcome {
+			toQueued(cur, reason, now.Add(RequeueDelay))
+			until := now.Add(avoidFor)
+			cur.AvoidPool, cur.AvoidUntil = pool, &until
+			return outRequeued
+		})
 	case api.CodeSandboxFailed:
 		return s.retry(uctx, j.sb.ID, pool, reason)
 	case api.CodeInvalidRequest:
@@ -379,6 +383,7 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 			cur.Region = inst.Region
 		}
 		cur.Reason = ""
+		cur.AvoidPool, cur.AvoidUntil = "", nil
 		clearClaim(cur)
 		if cur.TTLSeconds > 0 {
 			exp := now.Add(time.Duration(cur.TTLSeconds) * time.Second)
@@ -386,7 +391,6 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 		}
 		return nil
 	})
-	s.clearAvoid(j.sb.ID)
 	switch {
 	case err != nil:
 		s.log.Error("record running", "sandbox", j.sb.ID, "pool", pool, "error", err)
@@ -462,9 +466,6 @@ func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.
 			o = outNone
 		default:
 			return errStale
-		}
-		if o == outFailed {
-			s.clearAvoid(id)
 		}
 		return nil
 	})
@@ -572,42 +573,19 @@ func (s *Scheduler) freeSlots(views []pools.View) int {
 	return free
 }
 
-// preferOthers moves a pool that just answered insufficient_capacity for this
-// sandbox to the end of the ranking; it stays eligible, as the last resort.
-func (s *Scheduler) preferOthers(id string, ranked []string, now time.Time) []string {
-	s.mu.Lock()
-	e, ok := s.avoid[id]
-	s.mu.Unlock()
-	if !ok || !now.Before(e.until) || len(ranked) < 2 || !slices.Contains(ranked, e.pool) {
+// preferOthers moves the pool that last answered insufficient_capacity for sb to
+// the end of the ranking while the row says to avoid it; it stays eligible, as the
+// last resort.
+func preferOthers(sb store.Sandbox, ranked []string, now time.Time) []string {
+	avoid := sb.AvoidPool
+	if avoid == "" || sb.AvoidUntil == nil || !now.Before(*sb.AvoidUntil) || len(ranked) < 2 || !slices.Contains(ranked, avoid) {
 		return ranked
 	}
 	out := make([]string, 0, len(ranked))
 	for _, p := range ranked {
-		if p != e.pool {
+		if p != avoid {
 			out = append(out, p)
 		}
 	}
-	return append(out, e.pool)
-}
-
-func (s *Scheduler) setAvoid(id, pool string, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.avoid[id] = avoidEntry{pool: pool, until: now.Add(avoidFor)}
-}
-
-func (s *Scheduler) clearAvoid(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.avoid, id)
-}
-
-func (s *Scheduler) sweepAvoid(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, e := range s.avoid {
-		if !now.Before(e.until) {
-			delete(s.avoid, id)
-		}
-	}
+	return append(out, avoid)
 }

@@ -252,20 +252,76 @@ func TestProvisionPlacementFailure(t *testing.T) {
 	}
 }
 
-// After insufficient_capacity the next attempt goes to the next ranked pool.
+// After insufficient_capacity the next attempt goes to the next ranked pool, on
+// whichever replica makes it: the pool to avoid is kept in the sandbox's row.
 func TestProvisionTriesNextPoolAfterCapacityShortage(t *testing.T) {
-	full := fake.New(fake.Config{CreateErrors: []api.Code{api.CodeInsufficientCapacity}})
-	other := fake.New(fake.Config{})
-	e := newEnv(t, Options{}, view("a", full), view("b", other))
-	sb := e.create(t, store.Sandbox{})
-	e.provision(t)
-	wantState(t, e.get(t, sb.ID), store.StateQueued)
-	e.clk.Advance(RequeueDelay)
-	e.provision(t)
-	got := e.get(t, sb.ID)
-	wantState(t, got, store.StateRunning)
-	if got.Pool != "b" || other.Instances() != 1 || full.Instances() != 0 {
-		t.Errorf("pool %q, instances a=%d b=%d", got.Pool, full.Instances(), other.Instances())
+	for _, tc := range []struct {
+		name      string
+		otherNext bool // another replica claims the sandbox after the shortage
+	}{
+		{"same replica", false},
+		{"another replica", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full := fake.New(fake.Config{CreateErrors: []api.Code{api.CodeInsufficientCapacity}})
+			other := fake.New(fake.Config{})
+			e := newEnv(t, Options{}, view("a", full), view("b", other))
+			next := e.s
+			if tc.otherNext {
+				var err error
+				next, err = New(e.st, e.pools, e.clk, Options{Installation: installation, ReplicaID: "replica-2"})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			sb := e.create(t, store.Sandbox{})
+			e.provision(t)
+			got := e.get(t, sb.ID)
+			wantState(t, got, store.StateQueued)
+			if got.AvoidPool != "a" || got.AvoidUntil == nil || !got.AvoidUntil.Equal(e.clk.Now().Add(avoidFor)) {
+				t.Fatalf("after the shortage the row avoids %q until %v", got.AvoidPool, got.AvoidUntil)
+			}
+			e.clk.Advance(RequeueDelay)
+			if _, err := next.ProvisionOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got = e.get(t, sb.ID)
+			wantState(t, got, store.StateRunning)
+			if got.Pool != "b" || other.Instances() != 1 || full.Instances() != 0 {
+				t.Errorf("pool %q, instances a=%d b=%d", got.Pool, full.Instances(), other.Instances())
+			}
+			if got.AvoidPool != "" || got.AvoidUntil != nil {
+				t.Errorf("a running sandbox still avoids %q until %v", got.AvoidPool, got.AvoidUntil)
+			}
+		})
+	}
+}
+
+// The pool that ran short is ranked last only for a while; after that, and for
+// other sandboxes, the ranking is placement's.
+func TestPreferOthers(t *testing.T) {
+	now := t0
+	until := now.Add(avoidFor)
+	avoiding := store.Sandbox{AvoidPool: "a", AvoidUntil: &until}
+	for _, tc := range []struct {
+		name   string
+		sb     store.Sandbox
+		ranked []string
+		now    time.Time
+		want   []string
+	}{
+		{"avoided pool goes last", avoiding, []string{"a", "b", "c"}, now, []string{"b", "c", "a"}},
+		{"expired", avoiding, []string{"a", "b"}, until, []string{"a", "b"}},
+		{"only candidate stays", avoiding, []string{"a"}, now, []string{"a"}},
+		{"not ranked", avoiding, []string{"b", "c"}, now, []string{"b", "c"}},
+		{"nothing to avoid", store.Sandbox{}, []string{"a", "b"}, now, []string{"a", "b"}},
+		{"no end time", store.Sandbox{AvoidPool: "a"}, []string{"a", "b"}, now, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := preferOthers(tc.sb, tc.ranked, tc.now); !slices.Equal(got, tc.want) {
+				t.Errorf("preferOthers = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

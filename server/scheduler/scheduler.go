@@ -77,7 +77,7 @@ const (
 	// provisioning sandbox lasts: the Create, then recording its outcome.
 	provisionLeaseMargin = 30 * time.Second
 	// avoidFor is how long a pool that answered insufficient_capacity is ranked last
-	// for that sandbox on this replica.
+	// for that sandbox, by every replica.
 	avoidFor = time.Minute
 )
 
@@ -178,14 +178,6 @@ type Scheduler struct {
 	// back. Only then does a freed slot wake the provisioning loop; otherwise every
 	// Create's end would cost a claim query that finds nothing.
 	starved bool
-	// avoid remembers, per sandbox, a pool that just answered insufficient_capacity,
-	// so that the next attempt tries the next ranked pool first.
-	avoid map[string]avoidEntry
-}
-
-type avoidEntry struct {
-	pool  string
-	until time.Time
 }
 
 // errStale aborts an UpdateSandbox whose guard found the sandbox changed under us.
@@ -242,7 +234,6 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 		wakeProvision: make(chan struct{}, 1),
 		wakeHousekeep: make(chan struct{}, 1),
 		starting:      map[string]int{},
-		avoid:         map[string]avoidEntry{},
 	}, nil
 }
 

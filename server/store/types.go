@@ -110,6 +110,11 @@ type Sandbox struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StateChangedAt time.Time `json:"stateChangedAt"`
 	Version        int64     `json:"version"`
+	// AvoidPool is a pool that answered insufficient_capacity for this sandbox; until
+	// AvoidUntil the scheduler ranks it last. It lives in the row rather than in one
+	// replica's memory because whichever replica claims the sandbox next must know.
+	AvoidPool  string     `json:"-"`
+	AvoidUntil *time.Time `json:"-"`
 }
 
 // SandboxFilter selects sandboxes for ListSandboxes. Zero fields do not filter.

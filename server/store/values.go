@@ -159,6 +159,7 @@ func storableText(s string) string {
 func NormalizeSandboxTimes(sb Sandbox) Sandbox {
 	sb.ExpiresAt = TimestampPtr(sb.ExpiresAt)
 	sb.ClaimExpiresAt = TimestampPtr(sb.ClaimExpiresAt)
+	sb.AvoidUntil = TimestampPtr(sb.AvoidUntil)
 	sb.NextAttemptAt = Timestamp(sb.NextAttemptAt)
 	sb.CreatedAt = Timestamp(sb.CreatedAt)
 	sb.UpdatedAt = Timestamp(sb.UpdatedAt)

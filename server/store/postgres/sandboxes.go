@@ -16,10 +16,10 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until`
 
 const sandboxParams = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29`
+	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31`
 
 func scanSandbox(row pgx.Row) (store.Sandbox, error) {
 	var sb store.Sandbox
@@ -28,7 +28,8 @@ func scanSandbox(row pgx.Row) (store.Sandbox, error) {
 		&sb.Template, &sb.Profile, &caps, &sb.Resources.CPU, &sb.Resources.MemoryMiB,
 		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, &sb.ExpiresAt, &sb.FromSnapshot,
 		&placement, &sb.Attempts, &sb.Reason, &sb.NextAttemptAt, &sb.ClaimedBy, &sb.ClaimExpiresAt,
-		&sb.IdempotencyKey, &sb.CreatedAt, &sb.UpdatedAt, &sb.StateChangedAt, &sb.Version)
+		&sb.IdempotencyKey, &sb.CreatedAt, &sb.UpdatedAt, &sb.StateChangedAt, &sb.Version,
+		&sb.AvoidPool, &sb.AvoidUntil)
 	if err != nil {
 		return sb, err
 	}
@@ -56,7 +57,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		sb.Template, sb.Profile, js[0], sb.Resources.CPU, sb.Resources.MemoryMiB, sb.Resources.DiskGiB,
 		js[1], js[2], sb.TTLSeconds, sb.ExpiresAt, sb.FromSnapshot, js[3], sb.Attempts, sb.Reason,
 		sb.NextAttemptAt, sb.ClaimedBy, sb.ClaimExpiresAt, sb.IdempotencyKey, sb.CreatedAt,
-		sb.UpdatedAt, sb.StateChangedAt, sb.Version}, nil
+		sb.UpdatedAt, sb.StateChangedAt, sb.Version, sb.AvoidPool, sb.AvoidUntil}, nil
 }
 
 func collectSandboxes(rows pgx.Rows, err error) ([]store.Sandbox, error) {
@@ -374,16 +375,17 @@ var updateSandboxesSQL = `UPDATE sandboxes AS s SET org = v.org, project = v.pro
 	placement = v.placement::jsonb, attempts = v.attempts, reason = v.reason,
 	next_attempt_at = v.next_attempt_at, claimed_by = v.claimed_by,
 	claim_expires_at = v.claim_expires_at, idempotency_key = v.idempotency_key,
-	updated_at = v.updated_at, state_changed_at = v.state_changed_at, version = v.version
+	updated_at = v.updated_at, state_changed_at = v.state_changed_at, version = v.version,
+	avoid_pool = v.avoid_pool, avoid_until = v.avoid_until
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::float8[], $12::int8[], $13::int8[], $14::text[],
 		$15::text[], $16::int8[], $17::timestamptz[], $18::text[], $19::text[], $20::int4[],
 		$21::text[], $22::timestamptz[], $23::text[], $24::timestamptz[], $25::text[],
-		$26::timestamptz[], $27::timestamptz[], $28::int8[])
+		$26::timestamptz[], $27::timestamptz[], $28::int8[], $29::text[], $30::timestamptz[])
 	AS v(id, org, project, state, pool, region, backend_ref, template, profile, capabilities, cpu,
 		memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot, placement,
 		attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-		updated_at, state_changed_at, version)
+		updated_at, state_changed_at, version, avoid_pool, avoid_until)
 	WHERE s.id = v.id
 	RETURNING ` + qualified("s", sandboxColumns)
 
@@ -414,6 +416,8 @@ type updateColumns struct {
 	idempotencyKey                                                                     []string
 	updatedAt, stateChangedAt                                                          []time.Time
 	version                                                                            []int64
+	avoidPool                                                                          []string
+	avoidUntil                                                                         []*time.Time
 }
 
 // add appends sb's values; nothing is appended when one of its JSON values fails to
@@ -455,6 +459,8 @@ func (c *updateColumns) add(sb store.Sandbox) error {
 	c.updatedAt = append(c.updatedAt, sb.UpdatedAt)
 	c.stateChangedAt = append(c.stateChangedAt, sb.StateChangedAt)
 	c.version = append(c.version, sb.Version)
+	c.avoidPool = append(c.avoidPool, sb.AvoidPool)
+	c.avoidUntil = append(c.avoidUntil, sb.AvoidUntil)
 	return nil
 }
 
@@ -462,7 +468,8 @@ func (c *updateColumns) args() []any {
 	return []any{c.id, c.org, c.project, c.state, c.pool, c.region, c.backendRef, c.template,
 		c.profile, c.capabilities, c.cpu, c.memoryMiB, c.diskGiB, c.labels, c.env, c.ttlSeconds,
 		c.expiresAt, c.fromSnapshot, c.placement, c.attempts, c.reason, c.nextAttemptAt,
-		c.claimedBy, c.claimExpiresAt, c.idempotencyKey, c.updatedAt, c.stateChangedAt, c.version}
+		c.claimedBy, c.claimExpiresAt, c.idempotencyKey, c.updatedAt, c.stateChangedAt, c.version,
+		c.avoidPool, c.avoidUntil}
 }
 
 // UpdateSandbox implements store.Store as a batch of one: SELECT ... FOR UPDATE, so

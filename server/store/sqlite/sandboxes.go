@@ -16,7 +16,7 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until`
 
 func scanSandbox(row scanner) (store.Sandbox, error) {
 	var sb store.Sandbox
@@ -26,7 +26,8 @@ func scanSandbox(row scanner) (store.Sandbox, error) {
 		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, nullTimeCol{&sb.ExpiresAt}, &sb.FromSnapshot,
 		&placement, &sb.Attempts, &sb.Reason, timeCol{&sb.NextAttemptAt}, &sb.ClaimedBy,
 		nullTimeCol{&sb.ClaimExpiresAt}, &sb.IdempotencyKey, timeCol{&sb.CreatedAt},
-		timeCol{&sb.UpdatedAt}, timeCol{&sb.StateChangedAt}, &sb.Version)
+		timeCol{&sb.UpdatedAt}, timeCol{&sb.StateChangedAt}, &sb.Version, &sb.AvoidPool,
+		nullTimeCol{&sb.AvoidUntil})
 	if err != nil {
 		return sb, err
 	}
@@ -55,7 +56,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		js[1], js[2], sb.TTLSeconds, microsPtr(sb.ExpiresAt), sb.FromSnapshot, js[3], sb.Attempts,
 		sb.Reason, micros(sb.NextAttemptAt), sb.ClaimedBy, microsPtr(sb.ClaimExpiresAt),
 		sb.IdempotencyKey, micros(sb.CreatedAt), micros(sb.UpdatedAt), micros(sb.StateChangedAt),
-		sb.Version}, nil
+		sb.Version, sb.AvoidPool, microsPtr(sb.AvoidUntil)}, nil
 }
 
 func collectSandboxes(rows *sql.Rows, err error) ([]store.Sandbox, error) {
@@ -123,7 +124,7 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 		}
 		created = true
 		out, err = scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`)
-			VALUES (`+placeholders(29)+`) RETURNING `+sandboxColumns, args...))
+			VALUES (`+placeholders(len(args))+`) RETURNING `+sandboxColumns, args...))
 		return translate(err, "sandbox", sb.ID)
 	})
 	if err != nil {
@@ -307,7 +308,7 @@ func updateSandbox(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn
 		cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,
 		expires_at = ?, from_snapshot = ?, placement = ?, attempts = ?, reason = ?,
 		next_attempt_at = ?, claimed_by = ?, claim_expires_at = ?, idempotency_key = ?,
-		updated_at = ?, state_changed_at = ?, version = ?
+		updated_at = ?, state_changed_at = ?, version = ?, avoid_pool = ?, avoid_until = ?
 		WHERE id = ? RETURNING `+sandboxColumns, set...))
 	return cur, out, nil, translate(err, "sandbox", id)
 }

@@ -52,6 +52,8 @@ func fullSandbox() store.Sandbox {
 		ClaimedBy:      "replica-1",
 		ClaimExpiresAt: ptr(t0.Add(30 * time.Second)),
 		IdempotencyKey: "key-1",
+		AvoidPool:      "gamma",
+		AvoidUntil:     ptr(t0.Add(time.Minute)),
 	}
 }
 
@@ -63,6 +65,7 @@ func testSandboxRoundTrip(t *testing.T, d Driver) {
 	want := in
 	want.ExpiresAt = ptr(ts(*in.ExpiresAt))
 	want.ClaimExpiresAt = ptr(ts(*in.ClaimExpiresAt))
+	want.AvoidUntil = ptr(ts(*in.AvoidUntil))
 	want.NextAttemptAt = ts(in.NextAttemptAt)
 	want.CreatedAt, want.UpdatedAt, want.StateChangedAt, want.Version = ts(t0), ts(t0), ts(t0), 1
 	equal(t, "created sandbox", out, want)
@@ -229,10 +232,11 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 	got = must[store.Sandbox](t)(update(s, sb.ID, t2, func(x *store.Sandbox) error {
 		x.State = store.StateStopped
 		x.ExpiresAt, x.ClaimExpiresAt, x.ClaimedBy = nil, nil, ""
+		x.AvoidPool, x.AvoidUntil = "", nil
 		return nil
 	}))
 	if got.StateChangedAt != ts(t2) || got.UpdatedAt != ts(t2) || got.Version != 3 ||
-		got.ExpiresAt != nil || got.ClaimExpiresAt != nil {
+		got.ExpiresAt != nil || got.ClaimExpiresAt != nil || got.AvoidPool != "" || got.AvoidUntil != nil {
 		t.Fatalf("state change not recorded: %s", show(got))
 	}
 	equal(t, "stored after state change", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), got)
@@ -248,6 +252,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 		x.Placement = store.Placement{Regions: []string{"us-east"}}
 		x.Attempts, x.Reason, x.NextAttemptAt = 7, "ünïcode reason", t3.Add(time.Second)
 		x.ClaimedBy, x.ClaimExpiresAt, x.IdempotencyKey = "replica-2", ptr(t3.Add(time.Hour)), "key-2"
+		x.AvoidPool, x.AvoidUntil = "delta", ptr(t3.Add(2*time.Minute))
 		return nil
 	}))
 	want = got
@@ -260,6 +265,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 	want.Placement = store.Placement{Regions: []string{"us-east"}}
 	want.Attempts, want.Reason, want.NextAttemptAt = 7, "ünïcode reason", ts(t3.Add(time.Second))
 	want.ClaimedBy, want.ClaimExpiresAt, want.IdempotencyKey = "replica-2", ptr(ts(t3.Add(time.Hour))), "key-2"
+	want.AvoidPool, want.AvoidUntil = "delta", ptr(ts(t3.Add(2*time.Minute)))
 	want.ID, want.CreatedAt, want.UpdatedAt, want.StateChangedAt, want.Version = sb.ID, sb.CreatedAt, ts(t3), ts(t3), 4
 	equal(t, "every column", got, want)
 	equal(t, "stored after every column", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
