@@ -7,6 +7,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ type Daemon struct {
 
 // New opens the store, registers the pools and builds every part, listening but not
 // yet serving. Close releases what New took if Run is never called.
-func New(ctx context.Context, opts Options) (d *Daemon, err error) {
+func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
@@ -109,7 +110,9 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 		cfg = config.Default()
 	}
 	cfg.ApplyEnv(opts.Getenv)
-	d = &Daemon{opts: opts, cfg: cfg}
+	// d stays set when New fails (the results are nil then), so that the deferred
+	// Close releases what was opened so far.
+	d := &Daemon{opts: opts, cfg: cfg}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -227,13 +230,20 @@ func New(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if listen == "" {
 		listen = DefaultListen
 	}
-	if d.ln, err = net.Listen("tcp", listen); err != nil {
-		return nil, err
-	}
 	d.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.TLS.Enabled() {
+		certs, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
+		if err != nil {
+			return nil, err
+		}
+		d.srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
+	}
+	if d.ln, err = net.Listen("tcp", listen); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	// Long waits answer at once on shutdown instead of holding it up.
 	d.srv.RegisterOnShutdown(d.changes.Close)
@@ -270,7 +280,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() {
 		if d.cfg.TLS.Enabled() {
-			serveErr <- d.srv.ServeTLS(d.ln, d.cfg.TLS.CertFile, d.cfg.TLS.KeyFile)
+			// The certificate comes from TLSConfig.GetCertificate, which reloads it.
+			serveErr <- d.srv.ServeTLS(d.ln, "", "")
 		} else {
 			serveErr <- d.srv.Serve(d.ln)
 		}

@@ -110,4 +110,26 @@ func TestTLS(t *testing.T) {
 	if _, err := http.Get(d.URL() + "/healthz"); err == nil {
 		t.Fatal("a client without the test CA accepted the certificate")
 	}
+
+	// A renewed certificate written over the files is served from the next
+	// handshake on, without a restart. The files' times are set apart explicitly:
+	// two writes within one clock tick can share a modification time.
+	_, _, renewed := selfSigned(t, dir)
+	later := time.Now().Add(time.Minute)
+	for _, f := range []string{certFile, keyFile} {
+		if err := os.Chtimes(f, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := func(roots *x509.CertPool) *http.Client {
+		return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	}
+	resp, err = fresh(renewed).Get(d.URL() + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz with the renewed certificate: %v", err)
+	}
+	resp.Body.Close()
+	if _, err := fresh(roots).Get(d.URL() + "/healthz"); err == nil {
+		t.Fatal("the certificate from before the renewal is still served")
+	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -29,8 +30,14 @@ func (s *Server) GetHealthz(w http.ResponseWriter, r *http.Request) {
 
 // GetReadyz checks the database. Migrations are applied when the store opens, so a
 // store that answers is a migrated one.
+//
+// The ping has its own short deadline: a database that accepts connections and
+// never answers must make the replica unready, not hang the probe until the load
+// balancer gives up on its own.
 func (s *Server) GetReadyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.st.Ping(r.Context()); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.st.Ping(ctx); err != nil {
 		s.log.Warn("readiness: database unreachable", "error", err)
 		s.writeError(w, r, api.Errorf(api.CodeProviderUnavailable, "database unreachable"))
 		return

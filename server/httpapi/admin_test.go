@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
 )
 
 func TestAdminPools(t *testing.T) {
@@ -320,4 +323,38 @@ func TestPanicsAndAdapterErrors(t *testing.T) {
 			t.Fatalf("no-adapter message %q", msg)
 		}
 	})
+}
+
+// pingRecorder is a store whose database does not answer pings; it records the
+// deadline each ping was given.
+type pingRecorder struct {
+	store.Store
+	deadlines chan time.Duration
+}
+
+func (p pingRecorder) Ping(ctx context.Context) error {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		p.deadlines <- -1
+	} else {
+		p.deadlines <- time.Until(dl)
+	}
+	return errors.New("the database did not answer")
+}
+
+// /readyz bounds its ping of the database, so that a database that accepts
+// connections and never answers makes the replica unready instead of hanging the
+// probe.
+func TestReadyzPingIsBounded(t *testing.T) {
+	sq, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := pingRecorder{Store: sq, deadlines: make(chan time.Duration, 1)}
+	e := newEnv(t, st)
+	e.do("", "GET", "/readyz", nil).want(t, http.StatusServiceUnavailable, api.CodeProviderUnavailable)
+	if d := <-st.deadlines; d <= 0 || d > 2*time.Second {
+		t.Errorf("the ping's deadline was %v away, want at most 2s", d)
+	}
 }

@@ -25,6 +25,12 @@ const (
 // the database a write per request.
 const touchInterval = time.Minute
 
+// touchTimeout bounds that write, which no longer ends with the request.
+const touchTimeout = 5 * time.Second
+
+// readyTimeout bounds the database ping of /readyz.
+const readyTimeout = 2 * time.Second
+
 // publicPaths answer without a token: probes and scrapers do not hold one.
 var publicPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
@@ -127,7 +133,9 @@ func (s *Server) touch(ctx context.Context, id string) {
 	c.last[id] = now
 	c.mu.Unlock()
 	// lastUsedAt is bookkeeping: a failed write must not fail the request.
-	if err := s.st.TouchToken(context.WithoutCancel(ctx), id, now); err != nil {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), touchTimeout)
+	defer cancel()
+	if err := s.st.TouchToken(tctx, id, now); err != nil {
 		s.log.Warn("touch token", "token", id, "error", err)
 	}
 }

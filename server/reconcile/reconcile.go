@@ -109,6 +109,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 // so a crashed leader is replaced within that time.
 func (r *Reconciler) leaseTTL() time.Duration { return 3 * r.opts.Interval }
 
+// releaseTimeout bounds giving a lease up; one not given up lapses after its TTL.
+const releaseTimeout = 5 * time.Second
+
 // passBudget is how long a pass may act after the lease was last taken or renewed:
 // the lease's TTL less one interval. That interval is the safety margin of the local
 // deadline (STYLE.md, leadership): for the time a store write takes to land, and for
@@ -122,8 +125,11 @@ func (r *Reconciler) Run(ctx context.Context) {
 	ticker := time.NewTicker(r.opts.Interval)
 	defer ticker.Stop()
 	defer func() {
-		// Hand the lease over at once on a clean stop.
-		_ = r.st.ReleaseLease(context.WithoutCancel(ctx), LeaseName, r.opts.ReplicaID)
+		// Hand the lease over at once on a clean stop, but never hold the stop up: a
+		// database that does not answer lets the lease lapse instead.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		_ = r.st.ReleaseLease(rctx, LeaseName, r.opts.ReplicaID)
+		cancel()
 		r.m.leader.Set(0)
 	}()
 	for {
@@ -259,7 +265,9 @@ func (r *Reconciler) begin(ctx context.Context, needLeader bool) (*lease, error)
 // end gives the pass lease up, so that the next pass, here or on another replica,
 // need not wait for it to lapse. The leader lease stays: Run renews it.
 func (l *lease) end(ctx context.Context) {
-	if err := l.r.st.ReleaseLease(context.WithoutCancel(ctx), PassLeaseName, l.r.opts.ReplicaID); err != nil {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.r.st.ReleaseLease(rctx, PassLeaseName, l.r.opts.ReplicaID); err != nil {
 		l.r.opts.Logger.Warn("reconcile pass lease not released; it lapses on its own", "error", err)
 	}
 }

@@ -55,8 +55,18 @@ func Open(ctx context.Context, url string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each driver's nil *Store is returned as a nil interface: a typed nil would
+	// pass the caller's nil check and fail later, in Close.
 	if driver == Postgres {
-		return postgres.Open(ctx, target)
+		s, err := postgres.Open(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
-	return sqlite.Open(ctx, target)
+	s, err := sqlite.Open(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -60,15 +61,9 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the database at url (postgres:// or postgresql://, any pgx option),
 // applies pending migrations and returns the store.
 func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse database url: %w", err)
-	}
-	// pgx defaults to max(4, CPUs) connections, which the API, the scheduler's
-	// concurrent Creates and the reconciler share; waiting for a connection then
-	// dominates a busy replica. An explicit pool_max_conns in the URL still wins.
-	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = max(cfg.MaxConns, 16)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -87,6 +82,30 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s.startNotifier()
 	return s, nil
+}
+
+// DefaultConnectTimeout bounds each new connection, the server's first answer
+// included, when the URL sets no connect_timeout. pgx waits for ever without one,
+// and a database that accepts connections but never answers would then hang the
+// daemon's start with nothing in the log.
+const DefaultConnectTimeout = 10 * time.Second
+
+// poolConfig parses url with this store's defaults where the URL is silent.
+func poolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database url: %w", err)
+	}
+	// pgx defaults to max(4, CPUs) connections, which the API, the scheduler's
+	// concurrent Creates and the reconciler share; waiting for a connection then
+	// dominates a busy replica. An explicit pool_max_conns in the URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, 16)
+	}
+	if !strings.Contains(url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	return cfg, nil
 }
 
 // URL is the database URL the store was opened with (it may hold a password; do not log it).
