@@ -86,7 +86,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err != nil {
 		return fail(err)
 	}
-	logger.Info("differently-server listening", "url", d.URL(), "dev", *dev, "dataDir", opts.DataDir)
+	logger.Info("differently-server listening", "url", d.URL(), "dev", *dev, "dataDir", opts.DataDir, "database", d.Database())
 	fmt.Fprintf(stdout, "differently-server listening on %s\n", d.URL())
 	if err := d.Run(ctx); err != nil {
 		return fail(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/safeurl"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/httpapi"
@@ -80,9 +81,13 @@ type Daemon struct {
 	changes    *changes.Hub
 	srv        *http.Server
 	ln         net.Listener
+	dbURL      string
 	// AdminToken is the secret of the admin token created by this start, if any.
 	AdminToken string
 }
+
+// Database names the database in use for a log line, without its credentials.
+func (d *Daemon) Database() string { return safeurl.Describe(d.dbURL) }
 
 // New opens the store, registers the pools and builds every part, listening but not
 // yet serving. Close releases what New took if Run is never called.
@@ -106,10 +111,23 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		opts.ShutdownGrace = 30 * time.Second
 	}
 	cfg := opts.Config
-	if cfg == nil {
+	switch {
+	case cfg == nil && opts.Dev:
+		// Plain development mode keeps everything in the data directory. A
+		// DIFFERENTLY_DATABASE_URL exported for another purpose (a production
+		// database, say) must not receive the development pools, a new admin token,
+		// or a scheduler that places its sandboxes on devhost's host processes.
 		cfg = config.Default()
+		if opts.Getenv(config.EnvDatabaseURL) != "" {
+			opts.Logger.Warn("development mode without --config uses its own SQLite file; " +
+				config.EnvDatabaseURL + " is ignored (pass --config with database.url to develop on another database)")
+		}
+	case cfg == nil:
+		cfg = config.Default()
+		cfg.ApplyEnv(opts.Getenv)
+	default:
+		cfg.ApplyEnv(opts.Getenv)
 	}
-	cfg.ApplyEnv(opts.Getenv)
 	// d stays set when New fails (the results are nil then), so that the deferred
 	// Close releases what was opened so far.
 	d := &Daemon{opts: opts, cfg: cfg}
@@ -134,6 +152,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if dbURL == "" {
 		return nil, errors.New("no database: set database.url in the config or DIFFERENTLY_DATABASE_URL")
 	}
+	d.dbURL = dbURL
 	if d.st, err = open.Open(ctx, dbURL); err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}

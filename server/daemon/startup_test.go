@@ -80,3 +80,38 @@ func TestStartupFailuresAreErrors(t *testing.T) {
 		})
 	}
 }
+
+// Plain development mode keeps to its own SQLite file: a DIFFERENTLY_DATABASE_URL
+// exported for something else is not written to. With a config file, the variable
+// still overrides the file's database, as documented.
+func TestDevModeIgnoresTheDatabaseVariable(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := "postgres://postgres@" + closed.Addr().String() + "/prod?sslmode=disable"
+	closed.Close()
+	getenv := func(k string) string {
+		if k == config.EnvDatabaseURL {
+			return elsewhere
+		}
+		return ""
+	}
+	dir := t.TempDir()
+	d, err := daemon.New(t.Context(), daemon.Options{Dev: true, DataDir: filepath.Join(dir, "data"),
+		Listen: "127.0.0.1:0", Getenv: getenv})
+	if err != nil {
+		t.Fatalf("dev mode used %s: %v", config.EnvDatabaseURL, err)
+	}
+	got := d.Database()
+	d.Close()
+	if want := "sqlite://" + filepath.Join(dir, "data", "differently.db"); got != want {
+		t.Errorf("database %q, want %q", got, want)
+	}
+
+	_, err = daemon.New(t.Context(), daemon.Options{Dev: true, DataDir: filepath.Join(dir, "data2"),
+		Listen: "127.0.0.1:0", Config: config.Default(), Getenv: getenv})
+	if err == nil || !strings.Contains(err.Error(), "database:") {
+		t.Errorf("with a config file the variable was not used: %v", err)
+	}
+}
