@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
 )
 
 const contentTypeJSON = "application/json"
@@ -20,6 +21,11 @@ const contentTypeJSON = "application/json"
 // need to handle one "try later" code. Anything without a code the client could act on
 // becomes internal, with a message that reveals nothing; the caller logs the cause.
 func publicError(err error) (e *api.Error, internal bool) {
+	if errors.Is(err, store.ErrUnavailable) {
+		// Logged like an internal error, but answered as the outage it is, which
+		// clients retry.
+		return api.Errorf(api.CodeProviderUnavailable, "the database is unavailable; try again"), true
+	}
 	e = api.AsError(err)
 	if e == nil {
 		return api.Errorf(api.CodeInternal, "internal error"), true
@@ -55,6 +61,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if ra, ok := errors.AsType[*retryAfterError](err); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(ra.seconds))
+	} else if errors.Is(err, store.ErrUnavailable) {
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
 }

@@ -1,6 +1,15 @@
 package store
 
-import "github.com/different-ai/differently/api"
+import (
+	"errors"
+
+	"github.com/different-ai/differently/api"
+)
+
+// ErrUnavailable is in the chain of an error that means the database could not be
+// reached or dropped the connection: the request may succeed if retried, unlike
+// an error in the statement or the data.
+var ErrUnavailable = errors.New("the database is unavailable")
 
 // NotFound is the error for a missing row: kind is "sandbox", "pool", ...
 func NotFound(kind, id string) *api.Error {

@@ -1,8 +1,16 @@
 package postgres
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/different-ai/differently/server/store"
 )
 
 // The URL's own settings win; where it is silent the store's defaults apply.
@@ -27,5 +35,28 @@ func TestPoolConfigDefaults(t *testing.T) {
 	}
 	if _, err := poolConfig("postgres://u@127.0.0.1/db?connect_timeout=soon"); err == nil {
 		t.Error("a malformed connect_timeout was accepted")
+	}
+}
+
+// Errors that mean the server is out of reach are marked store.ErrUnavailable;
+// errors of a statement are not.
+func TestWrapMarksOutages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"connection cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"network", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"syntax", &pgconn.PgError{Code: "42601"}, false},
+		{"other", errors.New("something else"), false},
+	} {
+		if got := errors.Is(wrap(tc.err), store.ErrUnavailable); got != tc.want {
+			t.Errorf("%s: unavailable = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

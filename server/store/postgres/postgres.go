@@ -19,7 +19,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -219,7 +221,29 @@ func wrap(err error) error {
 		// invalid UTF-8 that the API let through. The caller's input, not an outage.
 		return api.Errorf(api.CodeInvalidRequest, "text holds a NUL character or invalid UTF-8, which the database cannot store")
 	}
+	if unreachable(err) {
+		return fmt.Errorf("postgres: %w: %w", store.ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres: %w", err)
+}
+
+// unreachable reports whether err says the server could not be reached or the
+// connection broke, rather than that a statement failed.
+func unreachable(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "53300": // shutting down, crashed, starting, too many connections
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection_exception
+	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
