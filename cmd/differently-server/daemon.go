@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
@@ -35,6 +36,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:8700)")
 	configPath := fs.String("config", "", "config file (required without --dev)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long requests in flight may run after SIGTERM or Ctrl-C; a second signal stops at once")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -53,7 +55,10 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return fail(fmt.Errorf("--log-level: %w", err))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	opts := daemon.Options{Dev: *dev, Listen: *listen, Getenv: getenv, Logger: logger, Stdout: stdout}
+	if *grace <= 0 {
+		return fail(errors.New("--shutdown-grace must be positive"))
+	}
+	opts := daemon.Options{Dev: *dev, Listen: *listen, Getenv: getenv, Logger: logger, Stdout: stdout, ShutdownGrace: *grace}
 	switch {
 	case *configPath != "":
 		cfg, err := loadConfig(*configPath, *dev)

@@ -3,13 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDevDaemon runs the README's first command in a child process: it starts,
@@ -112,4 +117,134 @@ func TestTokenCreateCommand(t *testing.T) {
 	if out, code := runTool(t, nil, "token", "create", "--config", cfg); code == 0 {
 		t.Fatalf("token create without a scope succeeded: %s", out)
 	}
+}
+
+// The first SIGTERM starts a graceful stop that waits for a streamed exec in
+// flight (the grace here is an hour); a second one ends the process at once.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	dataDir := t.TempDir()
+	cmd := exec.Command(binary, "--dev", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--shutdown-grace", "1h")
+	cmd.Env = append(os.Environ(), "DIFFERENTLY_DATABASE_URL=")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// exited is closed once the process is gone; exitErr is then Wait's answer.
+	exited := make(chan struct{})
+	var exitErr error
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	lines := bufio.NewReader(out)
+	var base string
+	for base == "" {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no address printed: %v (stderr %s)", err, stderr.String())
+		}
+		if m := servingLine.FindStringSubmatch(line); m != nil {
+			base = m[1]
+		}
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, lines)
+		exitErr = cmd.Wait()
+		close(exited)
+	}()
+	token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var sb struct{ ID, State string }
+	decode := func(resp *http.Response) {
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&sb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decode(call("POST", "/v1/sandboxes", `{"placement": {"allowedPools": ["devhost"]}}`))
+	for sb.State != "running" {
+		decode(call("GET", "/v1/sandboxes/"+sb.ID+"/wait?state=running", ""))
+	}
+	// The command says its PID so that the test can end it: the daemon dies too
+	// abruptly here to end it itself.
+	stream := call("POST", "/v1/sandboxes/"+sb.ID+"/exec?stream=1", `{"command": "echo started $$; exec sleep 600"}`)
+	defer stream.Body.Close()
+	var first struct{ Data string }
+	if err := json.NewDecoder(stream.Body).Decode(&first); err != nil || !strings.HasPrefix(first.Data, "started ") {
+		t.Fatalf("stream: %q %v", first.Data, err)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(first.Data, "started "))); err == nil {
+		defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }()
+	} else {
+		t.Errorf("no PID in %q", first.Data)
+	}
+
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	// The graceful stop has begun when the daemon says so.
+	for !strings.Contains(stderr.String(), "shutting down") {
+		select {
+		case <-exited:
+			t.Fatalf("the first SIGTERM ended the process (%v) while a stream was in flight", exitErr)
+		case <-stderr.changed():
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if exitErr == nil {
+			t.Error("the second signal's exit was a success")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a second SIGTERM did not end the process")
+	}
+}
+
+// syncBuffer is a buffer written by a child's stderr copier and read by the test,
+// with a channel that signals each write.
+type syncBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	wake chan struct{}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake != nil {
+		close(b.wake)
+		b.wake = nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// changed returns a channel closed at the next write.
+func (b *syncBuffer) changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return b.wake
 }

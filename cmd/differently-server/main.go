@@ -1,7 +1,7 @@
 // Command differently-server is the Differently control-plane daemon and its tools.
 //
-//	differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE]
-//	differently-server --config FILE [--listen ADDR]
+//	differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [--shutdown-grace D]
+//	differently-server --config FILE [--listen ADDR] [--shutdown-grace D]
 //	differently-server preflight --config FILE [--dev]
 //	differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
 //	differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
@@ -19,8 +19,18 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; from then on the signals are Go's
+	// again, so a second Ctrl-C or SIGTERM ends the process at once. The daemon
+	// hears of the stop only once the relay is off, so that no second signal can
+	// arrive in between and be swallowed.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	context.AfterFunc(signalled, func() {
+		stop()
+		cancel()
+	})
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
@@ -51,9 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE]
+  differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [--shutdown-grace D]
       run the daemon on its embedded SQLite store with the devhost and fake pools
-  differently-server --config FILE [--listen ADDR]
+  differently-server --config FILE [--listen ADDR] [--shutdown-grace D]
       run the daemon for production (database, TLS, scheduler and pools from FILE)
   differently-server preflight --config FILE [--dev]
       check the config, the database, every credential reference and every pool

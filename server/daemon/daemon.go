@@ -284,17 +284,27 @@ func (d *Daemon) URL() string {
 }
 
 // Run serves the API and runs the pool manager, the scheduler and the reconciler
-// until ctx ends. Then it stops taking requests, lets those in flight finish within
-// the shutdown grace, stops the loops (a Create in flight finishes or its claim
-// lapses and another replica or restart takes the sandbox up again), and closes the
-// store.
+// until ctx ends. Then, at once, it stops taking new connections and stops the
+// loops: no new Create starts, and one in flight is handed back to the queue for
+// another replica or the next start. Requests in flight get the shutdown grace to
+// finish; past it, requests still running (a long streamed exec, say) are ended
+// with the cause errShuttingDown, which a stream reports in its final event, and
+// after a moment for those last writes the remaining connections are closed. The
+// store closes last.
 func (d *Daemon) Run(ctx context.Context) error {
+	log := d.opts.Logger
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = d.changes.Run(loopCtx, d.st) })
 	loops.Go(func() { d.pools.Run(loopCtx) })
 	loops.Go(func() { d.sched.Run(loopCtx) })
 	loops.Go(func() { d.reconciler.Run(loopCtx) })
+
+	// Every request's context descends from base, so that the end of the grace can
+	// end them with a cause the handlers can tell their clients.
+	base, endRequests := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer endRequests(nil)
+	d.srv.BaseContext = func(net.Listener) context.Context { return base }
 
 	serveErr := make(chan error, 1)
 	go func() {
@@ -308,21 +318,46 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var err error
 	select {
 	case err = <-serveErr:
+		stopLoops()
 	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.ShutdownGrace)
-		err = d.srv.Shutdown(shutdownCtx)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = d.srv.Close()
-		}
+		log.Info("shutting down: draining requests", "grace", d.opts.ShutdownGrace)
+		stopLoops()
+		err = d.drain(context.WithoutCancel(ctx), endRequests)
 		if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
 		}
 	}
-	stopLoops()
 	loops.Wait()
 	if cerr := d.st.Close(); err == nil {
 		err = cerr
+	}
+	log.Info("stopped")
+	return err
+}
+
+// errShuttingDown ends requests still running when the shutdown grace is over.
+var errShuttingDown = api.Errorf(api.CodeProviderUnavailable, "the daemon is shutting down; run the command again")
+
+// lastWrites is how long requests ended by errShuttingDown get to write their last
+// words (a stream's final event) before their connections close.
+const lastWrites = 2 * time.Second
+
+// drain shuts the server down within the grace, then ends what is left.
+func (d *Daemon) drain(ctx context.Context, endRequests context.CancelCauseFunc) error {
+	graceCtx, cancel := context.WithTimeout(ctx, d.opts.ShutdownGrace)
+	err := d.srv.Shutdown(graceCtx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	d.opts.Logger.Warn("shutdown grace is over: ending the requests still running", "grace", d.opts.ShutdownGrace)
+	endRequests(errShuttingDown)
+	lastCtx, cancel := context.WithTimeout(ctx, lastWrites)
+	err = d.srv.Shutdown(lastCtx)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		d.opts.Logger.Warn("closing connections whose requests did not end")
+		err = d.srv.Close()
 	}
 	return err
 }

@@ -47,6 +47,7 @@ func publicError(err error) (e *api.Error, internal bool) {
 
 // writeError answers with the error envelope.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = requestCause(r, err)
 	e, internal := publicError(err)
 	if internal {
 		level := s.log.Error
@@ -65,6 +66,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+}
+
+// requestCause is err, or, when the request's context was ended by the daemon with
+// an *api.Error as its cause (the end of a shutdown's grace), that cause: what
+// failed is then the daemon's stop, not the command or the backend.
+func requestCause(r *http.Request, err error) error {
+	if err == nil || r.Context().Err() == nil {
+		return err
+	}
+	if cause := context.Cause(r.Context()); api.AsError(cause) != nil {
+		return cause
+	}
+	return err
 }
 
 // retryAfterError is an error whose answer tells the client, with Retry-After, how

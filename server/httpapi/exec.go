@@ -56,6 +56,7 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 	// After output the status line is gone: the final event carries the code the
 	// error envelope would have.
 	describe := func(err error) (string, api.Code) {
+		err = requestCause(r, err)
 		e, internal := publicError(err)
 		if internal {
 			s.log.Error("streamed exec failed", "path", r.URL.Path, "error", err)
