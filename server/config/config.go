@@ -157,8 +157,8 @@ func (p PoolConfig) EffectiveTrust() api.Trust {
 	return defaultTrust[p.Adapter]
 }
 
-// StorePool converts the pool to its stored form. Config and Features are copied so the
-// store row and the parsed file never share mutable state.
+// StorePool converts the pool to its stored form, a pool of the config file. Config and
+// Features are copied so the store row and the parsed file never share mutable state.
 func (p PoolConfig) StorePool() store.Pool {
 	return store.Pool{
 		Name:           p.Name,
@@ -171,6 +171,7 @@ func (p PoolConfig) StorePool() store.Pool {
 		Config:         cloneMap(p.Config),
 		CredentialsEnv: p.Credentials.Env,
 		Features:       slices.Clone(p.Features),
+		Source:         store.PoolFromConfig,
 	}
 }
 

@@ -69,6 +69,7 @@ func TestParseFullExample(t *testing.T) {
 		CostModel:      store.CostModel{CPUHour: 0.01, MemoryGiBHour: 0.002},
 		CredentialsEnv: "LAB_ADAPTER_TOKEN",
 		Features:       []string{"exec", "files", "isolation.microvm"},
+		Source:         store.PoolFromConfig,
 	}
 	cfgMap := got.Config
 	got.Config = nil

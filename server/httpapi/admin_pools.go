@@ -202,7 +202,7 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string,
 		s.writeError(w, r, err)
 		return
 	}
-	next.Name, next.Version, next.CreatedAt = cur.Name, cur.Version, cur.CreatedAt
+	next.Name, next.Version, next.CreatedAt, next.Source = cur.Name, cur.Version, cur.CreatedAt, cur.Source
 	if err := validatePool(next); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -25,3 +25,12 @@ func AlreadyExists(kind, id string) *api.Error {
 func Conflict(format string, args ...any) *api.Error {
 	return api.Errorf(api.CodeInvalidState, format, args...)
 }
+
+// ConfigPool is the error for a change the API may not make to a pool of the daemon's
+// config file: the file is the operator's declaration, and the next start would write
+// it back over the change.
+func ConfigPool(name string) *api.Error {
+	return api.Errorf(api.CodeInvalidState,
+		"pool %q is defined in the daemon's config file; change or remove it there and restart the daemon, not through the API", name).
+		WithDetail("source", string(PoolFromConfig))
+}

@@ -24,7 +24,8 @@ type Store interface {
 	InstallationID(ctx context.Context) (string, error)
 
 	// CreatePool stores a new pool stamped with now (CreatedAt, UpdatedAt) at Version 1
-	// and returns it as stored. An existing name is invalid_state.
+	// and returns it as stored; a pool without a Source is PoolFromAPI. An existing
+	// name is invalid_state.
 	CreatePool(ctx context.Context, now time.Time, p Pool) (Pool, error)
 	// GetPool returns the named pool, or not_found.
 	GetPool(ctx context.Context, name string) (Pool, error)
@@ -32,10 +33,13 @@ type Store interface {
 	ListPools(ctx context.Context) ([]Pool, error)
 	// UpdatePool replaces the pool named p.Name if its stored Version equals p.Version
 	// (invalid_state otherwise; not_found when missing), bumps Version and sets
-	// UpdatedAt=now. CreatedAt is kept.
+	// UpdatedAt=now. CreatedAt is kept. Source is written as given and must be set.
 	UpdatePool(ctx context.Context, now time.Time, p Pool) (Pool, error)
 	// DeletePool removes the named pool; not_found when missing, invalid_state while a
-	// sandbox in a non-terminal state references it (terminate those first).
+	// sandbox in a non-terminal state references it (terminate those first), and
+	// invalid_state (ConfigPool) for a pool whose Source is PoolFromConfig, checked
+	// under the same lock as the delete, so a replica's start that takes a pool over
+	// and a delete through another replica's API cannot interleave.
 	DeletePool(ctx context.Context, name string) error
 
 	// CreateSandbox stores a new sandbox. CreatedAt, UpdatedAt and StateChangedAt are set

@@ -49,6 +49,23 @@ type CostModel struct {
 	MemoryGiBHour float64 `json:"memoryGiBHour"`
 }
 
+// PoolSource says where a pool is defined, and so who may change it.
+type PoolSource string
+
+// Pool sources.
+const (
+	// PoolFromConfig is a pool of the daemon's config file. The file is the operator's
+	// declaration: the daemon writes it at every start, and the API refuses to change
+	// or delete it, since the next start would silently undo the change.
+	PoolFromConfig PoolSource = "config"
+	// PoolFromAPI is a pool created through the admin API (Terraform included), or a
+	// development pool after its creation: the API's to change and delete.
+	PoolFromAPI PoolSource = "api"
+)
+
+// Valid reports whether s is one of the pool sources.
+func (s PoolSource) Valid() bool { return s == PoolFromConfig || s == PoolFromAPI }
+
 // Pool is an operator-declared backend reached through one adapter.
 type Pool struct {
 	Name           string         `json:"name"`
@@ -61,10 +78,14 @@ type Pool struct {
 	Config         map[string]any `json:"config,omitempty"`
 	// CredentialsEnv names the environment variable holding the pool's credentials; the
 	// secret itself is never stored.
-	CredentialsEnv string    `json:"credentialsEnv,omitempty"`
-	Features       []string  `json:"features,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	CredentialsEnv string   `json:"credentialsEnv,omitempty"`
+	Features       []string `json:"features,omitempty"`
+	// Source is where the pool is defined. CreatePool takes "" as PoolFromAPI;
+	// UpdatePool needs it spelt out, so that no update releases a config file's pool
+	// by leaving the field out.
+	Source    PoolSource `json:"source"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
 	// Version increases by one on every write; UpdatePool compares it (optimistic
 	// concurrency).
 	Version int64 `json:"version"`

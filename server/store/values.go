@@ -214,7 +214,24 @@ func ValidatePool(p Pool) error {
 	if p.Adapter == "" {
 		return api.Errorf(api.CodeInvalidRequest, "pool %q: adapter is required", p.Name)
 	}
+	if !p.Source.Valid() {
+		return api.Errorf(api.CodeInvalidRequest, "pool %q: source must be %q or %q, got %q",
+			p.Name, PoolFromConfig, PoolFromAPI, p.Source)
+	}
 	return nil
+}
+
+// NewPool prepares a pool for CreatePool: validated, stamped with now at Version 1,
+// and without a source taken as the API's.
+func NewPool(now time.Time, p Pool) (Pool, error) {
+	if p.Source == "" {
+		p.Source = PoolFromAPI
+	}
+	if err := ValidatePool(p); err != nil {
+		return Pool{}, err
+	}
+	p.CreatedAt, p.UpdatedAt, p.Version = Timestamp(now), Timestamp(now), 1
+	return p, nil
 }
 
 // ValidateToken checks what the schema cannot.

@@ -10,14 +10,14 @@ import (
 )
 
 const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
-	cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version`
+	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version`
 
 func scanPool(row pgx.Row) (store.Pool, error) {
 	var p store.Pool
 	var config, features []byte
 	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
 		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
-		&p.CreatedAt, &p.UpdatedAt, &p.Version); err != nil {
+		&p.Source, &p.CreatedAt, &p.UpdatedAt, &p.Version); err != nil {
 		return p, err
 	}
 	p.CreatedAt, p.UpdatedAt = store.Timestamp(p.CreatedAt), store.Timestamp(p.UpdatedAt)
@@ -38,21 +38,21 @@ func poolArgs(p store.Pool) ([]any, error) {
 	}
 	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
 		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
-		p.CreatedAt, p.UpdatedAt, p.Version}, nil
+		string(p.Source), p.CreatedAt, p.UpdatedAt, p.Version}, nil
 }
 
 // CreatePool implements store.Store.
 func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
-	if err := store.ValidatePool(p); err != nil {
+	p, err := store.NewPool(now, p)
+	if err != nil {
 		return store.Pool{}, err
 	}
-	p.CreatedAt, p.UpdatedAt, p.Version = store.Timestamp(now), store.Timestamp(now), 1
 	args, err := poolArgs(p)
 	if err != nil {
 		return store.Pool{}, err
 	}
 	row := s.pool.QueryRow(ctx, `INSERT INTO pools (`+poolColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+poolColumns, args...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+poolColumns, args...)
 	out, err := scanPool(row)
 	return out, translate(err, "pool", p.Name)
 }
@@ -100,11 +100,11 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 		if err != nil {
 			return err
 		}
-		// created_at (args[11]) is deliberately not written.
-		args = append(args[:11], args[12:]...)
+		// created_at (args[12]) is deliberately not written.
+		args = append(args[:12], args[13:]...)
 		row := tx.QueryRow(ctx, `UPDATE pools SET adapter = $2, trust = $3, region = $4,
 			max_concurrency = $5, max_starting = $6, cost_cpu_hour = $7, cost_memory_gib_hour = $8,
-			config = $9, credentials_env = $10, features = $11, updated_at = $12, version = $13
+			config = $9, credentials_env = $10, features = $11, source = $12, updated_at = $13, version = $14
 			WHERE name = $1 RETURNING `+poolColumns, args...)
 		out, err = scanPool(row)
 		return translate(err, "pool", p.Name)
@@ -116,9 +116,12 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 // (or a delete and an update) queue behind each other.
 func (s *Store) DeletePool(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var n string
-		if err := tx.QueryRow(ctx, `SELECT name FROM pools WHERE name = $1 FOR UPDATE`, name).Scan(&n); err != nil {
+		var source store.PoolSource
+		if err := tx.QueryRow(ctx, `SELECT source FROM pools WHERE name = $1 FOR UPDATE`, name).Scan(&source); err != nil {
 			return translate(err, "pool", name)
+		}
+		if source == store.PoolFromConfig {
+			return store.ConfigPool(name)
 		}
 		var live int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM sandboxes WHERE pool = $1 AND state NOT IN ('terminated', 'failed')`,

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +180,49 @@ func TestAdmissionRetryBehindTheProjectLock(t *testing.T) {
 	}
 	if results[0].id != results[1].id || results[0].created == results[1].created {
 		t.Fatalf("results %+v, want one sandbox, created once", results)
+	}
+}
+
+// A pool stored before pools had a source is the API's after the upgrade: the
+// daemon's next start takes over those its config file names.
+func TestPoolsFromBeforeTheSourceAreTheAPIs(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.SchemaURL(t)
+	ms, err := store.Migrations(postgres.Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Name == "pool_source" })
+	if before < 0 {
+		t.Fatal("no pool_source migration")
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:before] {
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO pools (name, adapter, trust, region, max_concurrency, max_starting,
+		cost_cpu_hour, cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version)
+		VALUES ('old', 'fake', 'private', '', 0, 0, 0, 0, '{}', '', '[]', now(), now(), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := open(t, u).GetPool(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source != store.PoolFromAPI {
+		t.Fatalf("source after the upgrade: %q", p.Source)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
-	cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version`
+	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version`
 
 // scanner is what *sql.Row and *sql.Rows have in common.
 type scanner interface{ Scan(dest ...any) error }
@@ -19,7 +19,7 @@ func scanPool(row scanner) (store.Pool, error) {
 	var config, features string
 	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
 		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
-		timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}, &p.Version); err != nil {
+		&p.Source, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}, &p.Version); err != nil {
 		return p, err
 	}
 	if err := store.UnmarshalJSON([]byte(config), &p.Config); err != nil {
@@ -39,15 +39,15 @@ func poolArgs(p store.Pool) ([]any, error) {
 	}
 	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
 		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
-		micros(p.CreatedAt), micros(p.UpdatedAt), p.Version}, nil
+		string(p.Source), micros(p.CreatedAt), micros(p.UpdatedAt), p.Version}, nil
 }
 
 // CreatePool implements store.Store.
 func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (store.Pool, error) {
-	if err := store.ValidatePool(p); err != nil {
+	p, err := store.NewPool(now, p)
+	if err != nil {
 		return store.Pool{}, err
 	}
-	p.CreatedAt, p.UpdatedAt, p.Version = store.Timestamp(now), store.Timestamp(now), 1
 	args, err := poolArgs(p)
 	if err != nil {
 		return store.Pool{}, err
@@ -55,7 +55,7 @@ func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (st
 	var out store.Pool
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		out, err = scanPool(tx.QueryRowContext(ctx, `INSERT INTO pools (`+poolColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+poolColumns, args...))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+poolColumns, args...))
 		return translate(err, "pool", p.Name)
 	})
 	return out, err
@@ -105,11 +105,11 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 		if err != nil {
 			return err
 		}
-		// Everything but name (the key, last here) and created_at (args[11]).
-		set := append(append([]any{}, args[1:11]...), args[12], args[13], p.Name)
+		// Everything but name (the key, last here) and created_at (args[12]).
+		set := append(append([]any{}, args[1:12]...), args[13], args[14], p.Name)
 		out, err = scanPool(tx.QueryRowContext(ctx, `UPDATE pools SET adapter = ?, trust = ?, region = ?,
 			max_concurrency = ?, max_starting = ?, cost_cpu_hour = ?, cost_memory_gib_hour = ?,
-			config = ?, credentials_env = ?, features = ?, updated_at = ?, version = ?
+			config = ?, credentials_env = ?, features = ?, source = ?, updated_at = ?, version = ?
 			WHERE name = ? RETURNING `+poolColumns, set...))
 		return translate(err, "pool", p.Name)
 	})
@@ -119,9 +119,12 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 // DeletePool implements store.Store.
 func (s *Store) DeletePool(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		var n string
-		if err := tx.QueryRowContext(ctx, `SELECT name FROM pools WHERE name = ?`, name).Scan(&n); err != nil {
+		var source store.PoolSource
+		if err := tx.QueryRowContext(ctx, `SELECT source FROM pools WHERE name = ?`, name).Scan(&source); err != nil {
 			return translate(err, "pool", name)
+		}
+		if source == store.PoolFromConfig {
+			return store.ConfigPool(name)
 		}
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE pool = ? AND state NOT IN ('terminated', 'failed')`,

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/different-ai/differently/server/store"
@@ -72,5 +74,49 @@ func TestMigrationsIdempotent(t *testing.T) {
 	}
 	if n != len(ms) {
 		t.Fatalf("schema_migrations has %d rows after two opens, want %d", n, len(ms))
+	}
+}
+
+// A pool stored before pools had a source is the API's after the upgrade: the
+// daemon's next start takes over those its config file names.
+func TestPoolsFromBeforeTheSourceAreTheAPIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "differently.db")
+	ms, err := store.Migrations(sqlite.Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Name == "pool_source" })
+	if before < 0 {
+		t.Fatal("no pool_source migration")
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:before] {
+		if _, err := db.Exec(m.SQL); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+		if _, err := db.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO pools (name, adapter, trust, region, max_concurrency, max_starting,
+		cost_cpu_hour, cost_memory_gib_hour, config, credentials_env, features, created_at, updated_at, version)
+		VALUES ('old', 'fake', 'private', '', 0, 0, 0, 0, '{}', '', '[]', 1, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := open(t, path).GetPool(context.Background(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source != store.PoolFromAPI {
+		t.Fatalf("source after the upgrade: %q", p.Source)
 	}
 }

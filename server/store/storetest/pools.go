@@ -83,7 +83,9 @@ func testPoolRoundTrip(t *testing.T, d Driver) {
 	in := samplePool("alpha")
 	in.CreatedAt = time.Unix(1, 0) // ignored: the store stamps now
 	out := must[store.Pool](t)(s.CreatePool(ctx, t0, in))
+	// A pool created without a source is the API's.
 	want := samplePool("alpha")
+	want.Source = store.PoolFromAPI
 	want.CreatedAt, want.UpdatedAt, want.Version = ts(t0), ts(t0), 1
 	equal(t, "created pool", out, want)
 	equal(t, "got pool", must[store.Pool](t)(s.GetPool(ctx, "alpha")), want)
@@ -91,15 +93,23 @@ func testPoolRoundTrip(t *testing.T, d Driver) {
 	// A minimal pool keeps its nil fields nil.
 	minimal := store.Pool{Name: "beta", Adapter: "fake", Trust: api.TrustPrivate}
 	gotMin := must[store.Pool](t)(s.CreatePool(ctx, t0, minimal))
+	minimal.Source = store.PoolFromAPI
 	minimal.CreatedAt, minimal.UpdatedAt, minimal.Version = ts(t0), ts(t0), 1
 	equal(t, "minimal pool", gotMin, minimal)
+
+	fromFile := samplePool("gamma")
+	fromFile.Source = store.PoolFromConfig
+	gotFile := must[store.Pool](t)(s.CreatePool(ctx, t0, fromFile))
+	fromFile.CreatedAt, fromFile.UpdatedAt, fromFile.Version = ts(t0), ts(t0), 1
+	equal(t, "config file's pool", gotFile, fromFile)
+	equal(t, "got config file's pool", must[store.Pool](t)(s.GetPool(ctx, "gamma")), fromFile)
 
 	must[store.Pool](t)(s.CreatePool(ctx, t0, samplePool("0-first")))
 	var names []string
 	for _, p := range must[[]store.Pool](t)(s.ListPools(ctx)) {
 		names = append(names, p.Name)
 	}
-	equal(t, "pool order", names, []string{"0-first", "alpha", "beta"})
+	equal(t, "pool order", names, []string{"0-first", "alpha", "beta", "gamma"})
 }
 
 func testPoolErrors(t *testing.T, d Driver) {
@@ -115,9 +125,23 @@ func testPoolErrors(t *testing.T, d Driver) {
 	wantCode(t, err, api.CodeNotFound)
 	_, err = s.CreatePool(ctx, t0, store.Pool{Adapter: "fake"})
 	wantCode(t, err, api.CodeInvalidRequest)
-	_, err = s.UpdatePool(ctx, t0, samplePool("missing"))
+	bogus := samplePool("bogus")
+	bogus.Source = "terraform"
+	_, err = s.CreatePool(ctx, t0, bogus)
+	wantCode(t, err, api.CodeInvalidRequest)
+	missing := samplePool("missing")
+	missing.Source = store.PoolFromAPI
+	_, err = s.UpdatePool(ctx, t0, missing)
 	wantCode(t, err, api.CodeNotFound)
 	wantCode(t, s.DeletePool(ctx, "missing"), api.CodeNotFound)
+
+	// An update must say where the pool is defined: one that left the source out
+	// would otherwise hand a config file's pool to the API unnoticed.
+	stored := must[store.Pool](t)(s.GetPool(ctx, "alpha"))
+	stored.Source = ""
+	_, err = s.UpdatePool(ctx, t0, stored)
+	wantCode(t, err, api.CodeInvalidRequest)
+	equal(t, "source after the refused update", must[store.Pool](t)(s.GetPool(ctx, "alpha")).Source, store.PoolFromAPI)
 }
 
 func testPoolUpdate(t *testing.T, d Driver) {
@@ -140,6 +164,17 @@ func testPoolUpdate(t *testing.T, d Driver) {
 	_, err := s.UpdatePool(ctx, t1, p) // p.Version is still 1
 	wantCode(t, err, api.CodeInvalidState)
 	equal(t, "after conflict", must[store.Pool](t)(s.GetPool(ctx, "alpha")), want)
+
+	// The source is written like any other field: the daemon takes a pool over for
+	// its config file, and releases it again.
+	for i, src := range []store.PoolSource{store.PoolFromConfig, store.PoolFromAPI} {
+		cur := must[store.Pool](t)(s.GetPool(ctx, "alpha"))
+		cur.Source = src
+		got := must[store.Pool](t)(s.UpdatePool(ctx, t1, cur))
+		equal(t, "source", got.Source, src)
+		equal(t, "version", got.Version, int64(3+i))
+		equal(t, "stored source", must[store.Pool](t)(s.GetPool(ctx, "alpha")).Source, src)
+	}
 }
 
 func testPoolDelete(t *testing.T, d Driver) {
@@ -163,4 +198,19 @@ func testPoolDelete(t *testing.T, d Driver) {
 	noErr(t, s.DeletePool(ctx, "alpha"))
 	_, err := s.GetPool(ctx, "alpha")
 	wantCode(t, err, api.CodeNotFound)
+
+	// A config file's pool is never deleted, empty or not: the file would bring it
+	// back at the next start. Released to the API, it can be.
+	file := samplePool("file")
+	file.Source = store.PoolFromConfig
+	file = must[store.Pool](t)(s.CreatePool(ctx, t0, file))
+	err = s.DeletePool(ctx, "file")
+	wantCode(t, err, api.CodeInvalidState)
+	if !strings.Contains(err.Error(), "config file") || api.AsError(err).Details["source"] != "config" {
+		t.Fatalf("deleting a config file's pool: %v (details %v)", err, api.AsError(err).Details)
+	}
+	must[store.Pool](t)(s.GetPool(ctx, "file"))
+	file.Source = store.PoolFromAPI
+	must[store.Pool](t)(s.UpdatePool(ctx, t0, file))
+	noErr(t, s.DeletePool(ctx, "file"))
 }
