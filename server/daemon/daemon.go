@@ -5,10 +5,8 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -374,59 +372,6 @@ func (d *Daemon) Close() {
 
 // Store gives tests and tools the daemon's store.
 func (d *Daemon) Store() store.Store { return d.st }
-
-// registerPools stores the pools of the config file, and in development mode the
-// two development pools. Config pools are the file's to define: a changed entry
-// replaces the stored one. Development pools are created once and then left to the
-// operator.
-func (d *Daemon) registerPools(ctx context.Context) error {
-	now := d.opts.Clock.Now()
-	var want []store.Pool
-	if d.opts.Dev {
-		for _, p := range devPools(d.opts.DataDir) {
-			if _, err := d.st.GetPool(ctx, p.Name); api.IsCode(err, api.CodeNotFound) {
-				want = append(want, p)
-			} else if err != nil {
-				return err
-			}
-		}
-	}
-	for _, pc := range d.cfg.Pools {
-		want = append(want, pc.StorePool())
-	}
-	for _, p := range want {
-		existing, err := d.st.GetPool(ctx, p.Name)
-		switch {
-		case api.IsCode(err, api.CodeNotFound):
-			_, err = d.st.CreatePool(ctx, now, p)
-		case err == nil && !samePool(existing, p):
-			p.Version, p.CreatedAt = existing.Version, existing.CreatedAt
-			_, err = d.st.UpdatePool(ctx, now, p)
-		}
-		if err != nil {
-			return fmt.Errorf("pool %s: %w", p.Name, err)
-		}
-	}
-	return nil
-}
-
-func devPools(dataDir string) []store.Pool {
-	return []store.Pool{
-		{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate, Region: "local",
-			Config: map[string]any{"root": filepath.Join(dataDir, "devhost")}},
-		{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate, Region: "local", Config: map[string]any{}},
-	}
-}
-
-// samePool compares pools as they are stored: as JSON. A config file's pool decodes
-// its numbers from YAML as integers where the stored copy holds float64, so a Go
-// comparison would see a change on every start and rewrite the pool.
-func samePool(a, b store.Pool) bool {
-	a.CreatedAt, a.UpdatedAt, a.Version = b.CreatedAt, b.UpdatedAt, b.Version
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ja, jb)
-}
 
 // ensureDevAdminToken creates the first admin token of a development database,
 // writes it to DataDir/admin-token (0600) and prints it once.
