@@ -29,6 +29,12 @@ const (
 	ForkRequestKindMemory ForkRequestKind = "memory"
 )
 
+// Defines values for PoolOrigin.
+const (
+	PoolOriginAPI    PoolOrigin = "api"
+	PoolOriginConfig PoolOrigin = "config"
+)
+
 // Defines values for PoolTrust.
 const (
 	PoolTrustExternal PoolTrust = "external"
@@ -201,10 +207,16 @@ type Pool struct {
 	Region            *string                `json:"region,omitempty"`
 
 	// Sandboxes Sandboxes on the pool that are not terminated or failed.
-	Sandboxes *int       `json:"sandboxes,omitempty"`
-	Trust     PoolTrust  `json:"trust"`
-	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+	Sandboxes *int `json:"sandboxes,omitempty"`
+
+	// Source Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
+	Source    *PoolOrigin `json:"source,omitempty"`
+	Trust     PoolTrust   `json:"trust"`
+	UpdatedAt *time.Time  `json:"updatedAt,omitempty"`
 }
+
+// PoolOrigin Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
+type PoolOrigin string
 
 // PoolTrust defines model for Pool.Trust.
 type PoolTrust string

@@ -34,11 +34,21 @@ type replica struct {
 // port until the returned replica is stopped.
 func start(t *testing.T, dataDir, dbURL string) *replica {
 	t.Helper()
+	cfg := config.Default()
+	cfg.Database.URL = dbURL
+	return startConfig(t, dataDir, cfg)
+}
+
+// startConfig is start with a config file of the test's (its database url empty for
+// the data directory's SQLite).
+func startConfig(t *testing.T, dataDir string, cfg *config.Config) *replica {
+	t.Helper()
 	r := &replica{t: t, passes: make(chan scheduler.Result, 64)}
 	opts := daemon.Options{
 		Dev:     true,
 		DataDir: dataDir,
 		Listen:  "127.0.0.1:0",
+		Config:  cfg,
 		Getenv:  func(string) string { return "" },
 		OnSchedulerPass: func(res scheduler.Result) {
 			select {
@@ -46,11 +56,6 @@ func start(t *testing.T, dataDir, dbURL string) *replica {
 			default: // a test that is not waiting must not block the scheduler
 			}
 		},
-	}
-	if dbURL != "" {
-		cfg := config.Default()
-		cfg.Database.URL = dbURL
-		opts.Config = cfg
 	}
 	d, err := daemon.New(t.Context(), opts)
 	if err != nil {

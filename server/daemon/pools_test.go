@@ -213,3 +213,50 @@ func TestReplicasRegisterPoolsTogether(t *testing.T) {
 		}
 	})
 }
+
+// Through the API of a running daemon: a config file's pool shows its source and
+// refuses changes; restarted from a file without it, the daemon hands it to the API,
+// which can then change and delete it.
+func TestConfigPoolThroughTheAPI(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, dataDir, dbURL string) {
+		parse := func(file string) *config.Config {
+			cfg, err := config.Parse([]byte(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Database.URL = dbURL
+			return cfg
+		}
+		type pool struct {
+			Source         string `json:"source"`
+			MaxConcurrency int    `json:"maxConcurrency"`
+		}
+		var errEnv struct {
+			Error api.Error `json:"error"`
+		}
+
+		r := startConfig(t, dataDir, parse("pools:\n  - name: sim\n    adapter: fake\n"))
+		var p pool
+		r.call("GET", "/v1/admin/pools/sim", nil, 200, &p)
+		if p.Source != "config" {
+			t.Fatalf("config file's pool: source %q", p.Source)
+		}
+		r.call("PATCH", "/v1/admin/pools/sim", map[string]any{"maxConcurrency": 2}, 409, &errEnv)
+		if !strings.Contains(errEnv.Error.Message, "config file") {
+			t.Fatalf("refusal does not say where the pool is defined: %+v", errEnv.Error)
+		}
+		r.call("DELETE", "/v1/admin/pools/sim", nil, 409, nil)
+		r.stop()
+
+		r = startConfig(t, dataDir, parse("pools: []\n"))
+		r.call("GET", "/v1/admin/pools/sim", nil, 200, &p)
+		if p.Source != "api" {
+			t.Fatalf("pool dropped from the file: source %q", p.Source)
+		}
+		r.call("PATCH", "/v1/admin/pools/sim", map[string]any{"maxConcurrency": 2}, 200, &p)
+		if p.MaxConcurrency != 2 {
+			t.Fatalf("released pool after a patch: %+v", p)
+		}
+		r.call("DELETE", "/v1/admin/pools/sim", nil, 204, nil)
+	})
+}

@@ -173,7 +173,15 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	p.Source = store.PoolFromAPI
 	stored, err := s.st.CreatePool(ctx, s.now(), p)
+	if api.IsCode(err, api.CodeInvalidState) {
+		// Taken: say so in the words that tell the operator where to go when the
+		// name is the config file's.
+		if cur, gerr := s.st.GetPool(ctx, p.Name); gerr == nil && cur.Source == store.PoolFromConfig {
+			err = store.ConfigPool(p.Name)
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -189,10 +197,17 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 }
 
 // updatePool applies change to the stored pool under optimistic concurrency: the write
-// fails with 409 if another writer changed the pool since it was read.
+// fails with 409 if another writer changed the pool since it was read. A config
+// file's pool is refused with 409 before anything else: the next start would write
+// the file's definition back, so the change would last only until then. A start
+// that takes a pool over between the read and the write bumps its version, so the
+// write loses.
 func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string, change func(cur store.Pool) (store.Pool, error)) {
 	ctx := r.Context()
 	cur, err := s.st.GetPool(ctx, name)
+	if err == nil && cur.Source == store.PoolFromConfig {
+		err = store.ConfigPool(name)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -283,10 +298,16 @@ func (s *Server) PatchPool(w http.ResponseWriter, r *http.Request, name string) 
 // pool's adapter, so the pool stays until none is left: without force a pool with
 // sandboxes is 409; with force=true every live sandbox is marked terminating and the
 // scheduler is woken, and the delete answers 409 (details.terminating) until the
-// scheduler has finished them, then 204. An operator retries the same call.
+// scheduler has finished them, then 204. An operator retries the same call. A config
+// file's pool is refused first, forced or not, so that nothing of it is terminated
+// for a delete that cannot happen; the store refuses it again under the delete's lock.
 func (s *Server) DeletePool(w http.ResponseWriter, r *http.Request, name string, params DeletePoolParams) {
 	ctx := r.Context()
-	if _, err := s.st.GetPool(ctx, name); err != nil {
+	cur, err := s.st.GetPool(ctx, name)
+	if err == nil && cur.Source == store.PoolFromConfig {
+		err = store.ConfigPool(name)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

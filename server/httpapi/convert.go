@@ -113,6 +113,7 @@ func toPool(p store.Pool, v *pools.View, sandboxes int) Pool {
 		CostModel:      CostModel{CpuHour: ptr(p.CostModel.CPUHour), MemoryGiBHour: ptr(p.CostModel.MemoryGiBHour)},
 		Config:         map[string]any{},
 		Features:       nonNil(slices.Clone(p.Features)),
+		Source:         ptr(PoolOrigin(p.Source)),
 		Sandboxes:      ptr(sandboxes),
 	}
 	for k, val := range p.Config {
