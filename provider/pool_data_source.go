@@ -51,6 +51,7 @@ func (d *poolDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 			"features": schema.SetAttribute{
 				MarkdownDescription: "Features declared by the operator.", Computed: true, ElementType: types.StringType,
 			},
+			"source":  schema.StringAttribute{MarkdownDescription: sourceDescription, Computed: true},
 			"healthy": schema.BoolAttribute{MarkdownDescription: "Whether the last health probe succeeded.", Computed: true},
 			"effective_features": schema.SetAttribute{
 				MarkdownDescription: "Features the pool really offers.", Computed: true, ElementType: types.StringType,

@@ -42,6 +42,7 @@ type poolModel struct {
 	Config            types.Dynamic `tfsdk:"config"`
 	CredentialsEnv    types.String  `tfsdk:"credentials_env"`
 	Features          types.Set     `tfsdk:"features"`
+	Source            types.String  `tfsdk:"source"`
 	Healthy           types.Bool    `tfsdk:"healthy"`
 	EffectiveFeatures types.Set     `tfsdk:"effective_features"`
 }
@@ -53,6 +54,11 @@ const configDescription = "The adapter's configuration keys, as an object whose 
 	"`devhost` or `{ createErrors = [\"sandbox_failed\"] }` for `fake`. Keys are the adapter's own, in its " +
 	"spelling (camelCase). Compared as JSON after every read, so the way a value is written never shows as a " +
 	"difference. Secrets do not belong here: name an environment variable in `credentials_env`."
+
+const sourceDescription = "Where the pool is defined: `api` for a pool created through the API or Terraform, " +
+	"`config` for one the daemon's config file defines. The daemon refuses to change or delete a `config` pool " +
+	"through the API, so Terraform cannot manage one: a pool of that name in the file makes create, update and " +
+	"delete fail, saying so. A pool the file stops naming becomes `api` at the daemon's next start."
 
 func (r *poolResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_pool"
@@ -144,6 +150,12 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Optional:    true,
 				ElementType: types.StringType,
 			},
+			"source": schema.StringAttribute{
+				MarkdownDescription: sourceDescription,
+				Computed:            true,
+				// Only a daemon's start changes it, never an apply.
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
 			"healthy": schema.BoolAttribute{
 				MarkdownDescription: "Whether the pool's last health probe succeeded.",
 				Computed:            true,
@@ -223,6 +235,7 @@ func (m *poolModel) fromAPI(p *client.Pool, diags *diag.Diagnostics) {
 	}
 	m.CredentialsEnv = optString(m.CredentialsEnv, env)
 	m.Features = stringSet(m.Features, p.Features)
+	m.Source = types.StringValue(string(deref(p.Source)))
 	m.Healthy = types.BoolValue(deref(p.Healthy))
 	m.EffectiveFeatures = computedStringSet(deref(p.EffectiveFeatures))
 }

@@ -3,7 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
-
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/config"
 )
 
 func TestAccPool(t *testing.T) {
@@ -50,6 +51,7 @@ resource "differently_pool" "test" {
 					resource.TestCheckResourceAttr(addr, "config.totalCPU", "8"),
 					resource.TestCheckResourceAttr(addr, "features.#", "3"),
 					resource.TestCheckResourceAttr(addr, "healthy", "true"),
+					resource.TestCheckResourceAttr(addr, "source", "api"),
 					resource.TestCheckTypeSetElemAttr(addr, "effective_features.*", "lifecycle.stop-start"),
 					func(*terraform.State) error {
 						p, err := d.c.GetPool(context.Background(), name)
@@ -171,6 +173,44 @@ resource "differently_pool" "test" {
 }`),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+// A pool of the daemon's config file shows as such, and Terraform cannot take it
+// over: creating a resource of its name fails, saying where the pool is defined.
+func TestAccPoolFromConfigFile(t *testing.T) {
+	cfg, err := config.Parse([]byte("pools:\n  - name: filed\n    adapter: fake\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonWith(t, cfg)
+	accTest(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{
+				Config: d.config(`
+data "differently_pool" "filed" {
+  name = "filed"
+}
+
+data "differently_pools" "all" {}
+`),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("data.differently_pool.filed", "source", "config"),
+					resource.TestCheckTypeSetElemNestedAttrs("data.differently_pools.all", "pools.*",
+						map[string]string{"name": "filed", "source": "config"}),
+					resource.TestCheckTypeSetElemNestedAttrs("data.differently_pools.all", "pools.*",
+						map[string]string{"name": "fake", "source": "api"}),
+				),
+			},
+			{
+				Config: d.config(`
+resource "differently_pool" "filed" {
+  name    = "filed"
+  adapter = "fake"
+}`),
+				ExpectError: regexp.MustCompile(`defined in the daemon's\s+config file`),
 			},
 		},
 	})

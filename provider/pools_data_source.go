@@ -31,6 +31,7 @@ type poolSummary struct {
 	MaxStarting       types.Int64  `tfsdk:"max_starting"`
 	ConfigJSON        types.String `tfsdk:"config_json"`
 	Features          types.Set    `tfsdk:"features"`
+	Source            types.String `tfsdk:"source"`
 	Healthy           types.Bool   `tfsdk:"healthy"`
 	EffectiveFeatures types.Set    `tfsdk:"effective_features"`
 	Sandboxes         types.Int64  `tfsdk:"sandboxes"`
@@ -63,6 +64,9 @@ func (d *poolsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 					},
 					"features": schema.SetAttribute{
 						MarkdownDescription: "Declared features.", Computed: true, ElementType: types.StringType,
+					},
+					"source": schema.StringAttribute{
+						MarkdownDescription: "`config` for a pool of the daemon's config file, which only the file changes; `api` otherwise.", Computed: true,
 					},
 					"healthy": schema.BoolAttribute{MarkdownDescription: "Whether the last health probe succeeded.", Computed: true},
 					"effective_features": schema.SetAttribute{
@@ -103,6 +107,7 @@ func (d *poolsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, re
 			MaxStarting:       types.Int64Value(int64(p.MaxStarting)),
 			ConfigJSON:        types.StringValue(string(cfg)),
 			Features:          computedStringSet(p.Features),
+			Source:            types.StringValue(string(deref(p.Source))),
 			Healthy:           types.BoolValue(deref(p.Healthy)),
 			EffectiveFeatures: computedStringSet(deref(p.EffectiveFeatures)),
 			Sandboxes:         types.Int64Value(int64(deref(p.Sandboxes))),

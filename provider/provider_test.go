@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
 )
 
@@ -34,6 +35,12 @@ type testDaemon struct {
 
 func startDaemon(t *testing.T) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, nil)
+}
+
+// startDaemonWith is startDaemon with a config file's settings and pools.
+func startDaemonWith(t *testing.T, cfg *config.Config) *testDaemon {
+	t.Helper()
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skip("acceptance tests run with TF_ACC=1 (make test or make testacc)")
 	}
@@ -42,6 +49,7 @@ func startDaemon(t *testing.T) *testDaemon {
 		Dev:     true,
 		DataDir: dataDir,
 		Listen:  "127.0.0.1:0",
+		Config:  cfg,
 		Getenv:  func(string) string { return "" },
 	})
 	if err != nil {
