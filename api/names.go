@@ -1,7 +1,9 @@
 package api
 
 import (
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,4 +37,80 @@ func CheckCredentialsEnv(name string) error {
 		return Errorf(CodeInvalidRequest, "credentials.env %q is one of the database driver's variables (PG*, such as PGPASSWORD), which are never sent to a pool; give the pool's credential a variable of its own", name)
 	}
 	return nil
+}
+
+// envPattern is what an entry of an EnvAllowlist may be: a variable name in which *
+// stands for any run of characters.
+var envPattern = regexp.MustCompile(`^[A-Za-z_*][A-Za-z0-9_*]*$`)
+
+// EnvAllowlist is the operator's list of the variables pools may name as their
+// credential (poolCredentials.allowedEnv in the daemon's config file): exact names,
+// or patterns in which * stands for any run of characters, such as DAYTONA_*. Names
+// are compared case-sensitively, as the environment does. The list only narrows
+// CheckCredentialsEnv: the daemon's own variables stay refused whatever it says.
+//
+// Without it, an admin token can name any other variable of the daemon's environment
+// (a cloud key, say) and have its value sent to an endpoint of its choosing; with it,
+// only the variables the operator set aside for pools. The zero value is no list:
+// CheckCredentialsEnv alone.
+type EnvAllowlist struct {
+	set      bool
+	patterns []string
+}
+
+// NewEnvAllowlist checks the entries and returns the list. nil is no list; an empty,
+// non-nil slice is a list that allows no credentials variable at all.
+func NewEnvAllowlist(patterns []string) (EnvAllowlist, error) {
+	if patterns == nil {
+		return EnvAllowlist{}, nil
+	}
+	for _, p := range patterns {
+		if err := CheckEnvPattern(p); err != nil {
+			return EnvAllowlist{}, err
+		}
+	}
+	return EnvAllowlist{set: true, patterns: slices.Clone(patterns)}, nil
+}
+
+// CheckEnvPattern checks one entry of an EnvAllowlist. An entry of stars only is
+// refused, since it allows what no list allows; so is one that could only match the
+// daemon's own variables, which are refused anyway: either is a mistake to report.
+func CheckEnvPattern(p string) error {
+	upper := strings.ToUpper(p)
+	switch {
+	case !envPattern.MatchString(p):
+		return Errorf(CodeInvalidRequest, "%q is neither a variable name nor a pattern of one (letters, digits, _ and *, not starting with a digit)", p)
+	case strings.Trim(p, "*") == "":
+		return Errorf(CodeInvalidRequest, "%q allows every variable, as leaving the list out does; name the variables pools may use, or a prefix such as DAYTONA_*", p)
+	case strings.HasPrefix(upper, "DIFFERENTLY_") || strings.HasPrefix(upper, "PG"):
+		return Errorf(CodeInvalidRequest, "%q names only the daemon's own variables (DIFFERENTLY_*, PG*), which are never sent to a pool", p)
+	}
+	return nil
+}
+
+// Set reports whether the operator gave a list.
+func (l EnvAllowlist) Set() bool { return l.set }
+
+// Patterns returns the list's entries.
+func (l EnvAllowlist) Patterns() []string { return slices.Clone(l.patterns) }
+
+// Check is CheckCredentialsEnv, and then, when a list is set, refuses a name no entry
+// matches. The error is invalid_request and quotes nothing but the name and the list:
+// the variable's value is never read to decide.
+func (l EnvAllowlist) Check(name string) error {
+	if err := CheckCredentialsEnv(name); err != nil || name == "" || !l.set {
+		return err
+	}
+	for _, p := range l.patterns {
+		// Entries hold no /, ?, [ or \, so * is path.Match's only special character.
+		if ok, _ := path.Match(p, name); ok {
+			return nil
+		}
+	}
+	if len(l.patterns) == 0 {
+		return Errorf(CodeInvalidRequest, "credentials.env %q is refused: the daemon's operator allows no pool credentials variables (poolCredentials.allowedEnv is empty in the daemon's config file)", name).
+			WithDetail("env", name)
+	}
+	return Errorf(CodeInvalidRequest, "credentials.env %q is not among the variables the daemon's operator allows pools to name (poolCredentials.allowedEnv in the daemon's config file: %s)",
+		name, strings.Join(l.patterns, ", ")).WithDetail("env", name)
 }
