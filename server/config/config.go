@@ -29,8 +29,27 @@ type Config struct {
 	TLS       TLS          `yaml:"tls"`
 	Scheduler Scheduler    `yaml:"scheduler"`
 	Pools     []PoolConfig `yaml:"pools"`
+	// PoolCredentials restricts which of the daemon's variables pools may name as
+	// their credential, whether they come from this file or the admin API.
+	PoolCredentials PoolCredentials `yaml:"poolCredentials"`
 	// DataDir holds local state (the admin token file, a SQLite database in dev mode).
 	DataDir string `yaml:"dataDir"`
+}
+
+// PoolCredentials is the operator's say over pools' credentials variables.
+type PoolCredentials struct {
+	// AllowedEnv lists the only variables a pool's credentials.env may name: names,
+	// or patterns in which * stands for any run of characters (DAYTONA_*). Left out,
+	// a pool may name any variable but the daemon's own (DIFFERENTLY_*, PG*), so an
+	// admin token could have any secret of the daemon's environment sent to an
+	// endpoint of its choosing. An empty list allows none.
+	AllowedEnv []string `yaml:"allowedEnv"`
+}
+
+// CredentialsAllowlist is AllowedEnv as the rule the API, the pool manager and
+// Validate apply.
+func (c *Config) CredentialsAllowlist() (api.EnvAllowlist, error) {
+	return api.NewEnvAllowlist(c.PoolCredentials.AllowedEnv)
 }
 
 // Database says where the store lives: postgres://..., sqlite://PATH or a file path.

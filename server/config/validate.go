@@ -80,6 +80,9 @@ func (c *Config) Validate(opts ValidateOptions) error {
 
 type validator struct {
 	problems []error
+	// allowed is the credentials allowlist, or no list while its entries have
+	// problems (those are reported, not every pool again).
+	allowed api.EnvAllowlist
 }
 
 func (v *validator) add(pool, key, format string, args ...any) {
@@ -111,6 +114,17 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 		if f.val < 1 {
 			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)
 		}
+	}
+	bad := false
+	for i, p := range c.PoolCredentials.AllowedEnv {
+		if err := api.CheckEnvPattern(p); err != nil {
+			bad = true
+			v.add("", fmt.Sprintf("poolCredentials.allowedEnv[%d]", i), "%s", api.AsError(err).Message)
+		}
+	}
+	if !bad {
+		// Checked entry by entry above, so this cannot fail.
+		v.allowed, _ = c.CredentialsAllowlist()
 	}
 }
 
@@ -172,7 +186,7 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 		}
 		v.add(name, at("features"), "%s (known: %s)", msg, strings.Join(adapters.AllFeatures(), ", "))
 	}
-	if err := api.CheckCredentialsEnv(p.Credentials.Env); err != nil {
+	if err := v.allowed.Check(p.Credentials.Env); err != nil {
 		v.add(name, at("credentials.env"), "%s", api.AsError(err).Message)
 	}
 }
