@@ -46,10 +46,22 @@ type PoolCredentials struct {
 	AllowedEnv []string `yaml:"allowedEnv"`
 }
 
-// CredentialsAllowlist is AllowedEnv as the rule the API, the pool manager and
-// Validate apply.
-func (c *Config) CredentialsAllowlist() (api.EnvAllowlist, error) {
-	return api.NewEnvAllowlist(c.PoolCredentials.AllowedEnv)
+// CredentialsAllowlist is AllowedEnv as the rule the API, the pool manager, preflight
+// and Validate apply. An entry with a problem (Validate reports it) is left out, so a
+// list with a mistake in it refuses more than the file meant, never less.
+func (c *Config) CredentialsAllowlist() api.EnvAllowlist {
+	entries := c.PoolCredentials.AllowedEnv
+	if entries == nil {
+		return api.EnvAllowlist{}
+	}
+	good := []string{}
+	for _, p := range entries {
+		if api.CheckEnvPattern(p) == nil {
+			good = append(good, p)
+		}
+	}
+	l, _ := api.NewEnvAllowlist(good) // every entry is checked above
+	return l
 }
 
 // Database says where the store lives: postgres://..., sqlite://PATH or a file path.

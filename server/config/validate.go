@@ -80,8 +80,7 @@ func (c *Config) Validate(opts ValidateOptions) error {
 
 type validator struct {
 	problems []error
-	// allowed is the credentials allowlist, or no list while its entries have
-	// problems (those are reported, not every pool again).
+	// allowed is the credentials allowlist without the entries that have problems.
 	allowed api.EnvAllowlist
 }
 
@@ -115,17 +114,12 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)
 		}
 	}
-	bad := false
 	for i, p := range c.PoolCredentials.AllowedEnv {
 		if err := api.CheckEnvPattern(p); err != nil {
-			bad = true
 			v.add("", fmt.Sprintf("poolCredentials.allowedEnv[%d]", i), "%s", api.AsError(err).Message)
 		}
 	}
-	if !bad {
-		// Checked entry by entry above, so this cannot fail.
-		v.allowed, _ = c.CredentialsAllowlist()
-	}
+	v.allowed = c.CredentialsAllowlist()
 }
 
 // pool checks one pool. Problems name the pool when it has a name worth quoting, and

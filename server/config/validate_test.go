@@ -52,10 +52,12 @@ func TestValidate(t *testing.T) {
 			want: []string{`pools[0].credentials.env: credentials.env "LAB_ADAPTER_TOKEN" is refused: the daemon's operator allows no pool credentials variables`}},
 		{name: "allowlist left empty is no list", yaml: db + "poolCredentials: {allowedEnv: }\n" +
 			"pools:\n  - {name: a, adapter: remote, credentials: {env: LAB_ADAPTER_TOKEN}}\n"},
-		{name: "bad allowlist entries, reported once", yaml: db + "poolCredentials: {allowedEnv: [DAYTONA_*, '*', LAB-TOKEN, PG*]}\n" +
-			"pools:\n  - {name: a, adapter: remote, credentials: {env: AWS_SECRET_ACCESS_KEY}}\n",
+		// A bad entry is left out, which refuses more than the file meant, never less.
+		{name: "bad allowlist entries", yaml: db + "poolCredentials: {allowedEnv: [DAYTONA_*, '*', LAB-TOKEN, PG*]}\n" +
+			"pools:\n  - {name: a, adapter: remote, credentials: {env: AWS_SECRET_ACCESS_KEY}}\n  - {name: b, adapter: remote, credentials: {env: DAYTONA_KEY}}\n",
 			want: []string{`poolCredentials.allowedEnv[1]: "*" allows every variable`, `poolCredentials.allowedEnv[2]: "LAB-TOKEN" is neither a variable name`,
-				`poolCredentials.allowedEnv[3]: "PG*" names only the daemon's own variables`}},
+				`poolCredentials.allowedEnv[3]: "PG*" names only the daemon's own variables`,
+				`pools[0].credentials.env: credentials.env "AWS_SECRET_ACCESS_KEY" is not among the variables the daemon's operator allows pools to name (poolCredentials.allowedEnv in the daemon's config file: DAYTONA_*)`}},
 		{name: "scheduler zero and listen bad", yaml: db + "listen: nonsense\nscheduler: {maxAttempts: 0}\n",
 			want: []string{`listen: want host:port, got "nonsense"`, "scheduler.maxAttempts: must be at least 1, got 0"}},
 		{name: "tls needs both files", yaml: db + "tls: {certFile: a.crt}\n",
