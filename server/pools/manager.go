@@ -33,7 +33,10 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// Getenv resolves credentials variables; os.Getenv when nil.
 	Getenv func(string) string
-	Logger *slog.Logger
+	// AllowedCredentialsEnv is the operator's allowlist of credentials variables: a
+	// pool naming another is not built, and its variable is not read.
+	AllowedCredentialsEnv api.EnvAllowlist
+	Logger                *slog.Logger
 	// Metrics receives differently_pool_healthy{pool}: 1 when the pool's last probe
 	// succeeded and nothing marked it unhealthy since, else 0; refreshed after every
 	// Refresh and on MarkUnhealthy. Nil records it nowhere. NewManager panics when the
@@ -269,7 +272,8 @@ func (m *Manager) sync(ctx context.Context) error {
 
 func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 	e := &entry{view: View{Pool: p, Trust: p.Trust, Info: adapters.Info{Kind: p.Adapter}}}
-	a, err := m.reg.Build(ctx, p, m.opts.Getenv)
+	env := Env{Getenv: m.opts.Getenv, Allowed: m.opts.AllowedCredentialsEnv}
+	a, err := m.reg.Build(ctx, p, env)
 	if err != nil {
 		e.view.LastError = message(err)
 		e.view.KindMissing = !m.reg.Has(p.Adapter)
@@ -277,7 +281,7 @@ func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 		return e
 	}
 	// Build succeeded, so the credentials resolve.
-	creds, _ := ResolveCredentials(p, m.opts.Getenv)
+	creds, _ := ResolveCredentials(p, env)
 	e.secret = creds.secret
 	e.view.Adapter = a
 	e.view.Info = a.Info()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -409,30 +410,30 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
 	}
 	ctx := t.Context()
-	if _, err := prod.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, nil); err == nil ||
+	if _, err := prod.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, Env{}); err == nil ||
 		!strings.Contains(err.Error(), "adapter fake is only allowed in development mode (--dev)") {
 		t.Errorf("fake outside dev: %v", err)
 	}
-	if a, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, nil); err != nil || a.Info().Kind != "fake" {
+	if a, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, Env{}); err != nil || a.Info().Kind != "fake" {
 		t.Errorf("fake in dev: %v", err)
 	}
-	if _, err := dev.Build(ctx, store.Pool{Name: "k", Adapter: "kubevirt"}, nil); err == nil ||
+	if _, err := dev.Build(ctx, store.Pool{Name: "k", Adapter: "kubevirt"}, Env{}); err == nil ||
 		!strings.Contains(err.Error(), `adapter kind "kubevirt" is not in this build`) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, err := dev.Build(ctx, store.Pool{Name: "d", Adapter: "daytona"}, nil); err == nil ||
+	if _, err := dev.Build(ctx, store.Pool{Name: "d", Adapter: "daytona"}, Env{}); err == nil ||
 		!strings.Contains(err.Error(), "needs an API key") {
 		t.Errorf("daytona without a key: %v", err)
 	}
 	_, err := dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake", CredentialsEnv: "FAKE_KEY"},
-		func(string) string { return "" })
+		Env{Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "FAKE_KEY") || api.AsError(err).Code != api.CodeInvalidRequest {
 		t.Errorf("missing credentials: %v", err)
 	}
 	// A pool stored naming one of the daemon's own variables is never given it.
 	read := false
 	_, err = dev.Build(ctx, store.Pool{Name: "f", Adapter: "fake", CredentialsEnv: "DIFFERENTLY_DATABASE_URL"},
-		func(string) string { read = true; return "postgres://u:pw@db/x" })
+		Env{Getenv: func(string) string { read = true; return "postgres://u:pw@db/x" }})
 	if err == nil || read || strings.Contains(err.Error(), "pw@") || api.AsError(err).Code != api.CodeInvalidRequest {
 		t.Errorf("credentials from the daemon's own variable: read %v, %v", read, err)
 	}
@@ -482,3 +483,65 @@ func viewNames(vs []View) []string {
 	}
 	return out
 }
+
+// With the operator's allowlist set, a stored pool naming another variable (created
+// before the list was tightened) is not built: its view says why, naming the
+// variable, and the variable is never read, so its value can reach no backend, log
+// line or error. A pool the list allows is built as before.
+func TestCredentialsAllowlist(t *testing.T) {
+	const secret = "s3cr3t-aws-value"
+	var mu sync.Mutex
+	var read []string
+	getenv := func(k string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, k)
+		return map[string]string{"AWS_SECRET_ACCESS_KEY": secret, "LAB_TOKEN": "lab-value"}[k]
+	}
+	allowed, err := api.NewEnvAllowlist([]string{"DAYTONA_*", "LAB_TOKEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	e := newEnv(t, DefaultRegistry(true), nil)
+	e.m = NewManager(e.st, e.reg, e.clk, Options{Getenv: getenv, AllowedCredentialsEnv: allowed,
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			return logs.Write(p)
+		}), nil))})
+	e.create(t, store.Pool{Name: "allowed", Adapter: "fake", CredentialsEnv: "LAB_TOKEN"})
+	e.create(t, store.Pool{Name: "tightened", Adapter: "fake", CredentialsEnv: "AWS_SECRET_ACCESS_KEY"})
+	e.refresh(t)
+	e.refresh(t) // a pool that failed to build is tried again: still not read
+
+	if v := e.view(t, "allowed"); v.Adapter == nil || !v.Healthy {
+		t.Fatalf("allowed pool: %+v", v)
+	}
+	v := e.view(t, "tightened")
+	if v.Adapter != nil || !strings.Contains(v.LastError, `"AWS_SECRET_ACCESS_KEY"`) ||
+		!strings.Contains(v.LastError, "poolCredentials.allowedEnv") {
+		t.Fatalf("pool off the list: adapter %v, error %q", v.Adapter, v.LastError)
+	}
+	mu.Lock()
+	if slices.Contains(read, "AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("the refused variable was read: %v", read)
+	}
+	mu.Unlock()
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "pool=tightened") || strings.Contains(logs.String(), secret) {
+		t.Errorf("log of the refused pool:\n%s", logs.String())
+	}
+
+	_, err = e.reg.Build(e.ctx, store.Pool{Name: "x", Adapter: "fake", CredentialsEnv: "AWS_SECRET_ACCESS_KEY"},
+		Env{Getenv: getenv, Allowed: allowed})
+	if err == nil || api.AsError(err).Code != api.CodeInvalidRequest || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Build of a pool off the list: %v", err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

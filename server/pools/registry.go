@@ -109,10 +109,19 @@ func (r *Registry) Has(kind string) bool {
 	return ok
 }
 
-// Build resolves the pool's credentials through getenv (os.Getenv when nil) and calls
-// its kind's factory. Errors never contain the secret: a factory error quoting it has
-// it replaced.
-func (r *Registry) Build(ctx context.Context, p store.Pool, getenv func(string) string) (adapters.ExecutionAdapter, error) {
+// Env is where pools' credentials come from: the daemon's environment, as far as the
+// operator's allowlist lets a pool name it.
+type Env struct {
+	// Getenv reads a variable; os.Getenv when nil.
+	Getenv func(string) string
+	// Allowed is the config file's poolCredentials.allowedEnv; the zero value is no
+	// list, and api.CheckCredentialsEnv alone decides.
+	Allowed api.EnvAllowlist
+}
+
+// Build resolves the pool's credentials from env and calls its kind's factory. Errors
+// never contain the secret: a factory error quoting it has it replaced.
+func (r *Registry) Build(ctx context.Context, p store.Pool, env Env) (adapters.ExecutionAdapter, error) {
 	r.mu.RLock()
 	reg, ok := r.kinds[p.Adapter]
 	r.mu.RUnlock()
@@ -122,7 +131,7 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, getenv func(string) 
 	if reg.devOnly && !r.dev {
 		return nil, adapters.InvalidRequest("adapter %s is only allowed in development mode (--dev)", p.Adapter)
 	}
-	creds, err := ResolveCredentials(p, getenv)
+	creds, err := ResolveCredentials(p, env)
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +148,18 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, getenv func(string) 
 // ResolveCredentials reads the pool's credentials variable. A named variable that is
 // unset or empty is an error naming the variable: a pool started without its key would
 // only fail later, at every call, with the backend's less helpful words.
-func ResolveCredentials(p store.Pool, getenv func(string) string) (Credentials, error) {
+//
+// The name is checked against the rule and the allowlist before anything is read: a
+// pool stored before the rule existed or the list was tightened, or written to the
+// store by hand, fails to build with the reason instead of receiving the secret.
+func ResolveCredentials(p store.Pool, env Env) (Credentials, error) {
 	if p.CredentialsEnv == "" {
 		return Credentials{}, nil
 	}
-	// Stored before the rule existed, or written to the store by hand.
-	if err := api.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+	if err := env.Allowed.Check(p.CredentialsEnv); err != nil {
 		return Credentials{}, err
 	}
+	getenv := env.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}

@@ -85,6 +85,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Finding {
 	c.ApplyEnv(opts.Getenv)
 
 	r := &run{opts: opts}
+	r.allowed = c.CredentialsAllowlist()
 	badPools := r.validate(&c)
 	r.checkTLS(c.TLS)
 	r.checkDatabase(ctx, c.Database.URL)
@@ -118,6 +119,8 @@ type run struct {
 	opts     Options
 	findings []Finding
 	secrets  []string
+	// allowed is the config's credentials allowlist.
+	allowed api.EnvAllowlist
 }
 
 func (r *run) add(level, subject, format string, args ...any) {
@@ -254,7 +257,7 @@ func (r *run) probe(ctx context.Context, subject string, p store.Pool) []Finding
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
 	defer cancel()
-	a, err := r.opts.Registry.Build(ctx, p, r.opts.Getenv)
+	a, err := r.opts.Registry.Build(ctx, p, pools.Env{Getenv: r.opts.Getenv, Allowed: r.allowed})
 	if err != nil {
 		return fail("adapter %s cannot be built: %s", p.Adapter, message(err))
 	}

@@ -3,9 +3,13 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/different-ai/differently/adapters/adapterhttp"
@@ -181,5 +185,48 @@ func TestFindingString(t *testing.T) {
 	}
 	if Failed([]Finding{{Level: LevelOK}}) || !Failed([]Finding{{Level: LevelOK}, f}) {
 		t.Error("Failed")
+	}
+}
+
+// A pool naming a variable off the operator's allowlist is reported, naming the
+// variable, and neither the variable is read nor the pool's backend called, so its
+// value goes nowhere; a pool on the list is checked as usual.
+func TestCredentialsOffTheAllowlist(t *testing.T) {
+	const awsSecret = "aws-secret-value-1234"
+	plugin := httptest.NewServer(adapterhttp.Handler(fake.New(fake.Config{}), pluginToken))
+	t.Cleanup(plugin.Close)
+	var called atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		called.Store(true)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(elsewhere.Close)
+	yaml := fmt.Sprintf("poolCredentials: {allowedEnv: [PLUGIN_*]}\npools:\n"+
+		"  - {name: lab, adapter: remote, config: {endpoint: %q}, credentials: {env: PLUGIN_TOKEN}}\n"+
+		"  - {name: cloud, adapter: remote, config: {endpoint: %q}, credentials: {env: AWS_SECRET_ACCESS_KEY}}\n",
+		plugin.URL, elsewhere.URL)
+	var mu sync.Mutex
+	var read []string
+	vars := map[string]string{"PLUGIN_TOKEN": pluginToken, "AWS_SECRET_ACCESS_KEY": awsSecret,
+		config.EnvDatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "differently.db")}
+	fs := Run(t.Context(), parse(t, yaml), Options{Getenv: func(k string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, k)
+		return vars[k]
+	}})
+	report := ""
+	for _, f := range fs {
+		report += f.String() + "\n"
+	}
+	if got := find(fs, "pool cloud"); len(got) != 1 || got[0].Level != LevelError ||
+		!strings.Contains(got[0].Message, `credentials.env "AWS_SECRET_ACCESS_KEY" is not among the variables`) {
+		t.Errorf("pool off the list: %v\n%s", got, report)
+	}
+	if got := find(fs, "pool lab"); len(got) == 0 || got[len(got)-1].Level != LevelOK {
+		t.Errorf("pool on the list: %v\n%s", got, report)
+	}
+	if slices.Contains(read, "AWS_SECRET_ACCESS_KEY") || called.Load() || strings.Contains(report, awsSecret) {
+		t.Errorf("the refused credential was used: read %v, backend called %v\n%s", read, called.Load(), report)
 	}
 }
