@@ -248,3 +248,26 @@ func (b *syncBuffer) changed() <-chan struct{} {
 	}
 	return b.wake
 }
+
+// A config file whose pool names a credentials variable off the operator's allowlist
+// does not start, and says which variable and which setting, never the value.
+func TestDaemonRefusesACredentialOffTheAllowlist(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\n"+
+		"poolCredentials:\n  allowedEnv: [LAB_*]\npools:\n  - name: lab\n    adapter: remote\n"+
+		"    config: {endpoint: 'http://127.0.0.1:1'}\n    credentials: {env: AWS_SECRET_ACCESS_KEY}\n"), 0o600)
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string {
+		if k == "AWS_SECRET_ACCESS_KEY" {
+			return "aws-secret-value"
+		}
+		return ""
+	}
+	code := runDaemon(t.Context(), []string{"--config", path, "--listen", "127.0.0.1:0"}, &stdout, &stderr, getenv)
+	out := stdout.String() + stderr.String()
+	if code != 1 || !strings.Contains(out, `pools[0].credentials.env: credentials.env "AWS_SECRET_ACCESS_KEY" is not among`) ||
+		!strings.Contains(out, "poolCredentials.allowedEnv") || strings.Contains(out, "aws-secret-value") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

@@ -171,7 +171,11 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	// One registry for every part's metrics; /metrics serves it.
 	metrics := prometheus.NewRegistry()
 	reg := pools.DefaultRegistry(opts.Dev)
-	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv, Logger: log, Metrics: metrics})
+	// One list for the API's checks and the pool manager's builds, so a pool the list
+	// refuses can neither be written nor, stored before, be given its credential.
+	allowed := cfg.CredentialsAllowlist()
+	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv,
+		AllowedCredentialsEnv: allowed, Logger: log, Metrics: metrics})
 	if err := d.pools.Load(ctx); err != nil {
 		return nil, fmt.Errorf("pools: %w", err)
 	}
@@ -221,21 +225,22 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 	})
 	handler, err := httpapi.New(httpapi.Options{
-		Store:        d.st,
-		Pools:        d.pools,
-		Scheduler:    d.sched,
-		Direct:       d.sched,
-		Writes:       writes,
-		Changes:      d.changes,
-		Reconciler:   d.reconciler,
-		Clock:        opts.Clock,
-		Installation: installation,
-		AdapterKinds: reg.Kinds,
-		DevOnlyKinds: []string{"devhost", "fake"},
-		Dev:          opts.Dev,
-		MaxQueued:    sc.MaxQueued,
-		Logger:       log,
-		Metrics:      metrics,
+		Store:                 d.st,
+		Pools:                 d.pools,
+		Scheduler:             d.sched,
+		Direct:                d.sched,
+		Writes:                writes,
+		Changes:               d.changes,
+		Reconciler:            d.reconciler,
+		Clock:                 opts.Clock,
+		Installation:          installation,
+		AdapterKinds:          reg.Kinds,
+		DevOnlyKinds:          []string{"devhost", "fake"},
+		AllowedCredentialsEnv: allowed,
+		Dev:                   opts.Dev,
+		MaxQueued:             sc.MaxQueued,
+		Logger:                log,
+		Metrics:               metrics,
 	})
 	if err != nil {
 		return nil, err

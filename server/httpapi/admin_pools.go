@@ -26,8 +26,9 @@ func validPoolName(name string) error {
 	return nil
 }
 
-// validatePool checks a pool definition the way the config file's pools are checked.
-func validatePool(p store.Pool) error {
+// validatePool checks a pool definition the way the config file's pools are checked,
+// the operator's credentials allowlist included.
+func (s *Server) validatePool(p store.Pool) error {
 	if err := validPoolName(p.Name); err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func validatePool(p store.Pool) error {
 	if p.CostModel.CPUHour < 0 || p.CostModel.MemoryGiBHour < 0 {
 		return invalid("costModel prices must not be negative")
 	}
-	if err := api.CheckCredentialsEnv(p.CredentialsEnv); err != nil {
+	if err := s.allowed.Check(p.CredentialsEnv); err != nil {
 		return err
 	}
 	return adapters.ValidateDeclaredFeatures(p.Features)
@@ -164,7 +165,7 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := specToPool(spec)
-	if err := validatePool(p); err != nil {
+	if err := s.validatePool(p); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -218,7 +219,7 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string,
 		return
 	}
 	next.Name, next.Version, next.CreatedAt, next.Source = cur.Name, cur.Version, cur.CreatedAt, cur.Source
-	if err := validatePool(next); err != nil {
+	if err := s.validatePool(next); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -94,7 +94,11 @@ type Options struct {
 	AdapterKinds func() []string
 	// DevOnlyKinds are refused for new pools unless Dev is set.
 	DevOnlyKinds []string
-	Dev          bool
+	// AllowedCredentialsEnv is the operator's allowlist of the variables a pool's
+	// credentials.env may name; a create or update naming another is 400. The zero
+	// value is no list (api.CheckCredentialsEnv alone).
+	AllowedCredentialsEnv api.EnvAllowlist
+	Dev                   bool
 	// MaxQueued bounds the queued sandboxes (all projects): a create finding that many
 	// waiting answers 503 provider_unavailable with Retry-After. 0 means
 	// DefaultMaxQueued.
@@ -124,6 +128,7 @@ type Server struct {
 	inst     string
 	kinds    func() []string
 	devOnly  []string
+	allowed  api.EnvAllowlist
 	dev      bool
 	log      *slog.Logger
 	gatherer prometheus.Gatherer
@@ -159,7 +164,7 @@ func New(opts Options) (http.Handler, error) {
 	s := &Server{
 		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
-		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger,
+		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger, allowed: opts.AllowedCredentialsEnv,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}
