@@ -140,7 +140,8 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			"credentials_env": schema.StringAttribute{
 				MarkdownDescription: "Name of the environment variable that holds the adapter's secret on every " +
 					"daemon replica. The secret itself never passes through Terraform. The daemon's own variables " +
-					"(`DIFFERENTLY_*`) and its database driver's (`PG*`) are refused.",
+					"(`DIFFERENTLY_*`) and its database driver's (`PG*`) are refused, and so is any variable off the " +
+					"daemon's `poolCredentials.allowedEnv` when its operator sets one (checked at apply).",
 				Optional:   true,
 				Validators: []validator.String{credentialsEnvValidator{}},
 			},

@@ -202,4 +202,7 @@ func TestExampleConfig(t *testing.T) {
 	if len(cfg.Pools) != 1 || cfg.Pools[0].Credentials.Env != "LAB_ADAPTER_TOKEN" {
 		t.Errorf("pools: %+v", cfg.Pools)
 	}
+	if l := cfg.CredentialsAllowlist(); !l.Set() || l.Check("DAYTONA_API_KEY") != nil || l.Check("AWS_SECRET_ACCESS_KEY") == nil {
+		t.Errorf("credentials allowlist: %v", l.Patterns())
+	}
 }
