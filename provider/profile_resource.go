@@ -188,7 +188,8 @@ func (m *profileModel) fromAPI(ctx context.Context, p *client.Profile, diags *di
 // placementValue maps the API's placement to a placement object. A null prior stays
 // null when the API has none; each list keeps the prior's null-or-empty choice. With
 // keepNulls (a sandbox made from a profile, whose placement the profile may have
-// filled in), a null prior, or a null list in it, stays null whatever the API says.
+// filled in), a null prior, or a null or empty list in it, stays as it is whatever
+// the API says.
 func placementValue(ctx context.Context, prior types.Object, p *client.Placement, keepNulls bool, diags *diag.Diagnostics) types.Object {
 	var pools, regions []string
 	if p != nil {
@@ -203,7 +204,7 @@ func placementValue(ctx context.Context, prior types.Object, p *client.Placement
 		diags.Append(prior.As(ctx, &pl, objectAsOptions)...)
 	}
 	list := func(prior types.List, items []string) types.List {
-		if keepNulls && prior.IsNull() {
+		if keepNulls && (prior.IsNull() || len(prior.Elements()) == 0) {
 			return prior
 		}
 		return stringList(prior, items)

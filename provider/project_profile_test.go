@@ -437,3 +437,45 @@ resource "differently_profile" "x" {
 		},
 	})
 }
+
+// A sandbox whose configuration sets its template or a placement list empty takes
+// the profile's, as if they were left out, and its state keeps them empty: the
+// apply is consistent with the plan and the next plan is empty.
+func TestAccProfileFillsEmptyValues(t *testing.T) {
+	d := startDaemon(t)
+	if _, err := d.c.PutProfile(t.Context(), "filler", client.ProfileSpec{
+		Template:  ptr("base"),
+		Placement: &client.Placement{AllowedPools: &[]string{"fake"}, Regions: &[]string{"local"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	addr := "differently_sandbox.s"
+	var id string
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{{
+			Config: d.config(`
+resource "differently_sandbox" "s" {
+  profile   = "filler"
+  template  = ""
+  placement = { allowed_pools = [], regions = [] }
+}`),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				sandboxID(addr, &id),
+				resource.TestCheckResourceAttr(addr, "template", ""),
+				resource.TestCheckResourceAttr(addr, "placement.allowed_pools.#", "0"),
+				resource.TestCheckResourceAttr(addr, "placement.regions.#", "0"),
+				func(*terraform.State) error {
+					sb, err := d.c.GetSandbox(context.Background(), id)
+					if err != nil {
+						return err
+					}
+					if deref(sb.Template) != "base" || deref(sb.Pool) != "fake" {
+						return fmt.Errorf("sandbox did not take the profile's template and pool: %+v", sb)
+					}
+					return nil
+				},
+			),
+		}},
+	})
+}

@@ -88,11 +88,12 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	m.Profile = optString(m.Profile, sb.Profile)
 	// A sandbox made from a profile reports the configuration merged with the
 	// profile: capabilities added, template, placement and TTL filled in where the
-	// configuration left them out. What the profile contributed is not a difference,
-	// so an argument left out stays null, and the capabilities keep the configured
-	// set as long as the sandbox has every one of them.
+	// configuration left them out or empty. What the profile contributed is not a
+	// difference, so an argument left out stays null, one set empty stays empty, and
+	// the capabilities keep the configured set as long as the sandbox has every one
+	// of them.
 	fromProfile := deref(sb.Profile) != ""
-	if !fromProfile || !m.Template.IsNull() {
+	if !fromProfile || m.Template.ValueString() != "" {
 		m.Template = optString(m.Template, sb.Template)
 	}
 	if !fromProfile || !capabilitiesCovered(ctx, m.Capabilities, sb.Capabilities, diags) {
