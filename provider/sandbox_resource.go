@@ -132,6 +132,7 @@ func (r *sandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	m.fromAPI(ctx, sb, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	recordImported(ctx, sb, resp.Private, &resp.Diagnostics)
 }
 
 func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
@@ -13,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -87,23 +85,30 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 			},
 			"template": schema.StringAttribute{
-				MarkdownDescription: "Template (image) the sandbox starts from, in the pool's terms.",
-				Optional:            true,
-				PlanModifiers:       replace,
+				MarkdownDescription: "Template (image) the sandbox starts from, in the pool's terms. Changing it " +
+					"replaces the sandbox (after an import from a profile, see `profile`).",
+				Optional:      true,
+				PlanModifiers: []planmodifier.String{templateReplaceIf()},
 			},
 			"profile": schema.StringAttribute{
 				MarkdownDescription: "Name of a profile (see `differently_profile`) to create the sandbox from: its " +
 					"capabilities are added to the sandbox's, and its template, resources, placement and TTL fill in " +
 					"whatever the sandbox leaves out. What the profile contributes is never shown as a difference, " +
-					"and later changes to the profile do not reach the sandbox. Changing it replaces the sandbox.",
+					"and later changes to the profile do not reach the sandbox. Changing it replaces the sandbox. The " +
+					"daemon keeps only the merged values, so after an import the first plan compares `capabilities`, " +
+					"`template` and `placement` with them the way the daemon merges: each capability named must be " +
+					"one the sandbox has, and a template or placement list named must be the sandbox's (left out or " +
+					"empty, anything the sandbox has may have come from the profile). A configuration that fits is " +
+					"recorded in place; any other difference replaces the sandbox.",
 				Optional:      true,
 				PlanModifiers: replace,
 			},
 			"capabilities": schema.SetAttribute{
-				MarkdownDescription: "Features the pool must offer, such as `exec`, `files` or `lifecycle.stop-start`.",
-				Optional:            true,
-				ElementType:         types.StringType,
-				PlanModifiers:       []planmodifier.Set{setplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Features the pool must offer, such as `exec`, `files` or `lifecycle.stop-start`. " +
+					"Changing them replaces the sandbox (after an import from a profile, see `profile`).",
+				Optional:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Set{capabilitiesReplaceIf()},
 			},
 			"resources": schema.SingleNestedAttribute{
 				MarkdownDescription: "Requested resources; a value left out (or 0) is the pool's default.",
@@ -157,9 +162,10 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Validators: []validator.Int64{atLeast(0)},
 			},
 			"placement": schema.SingleNestedAttribute{
-				MarkdownDescription: "Where the sandbox may run.",
-				Optional:            true,
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Where the sandbox may run. Changing it replaces the sandbox (after an import " +
+					"from a profile, see `profile`).",
+				Optional:      true,
+				PlanModifiers: []planmodifier.Object{placementReplaceIf()},
 				Attributes: map[string]schema.Attribute{
 					"allowed_pools": schema.ListAttribute{
 						MarkdownDescription: "Pools the sandbox may be placed on; left out, any pool the policy allows.",
@@ -221,30 +227,4 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"timeouts": timeoutsAttribute(),
 		},
 	}
-}
-
-// importedKey marks, in a sandbox's private state, one that was imported: its env
-// and init_commands, which the daemon never returns, are not in its state.
-const importedKey = "imported"
-
-const replaceUnlessImported = "Changing it replaces the sandbox, except the first time after an import, when the " +
-	"state cannot know the value the sandbox was created with: the configured one is then recorded as it is."
-
-// knownOnlyByImport reports whether a write-only value's state is null because the
-// sandbox was imported rather than created with nothing: a configured value is then
-// taken as the one the sandbox has, with no replacement. (Terraform cannot tell
-// otherwise; replacing an imported long-lived sandbox at its first plan would be
-// worse than trusting the configuration.)
-func knownOnlyByImport(ctx context.Context, stateNull bool, private privateGetter, diags *diag.Diagnostics) bool {
-	if !stateNull || private == nil {
-		return false
-	}
-	v, d := private.GetKey(ctx, importedKey)
-	diags.Append(d...)
-	return len(v) > 0
-}
-
-// privateGetter is the part of the framework's private state a plan modifier reads.
-type privateGetter interface {
-	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
 }

@@ -1,0 +1,272 @@
+package provider
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+
+	"github.com/different-ai/differently/client"
+)
+
+// TestAccSandboxImportFromProfile imports a sandbox the daemon made from a profile
+// into configurations that name capabilities, a template and placement. The daemon
+// merged them with the profile's, so what the import reads is the merged sandbox; a
+// configuration that, merged the same way, gives that sandbox is recorded in place
+// and then plans nothing, while one that asks for something the sandbox is not
+// still replaces it.
+func TestAccSandboxImportFromProfile(t *testing.T) {
+	d := startDaemon(t)
+	putImportProfile(t, d)
+	addr := "differently_sandbox.imported"
+	cfg := func(body string) string { return importProfileConfig(d, body) }
+	const (
+		replaced = plancheck.ResourceActionDestroyBeforeCreate
+		recorded = plancheck.ResourceActionUpdate
+		same     = plancheck.ResourceActionNoop
+	)
+	for _, tc := range []struct {
+		name string
+		body string
+		want plancheck.ResourceActionType
+		// then, when set, is planned once the first plan is applied: the import's
+		// leeway is over, and it replaces the sandbox.
+		then string
+	}{
+		{"the configuration merged with the profile is the sandbox", `capabilities = ["exec"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"] }`, recorded, `capabilities = ["exec", "files"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"] }`},
+		// Whatever the profile was when the sandbox was made filled these in, as far
+		// as the provider can tell: the profile's template now (base) is not what the
+		// sandbox has, and need not be, since profile changes never reach sandboxes.
+		{"what the profile fills in left out", ``, same, ""},
+		{"empty values, which the profile fills in", `capabilities = []
+  template     = ""
+  placement    = { allowed_pools = [], regions = [] }`, recorded, ""},
+		{"every merged value named", `capabilities = ["exec", "files"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"], regions = ["local"] }`, recorded, ""},
+		{"another template", `capabilities = ["exec"]
+  template     = "debian"
+  placement    = { allowed_pools = ["fake"] }`, replaced, ""},
+		{"the profile's template, which the sandbox overrode", `template = "base"`, replaced, ""},
+		{"a capability the sandbox lacks", `capabilities = ["exec", "lifecycle.pause-resume"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"] }`, replaced, ""},
+		{"another pool", `capabilities = ["exec"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["devhost"] }`, replaced, ""},
+		{"another region", `capabilities = ["exec"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"], regions = ["elsewhere"] }`, replaced, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := newProfileSandbox(t, d)
+			config := cfg(tc.body)
+			steps := []resource.TestStep{
+				{Config: config, ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
+			}
+			if tc.want == replaced {
+				steps = append(steps, planReplaces(addr, config))
+			} else {
+				steps = append(steps,
+					resource.TestStep{
+						Config: config,
+						ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+							plancheck.ExpectResourceAction(addr, tc.want),
+						}},
+						Check: resource.TestCheckResourceAttr(addr, "id", sb.Id),
+					},
+					resource.TestStep{Config: config, PlanOnly: true},
+				)
+			}
+			if tc.then != "" {
+				steps = append(steps, planReplaces(addr, cfg(tc.then)))
+			}
+			accTest(t, resource.TestCase{CheckDestroy: d.sandboxesGone, Steps: steps})
+		})
+	}
+}
+
+// An import block plans the import and the first plan together, with the same
+// outcome as terraform import followed by a plan.
+func TestAccSandboxImportBlockFromProfile(t *testing.T) {
+	d := startDaemon(t)
+	putImportProfile(t, d)
+	addr := "differently_sandbox.imported"
+	for _, tc := range []struct {
+		name string
+		body string
+		want plancheck.ResourceActionType
+	}{
+		{"the configuration merged with the profile is the sandbox", `capabilities = ["exec"]
+  template     = "ubuntu"
+  placement    = { allowed_pools = ["fake"] }`, plancheck.ResourceActionUpdate},
+		{"another template", `capabilities = ["exec"]
+  template     = "debian"
+  placement    = { allowed_pools = ["fake"] }`, plancheck.ResourceActionDestroyBeforeCreate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := newProfileSandbox(t, d)
+			accTest(t, resource.TestCase{
+				CheckDestroy: d.sandboxesGone,
+				Steps: []resource.TestStep{{
+					Config:             importProfileConfig(d, tc.body),
+					ResourceName:       addr,
+					ImportState:        true,
+					ImportStateKind:    resource.ImportBlockWithID,
+					ImportStateId:      sb.Id,
+					ExpectNonEmptyPlan: true,
+					ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(addr, tc.want),
+					}},
+				}},
+			})
+		})
+	}
+}
+
+const importProfile = "imported"
+
+// putImportProfile makes the profile the sandboxes of the import tests are made
+// from: it adds files, and brings a template, a pool and a region.
+func putImportProfile(t *testing.T, d *testDaemon) {
+	t.Helper()
+	if _, err := d.c.PutProfile(t.Context(), importProfile, client.ProfileSpec{
+		Capabilities: &[]string{"files"},
+		Template:     ptr("base"),
+		Placement:    &client.Placement{AllowedPools: &[]string{"devhost"}, Regions: &[]string{"local"}},
+		TtlSeconds:   ptr(int64(0)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newProfileSandbox makes, outside Terraform, a sandbox from the import profile
+// that names exec, its own template and the fake pool: the profile adds files and
+// the region, and its template and pool are overridden.
+func newProfileSandbox(t *testing.T, d *testDaemon) *client.Sandbox {
+	t.Helper()
+	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
+		Profile:      ptr(importProfile),
+		Capabilities: &[]string{"exec"},
+		Template:     ptr("ubuntu"),
+		Placement:    &client.Placement{AllowedPools: &[]string{"fake"}},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// importProfileConfig is a sandbox from the import profile with body's arguments.
+// An import as the first step needs the provider's source said.
+func importProfileConfig(d *testDaemon, body string) string {
+	return d.config(`
+terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+
+resource "differently_sandbox" "imported" {
+  profile = "` + importProfile + `"
+  ` + body + `
+}`)
+}
+
+// planReplaces is a plan-only step that expects config to replace addr: the
+// replacement is the answer, it need not run.
+func planReplaces(addr, config string) resource.TestStep {
+	return resource.TestStep{
+		Config:             config,
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+		}},
+	}
+}
+
+func TestImportedSandboxFits(t *testing.T) {
+	s := importedSandbox{Template: "ubuntu", Capabilities: []string{"exec", "files"}, AllowedPools: []string{"fake"}, Regions: []string{"local", "eu"}}
+	strs := func(v ...string) []attr.Value {
+		out := make([]attr.Value, len(v))
+		for i, x := range v {
+			out[i] = types.StringValue(x)
+		}
+		return out
+	}
+	list := func(v ...string) types.List { return types.ListValueMust(types.StringType, strs(v...)) }
+	set := func(v ...string) types.Set { return types.SetValueMust(types.StringType, strs(v...)) }
+	placement := func(pools, regions types.List) types.Object {
+		return types.ObjectValueMust(placementTypes, map[string]attr.Value{"allowed_pools": pools, "regions": regions})
+	}
+	null := types.ListNull(types.StringType)
+	for _, tc := range []struct {
+		name string
+		fits bool
+		got  bool
+	}{
+		{"template left out", true, s.templateFits(types.StringNull())},
+		{"template empty", true, s.templateFits(types.StringValue(""))},
+		{"the sandbox's template", true, s.templateFits(types.StringValue("ubuntu"))},
+		{"another template", false, s.templateFits(types.StringValue("debian"))},
+		{"unknown template", false, s.templateFits(types.StringUnknown())},
+		{"capabilities left out", true, s.capabilitiesFit(types.SetNull(types.StringType))},
+		{"some of the sandbox's capabilities", true, s.capabilitiesFit(set("files"))},
+		{"all of them", true, s.capabilitiesFit(set("exec", "files"))},
+		{"one the sandbox lacks", false, s.capabilitiesFit(set("exec", "lifecycle.stop-start"))},
+		{"unknown capabilities", false, s.capabilitiesFit(types.SetUnknown(types.StringType))},
+		{"an unknown capability", false, s.capabilitiesFit(types.SetValueMust(types.StringType, []attr.Value{types.StringUnknown()}))},
+		{"placement left out", true, s.placementFits(types.ObjectNull(placementTypes))},
+		{"the sandbox's pools", true, s.placementFits(placement(list("fake"), null))},
+		{"the sandbox's pools and regions", true, s.placementFits(placement(list("fake"), list("local", "eu")))},
+		{"empty lists", true, s.placementFits(placement(list(), list()))},
+		{"another pool", false, s.placementFits(placement(list("devhost"), null))},
+		{"the regions in another order", false, s.placementFits(placement(null, list("eu", "local")))},
+		{"unknown placement", false, s.placementFits(types.ObjectUnknown(placementTypes))},
+		{"unknown regions", false, s.placementFits(placement(list("fake"), types.ListUnknown(types.StringType)))},
+	} {
+		if tc.got != tc.fits {
+			t.Errorf("%s: fits is %v, want %v", tc.name, tc.got, tc.fits)
+		}
+	}
+}
+
+// A mark written by ImportState, or by a provider from before the mark held a
+// record, is no record: the plan replaces as it did.
+func TestImportedProfileSandboxReadsOnlyRecords(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mark string
+		want *importedSandbox
+	}{
+		{"", nil},
+		{"true", nil},
+		{`{"template":"ubuntu","capabilities":["exec"]}`, &importedSandbox{Template: "ubuntu", Capabilities: []string{"exec"}}},
+	} {
+		var diags diag.Diagnostics
+		got := importedProfileSandbox(ctx, markOnly(tc.mark), &diags)
+		if diags.HasError() || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("mark %q: got %+v (%v), want %+v", tc.mark, got, diags, tc.want)
+		}
+	}
+}
+
+// markOnly is a private state holding one import mark.
+type markOnly string
+
+func (m markOnly) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostics) {
+	if key != importedKey || m == "" {
+		return nil, nil
+	}
+	return []byte(m), nil
+}
