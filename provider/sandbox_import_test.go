@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/different-ai/differently/client"
 )
@@ -269,4 +271,61 @@ func (m markOnly) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostic
 		return nil, nil
 	}
 	return []byte(m), nil
+}
+
+// After an import, a configured TTL the sandbox already has is recorded without a
+// PATCH, which would restart the sandbox's lifetime from the time of the update.
+func TestAccSandboxImportKeepsTheExpiry(t *testing.T) {
+	d := startDaemon(t)
+	const profile = "day"
+	if _, err := d.c.PutProfile(t.Context(), profile, client.ProfileSpec{
+		Placement: &client.Placement{AllowedPools: &[]string{"fake"}}, TtlSeconds: ptr(int64(86400)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{Profile: ptr(profile)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.ExpiresAt == nil {
+		t.Fatalf("sandbox %s has no expiry: %+v", sb.Id, sb)
+	}
+	addr := "differently_sandbox.imported"
+	cfg := d.config(`
+terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+
+resource "differently_sandbox" "imported" {
+  profile     = "` + profile + `"
+  ttl_seconds = 86400
+}`)
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{Config: cfg, ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "ttl_seconds", "86400"),
+					func(*terraform.State) error {
+						now, err := d.c.GetSandbox(context.Background(), sb.Id)
+						if err != nil {
+							return err
+						}
+						if now.ExpiresAt == nil || !now.ExpiresAt.Equal(*sb.ExpiresAt) {
+							return fmt.Errorf("the expiry moved from %v to %v", sb.ExpiresAt, now.ExpiresAt)
+						}
+						return nil
+					},
+				),
+			},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -152,7 +153,7 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		}
 		patch.Labels, patching = &labels, true
 	}
-	if !plan.TTLSeconds.Equal(prior.TTLSeconds) {
+	if !plan.TTLSeconds.Equal(prior.TTLSeconds) && !r.importedWithTTL(ctx, id, prior.TTLSeconds, plan.TTLSeconds, req.Private, &resp.Diagnostics) {
 		patch.TtlSeconds, patching = ptr(plan.TTLSeconds.ValueInt64()), true // null is 0: no expiry
 	}
 	if resp.Diagnostics.HasError() {
@@ -184,6 +185,22 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	// The first apply after an import has recorded env and init_commands (or their
 	// absence): from now on a change to them replaces the sandbox.
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, nil)...)
+}
+
+// importedWithTTL reports whether the first update after an import finds the
+// configured TTL already on the sandbox, whose state could not hold it (a TTL the
+// profile set, or 0): it is then recorded without a PATCH, which would restart the
+// sandbox's lifetime from now.
+func (r *sandboxResource) importedWithTTL(ctx context.Context, id string, prior, plan types.Int64, private privateGetter, diags *diag.Diagnostics) bool {
+	if !prior.IsNull() || plan.IsNull() || plan.IsUnknown() || !knownOnlyByImport(ctx, true, private, diags) {
+		return false
+	}
+	sb, err := r.c.GetSandbox(ctx, id)
+	if err != nil {
+		diags.AddError("Reading sandbox "+id, apiError(err))
+		return false
+	}
+	return deref(sb.TtlSeconds) == plan.ValueInt64()
 }
 
 // Delete terminates the sandbox and waits until it is terminated, so that a pool

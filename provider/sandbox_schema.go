@@ -157,7 +157,8 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				MarkdownDescription: "Lifetime in seconds from when the sandbox starts running; a change counts from " +
 					"the time of the update. Left out or 0, the sandbox does not expire (with a `profile`, left out means the " +
 					"profile's TTL, where 0 is no expiry too). Once expired it is removed " +
-					"from the state on the next refresh.",
+					"from the state on the next refresh. After an import, a configured TTL the sandbox already has is " +
+					"recorded without restarting it.",
 				Optional:   true,
 				Validators: []validator.Int64{atLeast(0)},
 			},
