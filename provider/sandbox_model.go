@@ -11,8 +11,9 @@ import (
 	"github.com/different-ai/differently/client"
 )
 
-// toCreate builds the create request from a plan.
-func (m *sandboxModel) toCreate(ctx context.Context, diags *diag.Diagnostics) client.SandboxCreate {
+// toCreate builds the create request from a plan and the configuration's env_wo,
+// which the plan cannot hold.
+func (m *sandboxModel) toCreate(ctx context.Context, envWO types.Map, diags *diag.Diagnostics) client.SandboxCreate {
 	body := client.SandboxCreate{
 		Org:          strPtr(m.Org),
 		Project:      strPtr(m.Project),
@@ -23,7 +24,7 @@ func (m *sandboxModel) toCreate(ctx context.Context, diags *diag.Diagnostics) cl
 	if caps := stringsOf(ctx, m.Capabilities, diags); caps != nil {
 		body.Capabilities = &caps
 	}
-	if env := mapOf(ctx, m.Env, diags); env != nil {
+	if env := createEnv(ctx, m.Env, envWO, diags); env != nil {
 		body.Env = &env
 	}
 	if labels := mapOf(ctx, m.Labels, diags); labels != nil {

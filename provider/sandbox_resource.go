@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/client"
 )
 
@@ -36,7 +35,7 @@ func (r *sandboxResource) Configure(_ context.Context, req resource.ConfigureReq
 func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	body := m.toCreate(ctx, &resp.Diagnostics)
+	body := m.toCreate(ctx, writeOnlyEnv(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 	commands := m.initCommands(ctx, &resp.Diagnostics)
 	timeout := timeoutOf(ctx, m.Timeouts, "create", defaultCreateTimeout, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
@@ -45,12 +44,13 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	want := m.State.ValueString()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	redact := envRedactor(deref(body.Env))
 
 	// A fresh key per apply makes the client's retries of this POST safe without
 	// tying two applies of the same configuration to one sandbox.
 	sb, err := r.c.CreateSandbox(ctx, body, newIdempotencyKey())
 	if err != nil {
-		resp.Diagnostics.AddError("Creating sandbox", apiError(err))
+		resp.Diagnostics.AddError("Creating sandbox", redact.String(apiError(err)))
 		return
 	}
 	// From here on the sandbox exists: every failure saves its ID to the state
@@ -66,23 +66,16 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		if sb != nil {
 			save(sb)
 		}
-		resp.Diagnostics.AddError("Sandbox "+id+" did not start", waitError(err, timeout, "create"))
+		resp.Diagnostics.AddError("Sandbox "+id+" did not start", redact.String(waitError(err, timeout, "create")))
 		return
 	}
 	save(sb)
-	// The env is sensitive: none of its values may reach a diagnostic through a
-	// failed command's words or output.
-	redact := adapters.NewRedactor()
-	if body.Env != nil {
-		for _, v := range *body.Env {
-			redact.Add(v)
-		}
-	}
 	for i, cmd := range commands {
 		// timeouts.create bounds the commands too, not the adapter's default.
 		res, err := r.c.Exec(ctx, id, client.ExecRequest{Command: cmd, TimeoutSeconds: execTimeout(ctx)})
 		if err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("init_commands[%d] could not run in sandbox %s", i, id), waitError(err, timeout, "create"))
+			resp.Diagnostics.AddError(fmt.Sprintf("init_commands[%d] could not run in sandbox %s", i, id),
+				redact.String(waitError(err, timeout, "create")))
 			return
 		}
 		if res.ExitCode != 0 || res.TimedOut {
@@ -95,7 +88,7 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		if sb != nil {
 			save(sb)
 		}
-		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), waitError(err, timeout, "create"))
+		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), redact.String(waitError(err, timeout, "create")))
 		return
 	}
 	save(sb)

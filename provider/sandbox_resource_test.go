@@ -229,9 +229,10 @@ resource "differently_sandbox" "p" {
 	})
 }
 
-// A sandbox imported into a configuration that names its env and init_commands,
-// which the daemon never returns, is not replaced at the first plan: the configured
-// values are recorded in place, and the plan after that is empty.
+// A sandbox imported into a configuration that names its env, env_wo_version and
+// init_commands, which the daemon never returns, is not replaced at the first plan:
+// the configured values are recorded in place, and the plan after that is empty.
+// (env_wo is never in the state: what the sandbox has is taken as configured.)
 func TestAccSandboxImportIsNotReplaced(t *testing.T) {
 	d := startDaemon(t)
 	addr := "differently_sandbox.imported"
@@ -254,9 +255,11 @@ terraform {
 }
 
 resource "differently_sandbox" "imported" {
-  placement     = { allowed_pools = ["fake"] }
-  env           = { GREETING = "hello" }
-  init_commands = ["true"]
+  placement      = { allowed_pools = ["fake"] }
+  env            = { GREETING = "hello" }
+  env_wo         = { TOKEN = "wo-token" }
+  env_wo_version = 1
+  init_commands  = ["true"]
 }`)
 	accTest(t, resource.TestCase{
 		CheckDestroy: d.sandboxesGone,
@@ -270,8 +273,10 @@ resource "differently_sandbox" "imported" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(addr, "id", sb.Id),
 					resource.TestCheckResourceAttr(addr, "init_commands.0", "true"),
+					resource.TestCheckResourceAttr(addr, "env_wo_version", "1"),
 				),
 			},
+			planReplaces(addr, strings.Replace(cfg, "env_wo_version = 1", "env_wo_version = 2", 1)),
 			{
 				// Once recorded, a change replaces the sandbox as for any other.
 				Config: strings.Replace(cfg, `GREETING = "hello"`, `GREETING = "bye"`, 1),

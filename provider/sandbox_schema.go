@@ -27,6 +27,8 @@ type sandboxModel struct {
 	Capabilities types.Set    `tfsdk:"capabilities"`
 	Resources    types.Object `tfsdk:"resources"`
 	Env          types.Map    `tfsdk:"env"`
+	EnvWO        types.Map    `tfsdk:"env_wo"` // always null: Terraform passes it only in the configuration
+	EnvWOVersion types.Int64  `tfsdk:"env_wo_version"`
 	Labels       types.Map    `tfsdk:"labels"`
 	TTLSeconds   types.Int64  `tfsdk:"ttl_seconds"`
 	Placement    types.Object `tfsdk:"placement"`
@@ -63,7 +65,8 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"runs `init_commands` once. On refresh, a sandbox deleted, expired, failed or lost outside Terraform is " +
 			"removed from the state with a warning (the next plan creates it again), and one stopped or paused " +
 			"outside Terraform shows an in-place update back to the configured `state`. `labels` and `ttl_seconds` " +
-			"change in place; other arguments replace the sandbox.",
+			"change in place; other arguments replace the sandbox. Secrets for the sandbox's environment belong in " +
+			"`env_wo`, which Terraform never stores.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The sandbox ID (`sbx_...`).",
@@ -139,12 +142,34 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"env": schema.MapAttribute{
 				MarkdownDescription: "Environment variables of the sandbox. Write-only on the daemon (never read back), " +
 					"so a change made outside Terraform cannot be seen; changing it replaces the sandbox. After an import the " +
-					"first plan records the configured value in place, since the daemon cannot say what it was.",
+					"first plan records the configured value in place, since the daemon cannot say what it was. Terraform " +
+					"keeps these values in the state, in plain text for whoever can read it: secrets belong in `env_wo`.",
 				Optional:    true,
 				Sensitive:   true,
 				ElementType: types.StringType,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(
 					func(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !knownOnlyByImport(ctx, req.StateValue.IsNull(), req.Private, &resp.Diagnostics)
+					}, replaceUnlessImported, replaceUnlessImported)},
+			},
+			"env_wo": schema.MapAttribute{
+				MarkdownDescription: "More environment variables of the sandbox, write-only: Terraform never stores them " +
+					"in the plan or the state, so they may come from ephemeral values (Terraform 1.11 or later). They are " +
+					"read once, when the sandbox is created, and a change to them alone is not seen: change " +
+					"`env_wo_version` to replace the sandbox with the new values. A name may be in `env` or in `env_wo`, " +
+					"not in both. After an import they are taken as what the sandbox has.",
+				Optional:    true,
+				WriteOnly:   true,
+				Sensitive:   true,
+				ElementType: types.StringType,
+			},
+			"env_wo_version": schema.Int64Attribute{
+				MarkdownDescription: "A number of your choosing, stored in the state in place of `env_wo`: changing it " +
+					"replaces the sandbox, which is how new `env_wo` values reach it. After an import the first plan " +
+					"records it in place.",
+				Optional: true,
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(
+					func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
 						resp.RequiresReplace = !knownOnlyByImport(ctx, req.StateValue.IsNull(), req.Private, &resp.Diagnostics)
 					}, replaceUnlessImported, replaceUnlessImported)},
 			},
