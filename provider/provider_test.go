@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/config"
@@ -81,8 +82,11 @@ func (d *testDaemon) config(body string) string {
 }
 
 // accTest runs an acceptance test case against the provider, served in-process.
+// The suite needs Terraform 1.11 (write-only arguments, ephemeral variables in the
+// examples); an older one fails each test saying so rather than somewhere inside.
 func accTest(t *testing.T, tc resource.TestCase) {
 	t.Helper()
+	tc.TerraformVersionChecks = append(tc.TerraformVersionChecks, tfversion.RequireAbove(tfversion.Version1_11_0))
 	tc.ProtoV6ProviderFactories = newMap(tc.ProtoV6ProviderFactories)
 	tc.ProtoV6ProviderFactories["differently"] = providerserver.NewProtocol6WithError(New("test")())
 	resource.Test(t, tc)
