@@ -67,6 +67,20 @@ func (e *Error) Error() string {
 // adapter protocol alike.
 func (e *Error) HTTPStatus() int { return e.Code.HTTPStatus() }
 
+// Known reports whether c is one of this package's codes. A code from elsewhere (a
+// remote plugin's answer) is anything its author wrote, so it must not become a
+// metric label or a branch as is.
+func (c Code) Known() bool {
+	switch c {
+	case CodeInvalidRequest, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeInvalidState,
+		CodePayloadTooLarge, CodeUnsupportedCapability, CodeUnsupportedOperation,
+		CodeInsufficientCapacity, CodeSandboxFailed, CodeProviderUnavailable, CodeQuotaExceeded,
+		CodeInternal:
+		return true
+	}
+	return false
+}
+
 // HTTPStatus maps a code to its HTTP status. Unknown codes are 500.
 func (c Code) HTTPStatus() int {
 	switch c {

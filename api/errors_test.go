@@ -129,3 +129,19 @@ func TestCodeOfAndAsError(t *testing.T) {
 		t.Error("IsCode(nil) must be false")
 	}
 }
+
+func TestCodeKnown(t *testing.T) {
+	for _, c := range []api.Code{api.CodeInvalidRequest, api.CodeUnauthenticated, api.CodeForbidden,
+		api.CodeNotFound, api.CodeInvalidState, api.CodePayloadTooLarge, api.CodeUnsupportedCapability,
+		api.CodeUnsupportedOperation, api.CodeInsufficientCapacity, api.CodeSandboxFailed,
+		api.CodeProviderUnavailable, api.CodeQuotaExceeded, api.CodeInternal} {
+		if !c.Known() {
+			t.Errorf("%s is not known", c)
+		}
+	}
+	for _, c := range []api.Code{"", "req_123", "Internal"} {
+		if c.Known() {
+			t.Errorf("%q is known", c)
+		}
+	}
+}

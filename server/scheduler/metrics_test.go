@@ -153,3 +153,26 @@ func TestTerminateGiveUpOption(t *testing.T) {
 		t.Errorf("%s %q", got.State, got.Reason)
 	}
 }
+
+// madeUpCode answers every Create with an error code no adapter contract defines,
+// as a buggy plugin might (a request ID in the code field, say).
+type madeUpCode struct{ *fake.Adapter }
+
+func (madeUpCode) Create(context.Context, adapters.CreateRequest) (adapters.Instance, error) {
+	return adapters.Instance{}, api.Errorf("req_01m8s7", "broken plugin")
+}
+
+// A code the contract does not define is counted as internal, not as a series of
+// its own: a plugin must not be able to grow the metrics without bound.
+func TestMetricsUnknownCodeIsInternal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, Options{Metrics: reg}, view("fake", madeUpCode{fake.New(fake.Config{})}))
+	e.create(t, store.Sandbox{})
+	e.provision(t)
+	if got := sample(t, reg, "differently_create_attempts_total", map[string]string{"pool": "fake", "code": "internal"}).Value; got != 1 {
+		t.Errorf("attempts{code=internal} = %v, want 1", got)
+	}
+	if _, ok, _ := metrics.Get(reg, "differently_create_attempts_total", map[string]string{"pool": "fake", "code": "req_01m8s7"}); ok {
+		t.Error("the made-up code became a label")
+	}
+}

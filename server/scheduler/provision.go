@@ -323,7 +323,12 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 		return s.requeue(uctx, j.sb.ID, pool, "provisioning interrupted by a shutdown; retrying", s.clk.Now())
 	}
 	code := api.CodeOf(err)
-	s.m.attempts.WithLabelValues(pool, string(code)).Inc()
+	label := code
+	if !label.Known() {
+		// A plugin's made-up code would be a new series each time.
+		label = api.CodeInternal
+	}
+	s.m.attempts.WithLabelValues(pool, string(label)).Inc()
 	reason := fmt.Sprintf("pool %s: %s", pool, message(err))
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
