@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "differently-server")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	// -buildvcs=auto: the environment may turn stamping off (GOFLAGS), and --version
+	// names the commit only when the build recorded it.
+	build := exec.Command("go", "build", "-race", "-buildvcs=auto", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building differently-server:", err)

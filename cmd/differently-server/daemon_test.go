@@ -271,3 +271,17 @@ func TestDaemonRefusesACredentialOffTheAllowlist(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
+
+// --version names the build, and the commit it came from when the build recorded
+// one (a build inside the repository does).
+func TestVersion(t *testing.T) {
+	out, code := runTool(t, nil, "--version")
+	if code != 0 || !strings.HasPrefix(out, "differently-server ") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if rev := strings.TrimSpace(string(head)); !strings.Contains(out, "commit "+rev) {
+			t.Errorf("%q does not name commit %s", out, rev)
+		}
+	}
+}

@@ -5,6 +5,7 @@
 //	differently-server preflight --config FILE [--dev]
 //	differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
 //	differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
+//	differently-server --version
 //	differently-server adapter conformance --endpoint URL [--simulated-exec] [--workdir DIR] [--template T]
 package main
 
@@ -14,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 )
@@ -50,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "-h", "--help", "help":
 		usage(stdout)
 		return 0
+	case "--version", "version":
+		fmt.Fprintln(stdout, "differently-server", version())
+		return 0
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return runDaemon(ctx, args, stdout, stderr, getenv)
@@ -57,6 +62,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fmt.Fprintf(stderr, "differently-server: unknown command %q\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// version says which build this is: the module version for a tagged install, and
+// the commit it was built from when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (commit " + rev + modified + ")"
+	}
+	return v
 }
 
 func usage(w io.Writer) {
@@ -75,5 +105,7 @@ func usage(w io.Writer) {
   differently-server adapter conformance --endpoint URL [--simulated-exec] [--workdir DIR] [--template T]
       run the adapter conformance suite against a protocol endpoint
       (token from DIFFERENTLY_ADAPTER_TOKEN)
+  differently-server --version
+      print the build's version and commit
 `)
 }

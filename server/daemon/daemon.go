@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
@@ -170,6 +171,10 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	log := opts.Logger
 	// One registry for every part's metrics; /metrics serves it.
 	metrics := prometheus.NewRegistry()
+	// The process's own figures (memory, GC, goroutines, file descriptors, the
+	// build), which an operator reads beside the daemon's.
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
 	reg := pools.DefaultRegistry(opts.Dev)
 	// One list for the API's checks and the pool manager's builds, so a pool the list
 	// refuses can neither be written nor, stored before, be given its credential.

@@ -21,6 +21,9 @@ func TestMetricsShareOneRegistry(t *testing.T) {
 		`differently_provision_seconds_count{pool="fake"} 1`,
 		`differently_pool_healthy{pool="fake"} 1`,
 		"differently_reconcile_leader ", // 0 or 1: the reconciler may not have taken the lease yet
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
+		"go_build_info{",
 	}
 	// The queue depth is published by a housekeeping pass; the first one to start
 	// after the sandbox ran may still be ahead. Look again after every pass.
