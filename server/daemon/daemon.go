@@ -260,7 +260,11 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	d.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A keep-alive connection with no request for this long is closed, so idle
+		// clients do not hold connections and goroutines for ever. Bodies have their
+		// own read deadlines (httpapi); no write timeout, which would cut streams.
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if cfg.TLS.Enabled() {
 		certs, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)

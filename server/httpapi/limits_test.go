@@ -246,3 +246,43 @@ func TestStalledUploadIsCutOff(t *testing.T) {
 		}
 	})
 }
+
+// A JSON body that stops coming is cut off at its read deadline too: 400, and the
+// connection is not held.
+func TestStalledJSONBodyIsCutOff(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		e := newEnvWith(t, st, func(o *httpapi.Options) { o.BodyReadTimeout = 200 * time.Millisecond })
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/sandboxes HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"labels\":", e.admin)
+		// A guard against a hang, not a wait for state.
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a stalled body: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !resp.Close {
+			t.Fatalf("stalled body: status %d, connection closed %v", resp.StatusCode, resp.Close)
+		}
+	})
+}
+
+// The body's deadline ends with the body: a streamed exec that outlasts it runs to
+// its end (net/http reads the connection in the background once the body is read,
+// and a deadline passing then would look like a client that hung up).
+func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		e := newEnvWith(t, st, func(o *httpapi.Options) { o.BodyReadTimeout = 50 * time.Millisecond })
+		sb := e.running(e.admin, "devhost")
+		r := e.do(e.admin, "POST", "/v1/sandboxes/"+sb.ID+"/exec?stream=1",
+			api.ExecRequest{Command: "sleep 0.5; echo done"}).want(t, http.StatusOK)
+		if !strings.Contains(string(r.body), `"data":"done\n"`) || !strings.Contains(string(r.body), `"exitCode":0`) {
+			t.Fatalf("the stream did not run to its end: %s", r.body)
+		}
+	})
+}

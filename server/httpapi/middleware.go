@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -141,7 +143,43 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
+			// Uploads have their own, longer deadline (body.ReadAllWithin).
+			if limit == api.MaxJSONBodyBytes && r.ContentLength != 0 {
+				r.Body = withinDeadline(w, r.Body, s.bodyTimeout)
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// DefaultBodyReadTimeout is how long a JSON body (at most 4 MiB) may take to arrive.
+const DefaultBodyReadTimeout = time.Minute
+
+// deadlineBody is a request body that must arrive before a read deadline: a client
+// that sends slowly, or stops half-way, cannot hold its connection. The deadline
+// need not be lifted once the body is in: net/http clears it when it starts reading
+// the connection in the background to notice a client hanging up, so a long
+// streamed exec is not cut (TestBodyDeadlineEndsWithTheBody).
+type deadlineBody struct {
+	io.ReadCloser
+	w      http.ResponseWriter
+	failed bool
+}
+
+func withinDeadline(w http.ResponseWriter, body io.ReadCloser, timeout time.Duration) io.ReadCloser {
+	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return body // a writer without deadlines (a test's recorder): nothing to watch
+	}
+	return &deadlineBody{ReadCloser: body, w: w}
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !b.failed {
+		// The rest of the body will not come: answer at once and close, instead of
+		// waiting for it.
+		b.failed = true
+		b.w.Header().Set("Connection", "close")
+	}
+	return n, err
 }

@@ -106,6 +106,9 @@ type Options struct {
 	// UploadReadTimeout bounds the reading of a file upload's body. 0 means
 	// DefaultUploadReadTimeout.
 	UploadReadTimeout time.Duration
+	// BodyReadTimeout bounds the reading of any other request's body (JSON, at most
+	// 4 MiB). 0 means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// Logger defaults to one that discards.
 	Logger *slog.Logger
 	// Metrics receives the HTTP metrics; nil means a fresh registry. /metrics serves
@@ -137,8 +140,10 @@ type Server struct {
 	cache    caches
 	// maxQueued is Options.MaxQueued with its default.
 	maxQueued int
-	// uploadTimeout bounds the reading of a file upload's body.
+	// uploadTimeout bounds the reading of a file upload's body, bodyTimeout that of
+	// any other body.
 	uploadTimeout time.Duration
+	bodyTimeout   time.Duration
 	router        *chi.Mux
 }
 
@@ -176,6 +181,7 @@ func New(opts Options) (http.Handler, error) {
 	// The hub lives as long as the daemon, and so does this server: nothing to stop.
 	s.changes.Listen(s.cache.onChange)
 	s.uploadTimeout = cmp.Or(opts.UploadReadTimeout, DefaultUploadReadTimeout)
+	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	s.maxQueued = opts.MaxQueued
 	if s.maxQueued <= 0 {
 		s.maxQueued = DefaultMaxQueued
