@@ -85,14 +85,16 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // backoff is the wait after the given failed attempt (1-based): baseDelay·2^(n-1)
 // capped at maxDelay, with "equal jitter" (half fixed, half random) so that clients
 // failing together do not come back together, yet never retry at once.
-func (t *retryTransport) backoff(attempt int) time.Duration {
-	d := t.opts.baseDelay
-	for i := 1; i < attempt && d < t.opts.maxDelay; i++ {
+func (t *retryTransport) backoff(attempt int) time.Duration { return t.opts.backoff(attempt) }
+
+func (o *options) backoff(attempt int) time.Duration {
+	d := o.baseDelay
+	for i := 1; i < attempt && d < o.maxDelay; i++ {
 		d *= 2
 	}
-	d = min(d, t.opts.maxDelay)
+	d = min(d, o.maxDelay)
 	half := d / 2
-	return half + time.Duration(t.opts.jitter()*float64(d-half))
+	return half + time.Duration(o.jitter()*float64(d-half))
 }
 
 // retryable reports whether sending req twice is harmless: the idempotent methods,

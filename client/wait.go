@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -24,21 +25,32 @@ const maxWaitSeconds = 30
 // half-minute. If the sandbox reaches failed or terminated instead, it returns the
 // sandbox and an error (wrapping ErrTerminalState) naming the state and the daemon's
 // reason. When ctx ends first, it returns the last sandbox seen, if any, with the
-// context's error; an API error (a 404, say) ends the wait at once.
+// context's error. A daemon out of reach (a restart, a failover: refused
+// connections, 502, 503, 504) does not end the wait: it is asked again, with the
+// client's backoff, until ctx ends. Any other API error (a 404, say) ends the wait
+// at once.
 func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxState) (*Sandbox, error) {
 	if len(states) == 0 {
 		return nil, errors.New("differently: WaitForState needs at least one state")
 	}
 	var last *Sandbox
+	failures := 0
 	for {
 		secs := c.waitSeconds(ctx)
 		sb, err := decode[Sandbox](c.API.ClientInterface.WaitSandbox(ctx, id, &WaitSandboxParams{State: states, TimeoutSeconds: &secs}))
+		if err != nil && ctx.Err() == nil && daemonAway(ctx, err) {
+			failures++
+			if serr := c.opts.sleep(ctx, c.opts.backoff(failures)); serr == nil {
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil && last != nil {
 				return last, waitTimeout(id, states, last, ctx.Err())
 			}
 			return last, err
 		}
+		failures = 0
 		last = sb
 		if slices.Contains(states, sb.State) {
 			return sb, nil
@@ -54,6 +66,19 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 			return sb, waitTimeout(id, states, sb, err)
 		}
 	}
+}
+
+// daemonAway reports whether a failed request says only that the daemon could not
+// answer for now, nothing about the sandbox.
+func daemonAway(ctx context.Context, err error) bool {
+	if ae, ok := errors.AsType[*APIError](err); ok {
+		switch ae.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	return isConnError(ctx, err)
 }
 
 // waitSeconds is how long one wait request may last: maxWaitSeconds, less when the

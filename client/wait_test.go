@@ -127,3 +127,59 @@ func TestWaitForStateBoundedByContext(t *testing.T) {
 		t.Fatal("waiting for no state at all was accepted")
 	}
 }
+
+// A daemon out of reach for a while (a restart: connections dropped, or 503 while
+// its database fails over) does not end the wait; it is asked again, with the
+// client's backoff, and the wait ends when the sandbox gets there.
+func TestWaitForStateOutlastsADaemonAway(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(w http.ResponseWriter)
+	}{
+		{"connections dropped", func(w http.ResponseWriter) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}},
+		{"503", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"code":"provider_unavailable","message":"the database is unavailable; try again"}}`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			const away = 9 // more than one request's retries
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) <= away {
+					tc.fail(w)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, sandboxJSON)
+			}))
+			defer srv.Close()
+			var w waits
+			c := newTestClient(t, srv.URL, &w)
+			sb, err := c.WaitForState(t.Context(), "sbx_1", client.Running)
+			if err != nil || sb.State != client.Running {
+				t.Fatalf("wait: %+v, %v after %d requests", sb, err, calls.Load())
+			}
+			if calls.Load() != away+1 || len(w.get()) != away {
+				t.Errorf("%d requests and %d waits, want %d and %d", calls.Load(), len(w.get()), away+1, away)
+			}
+		})
+	}
+	// Other refusals still end the wait at once.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"code":"not_found","message":"sandbox not found"}}`)
+	}))
+	defer srv.Close()
+	var w waits
+	if _, err := newTestClient(t, srv.URL, &w).WaitForState(t.Context(), "sbx_1", client.Running); err == nil || len(w.get()) != 0 {
+		t.Fatalf("a 404 gave %v after %d waits", err, len(w.get()))
+	}
+}
