@@ -42,11 +42,11 @@ func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	}
 	cfg.ApplyEnv(getenv)
 	findings := preflight.Run(ctx, cfg, preflight.Options{
-		Dev:          *dev,
-		Getenv:       getenv,
-		OpenStore:    open.Open,
-		Registry:     pools.DefaultRegistry(*dev),
-		ProbeTimeout: *timeout,
+		Dev:           *dev,
+		Getenv:        getenv,
+		SchemaVersion: open.SchemaVersion,
+		Registry:      pools.DefaultRegistry(*dev),
+		ProbeTimeout:  *timeout,
 	})
 	for _, f := range findings {
 		fmt.Fprintf(stdout, "%-5s  %s: %s\n", f.Level, f.Subject, f.Message)

@@ -58,8 +58,11 @@ type Options struct {
 	Dev bool
 	// Getenv resolves the database url override and credentials; os.Getenv when nil.
 	Getenv func(string) string
-	// OpenStore opens (and migrates) the database; open.Open when nil.
-	OpenStore func(ctx context.Context, url string) (store.Store, error)
+	// SchemaVersion reads the database's migration version and this build's
+	// latest without changing anything; open.SchemaVersion when nil. Preflight
+	// never migrates: running a new build's preflight before an upgrade must leave
+	// the schema as the running replicas know it.
+	SchemaVersion func(ctx context.Context, url string) (current, latest int, err error)
 	// Registry builds the pools' adapters; pools.DefaultRegistry(Dev) when nil.
 	Registry *pools.Registry
 	// ProbeTimeout bounds each pool's probe and the database check.
@@ -72,8 +75,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Finding {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	if opts.OpenStore == nil {
-		opts.OpenStore = open.Open
+	if opts.SchemaVersion == nil {
+		opts.SchemaVersion = open.SchemaVersion
 	}
 	if opts.Registry == nil {
 		opts.Registry = pools.DefaultRegistry(opts.Dev)
@@ -204,17 +207,17 @@ func (r *run) checkDatabase(ctx context.Context, dbURL string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
 	defer cancel()
-	st, err := r.opts.OpenStore(ctx, dbURL)
-	if err != nil {
+	current, latest, err := r.opts.SchemaVersion(ctx, dbURL)
+	switch {
+	case err != nil:
 		r.add(LevelError, "database", "cannot open: %v", err)
-		return
+	case current > latest:
+		r.add(LevelError, "database", "the schema is at version %d, newer than this build's %d: the daemon would refuse to start", current, latest)
+	case current < latest:
+		r.add(LevelOK, "database", "reachable; schema at version %d, and the daemon applies %d pending migration(s) when it starts (preflight changes nothing)", current, latest-current)
+	default:
+		r.add(LevelOK, "database", "reachable; schema up to date (version %d)", current)
 	}
-	defer st.Close()
-	if err := st.Ping(ctx); err != nil {
-		r.add(LevelError, "database", "opened but does not answer: %v", err)
-		return
-	}
-	r.add(LevelOK, "database", "reachable, migrations applied")
 }
 
 // checkPools resolves each pool's credentials, then builds and probes the pools

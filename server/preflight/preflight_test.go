@@ -14,8 +14,8 @@ import (
 
 	"github.com/different-ai/differently/adapters/adapterhttp"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/config"
-	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/open"
 )
 
@@ -124,9 +124,9 @@ func TestRun(t *testing.T) {
 			fs := Run(t.Context(), parse(t, tt.yaml), Options{
 				Dev:    tt.dev,
 				Getenv: func(k string) string { return env[k] },
-				OpenStore: func(ctx context.Context, url string) (store.Store, error) {
+				SchemaVersion: func(ctx context.Context, url string) (int, int, error) {
 					opened = true
-					return open.Open(ctx, url)
+					return open.SchemaVersion(ctx, url)
 				},
 			})
 			report := ""
@@ -167,8 +167,8 @@ func TestDatabasePasswordRedacted(t *testing.T) {
 	dbURL := "postgres://me:" + dbPassword + "@db.internal/differently"
 	fs := Run(t.Context(), parse(t, "database: {url: '"+dbURL+"'}\n"), Options{
 		Getenv: func(string) string { return "" },
-		OpenStore: func(_ context.Context, url string) (store.Store, error) {
-			return nil, fmt.Errorf("cannot reach %s\n\tafter 3 attempts", url)
+		SchemaVersion: func(_ context.Context, url string) (int, int, error) {
+			return 0, 0, fmt.Errorf("cannot reach %s\n\tafter 3 attempts", url)
 		},
 	})
 	got := find(fs, "database")
@@ -228,5 +228,37 @@ func TestCredentialsOffTheAllowlist(t *testing.T) {
 	}
 	if slices.Contains(read, "AWS_SECRET_ACCESS_KEY") || called.Load() || strings.Contains(report, awsSecret) {
 		t.Errorf("the refused credential was used: read %v, backend called %v\n%s", read, called.Load(), report)
+	}
+}
+
+// Preflight reads the schema's version and changes nothing: a new build's preflight
+// run before an upgrade must not migrate the database the running replicas use.
+func TestPreflightDoesNotMigrate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "db.sqlite") }},
+		{"postgres", func(t *testing.T) string { return pgtest.SchemaURL(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbURL := tc.url(t)
+			check := func(want string) {
+				t.Helper()
+				fs := Run(t.Context(), parse(t, "database: {url: '"+dbURL+"'}\n"), Options{Getenv: func(string) string { return "" }})
+				got := find(fs, "database")
+				if len(got) != 1 || got[0].Level != LevelOK || !strings.Contains(got[0].Message, want) {
+					t.Fatalf("database findings %v, want ok with %q", got, want)
+				}
+			}
+			check("pending migration")
+			check("pending migration") // the first run applied nothing
+			st, err := open.Open(t.Context(), dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			check("up to date")
+		})
 	}
 }

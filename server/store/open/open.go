@@ -70,3 +70,16 @@ func Open(ctx context.Context, url string) (store.Store, error) {
 	}
 	return s, nil
 }
+
+// SchemaVersion reports the migration version of the database url selects, and the
+// latest this build has, changing nothing (Open would migrate).
+func SchemaVersion(ctx context.Context, url string) (current, latest int, err error) {
+	driver, target, err := Parse(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	if driver == Postgres {
+		return postgres.SchemaVersion(ctx, target)
+	}
+	return sqlite.SchemaVersion(ctx, target)
+}

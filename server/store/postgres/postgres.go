@@ -247,3 +247,36 @@ func unreachable(err error) bool {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// SchemaVersion reports the migration version of the schema url names, and the
+// latest this build has, without changing anything: one connection, two reads. A
+// schema the daemon never started on is version 0.
+func SchemaVersion(ctx context.Context, url string) (current, latest int, err error) {
+	ms, err := store.Migrations(Migrations())
+	if err != nil {
+		return 0, 0, err
+	}
+	cfg, err := poolConfig(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres: connect: %w", wrap(err))
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		conn.Close(cctx)
+	}()
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, 0, wrap(err)
+	}
+	if exists {
+		if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return 0, 0, wrap(err)
+		}
+	}
+	return current, len(ms), nil
+}

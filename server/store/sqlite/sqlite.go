@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 
 	sqlite "modernc.org/sqlite"
@@ -221,4 +222,35 @@ func wrap(err error) error {
 		return errors.New("sqlite: unexpected: no rows")
 	}
 	return fmt.Errorf("sqlite: %w", err)
+}
+
+// SchemaVersion reports the migration version of the database file at path, and the
+// latest this build has, without changing anything: the file is opened read-only,
+// and a file that does not exist yet is version 0 (the daemon creates it).
+func SchemaVersion(ctx context.Context, path string) (current, latest int, err error) {
+	ms, err := store.Migrations(Migrations())
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return 0, len(ms), nil
+	}
+	params := url.Values{}
+	params.Add("mode", "ro")
+	params.Add("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?"+params.Encode())
+	if err != nil {
+		return 0, 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&tables); err != nil {
+		return 0, 0, wrap(err)
+	}
+	if tables > 0 {
+		if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return 0, 0, wrap(err)
+		}
+	}
+	return current, len(ms), nil
 }
