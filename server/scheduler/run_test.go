@@ -1,7 +1,11 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +85,40 @@ func TestRunProvisionsAndTerminatesOnNotify(t *testing.T) {
 func TestNewNeedsInstallation(t *testing.T) {
 	if _, err := New(nil, &testPools{}, nil, Options{}); err == nil {
 		t.Fatal("New accepted options without an installation")
+	}
+}
+
+// claimFails is a store whose claims fail, as while the database is down.
+type claimFails struct{ store.Store }
+
+func (claimFails) ClaimSandboxes(context.Context, time.Time, string, time.Duration, int) ([]store.Sandbox, error) {
+	return nil, errors.New("connection refused")
+}
+
+// Passes failing over and over, as while the database is down, are logged when the
+// failure starts and when it ends, not once per pass.
+func TestFailingPassesAreLoggedOnce(t *testing.T) {
+	e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{})))
+	e.create(t, store.Sandbox{})
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	down, err := New(claimFails{e.st}, e.pools, e.clk, Options{Installation: installation, ReplicaID: "replica-2", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		down.report(down.ProvisionOnce(t.Context()))
+	}
+	if n := strings.Count(buf.String(), "scheduler pass failed"); n != 1 {
+		t.Fatalf("%d lines for 20 failed passes:\n%s", n, buf.String())
+	}
+	up, err := New(e.st, e.pools, e.clk, Options{Installation: installation, ReplicaID: "replica-2", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.passLogs = down.passLogs // the same replica, its database back
+	up.report(up.ProvisionOnce(t.Context()))
+	if !strings.Contains(buf.String(), `msg="scheduler pass recovered" replica=replica-2 pass=provision`) {
+		t.Fatalf("no recovery line:\n%s", buf.String())
 	}
 }

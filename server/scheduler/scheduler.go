@@ -41,6 +41,7 @@ import (
 
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/outage"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -160,10 +161,12 @@ type Scheduler struct {
 	st    store.Store
 	pools PoolSource
 	clk   clock.Clock
-	opts  Options
-	log   *slog.Logger
-	m     *schedMetrics
-	batch *store.Batcher
+	// passLogs follow each kind of pass's failures (report).
+	passLogs map[Pass]*outage.Log
+	opts     Options
+	log      *slog.Logger
+	m        *schedMetrics
+	batch    *store.Batcher
 	// direct owns the goroutines of the work the API hands over (direct.go).
 	direct directRuns
 
@@ -227,10 +230,16 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	if err != nil {
 		return nil, err
 	}
+	log = log.With("replica", opts.ReplicaID)
+	passLogs := map[Pass]*outage.Log{}
+	for _, p := range []Pass{PassProvision, PassTerminate, PassExpire, PassDirect} {
+		passLogs[p] = outage.New("scheduler pass", log.With("pass", p), clk, 0)
+	}
 	return &Scheduler{
 		st: st, pools: ps, clk: clk, opts: opts, m: m,
 		batch:         opts.Writes,
-		log:           log.With("replica", opts.ReplicaID),
+		log:           log,
+		passLogs:      passLogs,
 		wakeProvision: make(chan struct{}, 1),
 		wakeHousekeep: make(chan struct{}, 1),
 		starting:      map[string]int{},
@@ -328,7 +337,16 @@ func (s *Scheduler) loop(ctx context.Context, wake <-chan struct{}, pass func(ct
 }
 
 func (s *Scheduler) report(r Result, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
+	// A pass fails several times a second while the database is down: the log says
+	// so when it starts, once a minute, and when it ends (package outage).
+	if o := s.passLogs[r.Pass]; o != nil {
+		switch {
+		case err == nil:
+			o.OK()
+		case !errors.Is(err, context.Canceled):
+			o.Failed(err)
+		}
+	} else if err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Error("scheduler pass failed", "pass", r.Pass, "error", err)
 	}
 	// One line per pass: operators see the loop alive, and tests that run the daemon
