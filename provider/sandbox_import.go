@@ -16,11 +16,44 @@ import (
 	"github.com/different-ai/differently/client"
 )
 
-// importedKey marks, in a sandbox's private state, one that was imported, until the
-// first update after the import. ImportState sets it to true. For a sandbox made
-// from a profile, every refresh while it lasts replaces that with an
-// importedSandbox, which the first plan needs and the state cannot hold.
+// importedKey marks, in a sandbox's private state, one that was imported, for the
+// first plan after the import: the state cannot hold what the daemon never returns
+// (env, init_commands, env_wo_version) or, for a sandbox made from a profile, which
+// of its values the create named. The mark is an importMark. It ends at the first
+// update, and at the latest at the second refresh after the import read: a first
+// plan with nothing to apply (no update to end it) must not leave it for a change
+// made weeks later, which would be recorded instead of replacing the sandbox.
 const importedKey = "imported"
+
+// importReadsAllowed is how many reads the mark outlives: the import's own read,
+// and the refresh of the first plan after a terraform import command. An import
+// block's plan follows the import's read directly, so there the mark lasts one plan
+// longer than needed, which is the price of telling the two apart without a clue.
+const importReadsAllowed = 2
+
+// importMark is the import mark's value.
+type importMark struct {
+	// Reads counts the reads since the import.
+	Reads int `json:"reads"`
+	// Sandbox is what the daemon reported at the last read, for a sandbox made from
+	// a profile.
+	Sandbox *importedSandbox `json:"sandbox,omitempty"`
+}
+
+// readImportMark returns the mark, and whether there is one. A mark written by
+// earlier versions (true) counts as just imported.
+func readImportMark(ctx context.Context, private privateGetter, diags *diag.Diagnostics) (importMark, bool) {
+	raw, d := private.GetKey(ctx, importedKey)
+	diags.Append(d...)
+	var m importMark
+	if len(raw) == 0 {
+		return m, false
+	}
+	if string(raw) != "true" && json.Unmarshal(raw, &m) != nil {
+		return importMark{}, false
+	}
+	return m, true
+}
 
 const replaceUnlessImported = "Changing it replaces the sandbox, except the first time after an import, when the " +
 	"state cannot know the value the sandbox was created with: the configured one is then recorded as it is."
@@ -49,19 +82,25 @@ func importedFrom(sb *client.Sandbox) importedSandbox {
 	return s
 }
 
-// recordImported keeps the import mark of a sandbox made from a profile up to date
-// with what the daemon reports. A mark already gone, or a sandbox made without a
-// profile (whose state holds what the daemon reports), is left as it is.
-func recordImported(ctx context.Context, sb *client.Sandbox, private privateState, diags *diag.Diagnostics) {
-	if deref(sb.Profile) == "" {
+// advanceImport counts a read against the import mark and ends it past
+// importReadsAllowed; while it lasts, a sandbox made from a profile has its record
+// brought up to date with what the daemon reports.
+func advanceImport(ctx context.Context, sb *client.Sandbox, private privateState, diags *diag.Diagnostics) {
+	m, ok := readImportMark(ctx, private, diags)
+	if !ok {
 		return
 	}
-	mark, d := private.GetKey(ctx, importedKey)
-	diags.Append(d...)
-	if len(mark) == 0 {
+	m.Reads++
+	if m.Reads > importReadsAllowed {
+		diags.Append(private.SetKey(ctx, importedKey, nil)...)
 		return
 	}
-	b, err := json.Marshal(importedFrom(sb))
+	m.Sandbox = nil
+	if deref(sb.Profile) != "" {
+		s := importedFrom(sb)
+		m.Sandbox = &s
+	}
+	b, err := json.Marshal(m)
 	if err != nil {
 		diags.AddError("Recording an imported sandbox", err.Error())
 		return
@@ -70,17 +109,13 @@ func recordImported(ctx context.Context, sb *client.Sandbox, private privateStat
 }
 
 // importedProfileSandbox is the import mark's record of a sandbox made from a
-// profile, or nil: not imported, the first update done, no profile, or a mark
-// written before records existed (just true), with which the plan replaces as it
-// used to.
+// profile, or nil: not imported, the mark over, or no profile.
 func importedProfileSandbox(ctx context.Context, private privateGetter, diags *diag.Diagnostics) *importedSandbox {
-	mark, d := private.GetKey(ctx, importedKey)
-	diags.Append(d...)
-	var s importedSandbox
-	if len(mark) == 0 || json.Unmarshal(mark, &s) != nil {
+	m, ok := readImportMark(ctx, private, diags)
+	if !ok {
 		return nil
 	}
-	return &s
+	return m.Sandbox
 }
 
 // The daemon merges a create with its profile this way: the profile's capabilities
@@ -182,9 +217,8 @@ func knownOnlyByImport(ctx context.Context, stateNull bool, private privateGette
 	if !stateNull || private == nil {
 		return false
 	}
-	v, d := private.GetKey(ctx, importedKey)
-	diags.Append(d...)
-	return len(v) > 0
+	_, ok := readImportMark(ctx, private, diags)
+	return ok
 }
 
 // privateGetter is the part of the framework's private state a plan modifier reads.

@@ -253,7 +253,8 @@ func TestImportedProfileSandboxReadsOnlyRecords(t *testing.T) {
 	}{
 		{"", nil},
 		{"true", nil},
-		{`{"template":"ubuntu","capabilities":["exec"]}`, &importedSandbox{Template: "ubuntu", Capabilities: []string{"exec"}}},
+		{`{"reads":0}`, nil},
+		{`{"reads":1,"sandbox":{"template":"ubuntu","capabilities":["exec"]}}`, &importedSandbox{Template: "ubuntu", Capabilities: []string{"exec"}}},
 	} {
 		var diags diag.Diagnostics
 		got := importedProfileSandbox(ctx, markOnly(tc.mark), &diags)
@@ -326,6 +327,82 @@ resource "differently_sandbox" "imported" {
 				),
 			},
 			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
+// privateMap is a private state in memory.
+type privateMap map[string][]byte
+
+func (p privateMap) GetKey(_ context.Context, key string) ([]byte, diag.Diagnostics) {
+	return p[key], nil
+}
+
+func (p privateMap) SetKey(_ context.Context, key string, value []byte) diag.Diagnostics {
+	if len(value) == 0 {
+		delete(p, key)
+	} else {
+		p[key] = value
+	}
+	return nil
+}
+
+// The mark outlives the import's read and one refresh, then ends on its own: a
+// first plan with nothing to apply must not leave it for a change made much later.
+func TestImportMarkEndsAfterTwoReads(t *testing.T) {
+	ctx := context.Background()
+	for _, profile := range []string{"", "ci"} {
+		p := privateMap{importedKey: []byte(`{"reads":0}`)}
+		sb := &client.Sandbox{Profile: &profile, Template: ptr("ubuntu")}
+		for read := 1; read <= 3; read++ {
+			var diags diag.Diagnostics
+			advanceImport(ctx, sb, p, &diags)
+			_, marked := readImportMark(ctx, p, &diags)
+			if diags.HasError() || marked != (read <= importReadsAllowed) {
+				t.Fatalf("profile %q, read %d: marked %v (%v)", profile, read, marked, diags)
+			}
+			if got := importedProfileSandbox(ctx, p, &diags); marked && (got != nil) != (profile != "") {
+				t.Fatalf("profile %q, read %d: record %+v", profile, read, got)
+			}
+		}
+	}
+}
+
+// An import whose first plan has nothing to apply does not leave the import's
+// leeway behind: env_wo added later replaces the sandbox, so the secret reaches a
+// new one, instead of being recorded in place and never reaching any.
+func TestAccSandboxImportLeewayEnds(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.imported"
+	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
+		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
+		TtlSeconds: ptr(int64(0)),
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(extra string) string {
+		return d.config(`
+terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+
+resource "differently_sandbox" "imported" {
+  placement = { allowed_pools = ["fake"] }
+  ` + extra + `
+}`)
+	}
+	action := func(a plancheck.ResourceActionType) resource.ConfigPlanChecks {
+		return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, a)}}
+	}
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{Config: cfg(""), ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
+			{Config: cfg(""), ConfigPlanChecks: action(plancheck.ResourceActionNoop)},
+			{Config: cfg("env_wo = { TOKEN = \"new\" }\n  env_wo_version = 1"), ConfigPlanChecks: action(plancheck.ResourceActionDestroyBeforeCreate)},
 		},
 	})
 }

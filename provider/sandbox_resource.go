@@ -126,7 +126,7 @@ func (r *sandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	m.fromAPI(ctx, sb, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-	recordImported(ctx, sb, resp.Private, &resp.Diagnostics)
+	advanceImport(ctx, sb, resp.Private, &resp.Diagnostics)
 }
 
 func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -229,7 +229,7 @@ func (r *sandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 func (r *sandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), types.ObjectNull(timeoutsTypes))...)
-	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte(`true`))...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte(`{"reads":0}`))...)
 }
 
 func newIdempotencyKey() string {
