@@ -90,6 +90,11 @@ func (d *Daemon) declarePool(ctx context.Context, want store.Pool) error {
 		case samePool(cur, want):
 			return nil
 		default:
+			if cur.Adapter != want.Adapter {
+				if err := d.checkAdapterChange(ctx, cur, want); err != nil {
+					return err
+				}
+			}
 			next := want
 			next.Version, next.CreatedAt = cur.Version, cur.CreatedAt
 			if _, err = d.st.UpdatePool(ctx, d.opts.Clock.Now(), next); err == nil {
@@ -108,6 +113,23 @@ func (d *Daemon) declarePool(ctx context.Context, want store.Pool) error {
 			return err
 		}
 	}
+}
+
+// checkAdapterChange refuses to give a pool another adapter while sandboxes live on
+// it: their instances are on the old backend, which only the old adapter reaches,
+// so the reconciler would find them gone and fail them, and nothing would ever
+// delete the instances. The API refuses any adapter change; the file may make one
+// to an empty pool, since the file is how such a pool is defined.
+func (d *Daemon) checkAdapterChange(ctx context.Context, cur, want store.Pool) error {
+	counts, err := d.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
+	if err != nil {
+		return err
+	}
+	if n := counts[cur.Name]; n > 0 {
+		return fmt.Errorf("the config file gives it the adapter %q, but %d sandboxes still live on it with the adapter %q; "+
+			"delete them first, or define the new pool under another name", want.Adapter, n, cur.Adapter)
+	}
+	return nil
 }
 
 // releasePool hands a pool the config file no longer names to the API.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/pgtest"
@@ -258,5 +259,54 @@ func TestConfigPoolThroughTheAPI(t *testing.T) {
 			t.Fatalf("released pool after a patch: %+v", p)
 		}
 		r.call("DELETE", "/v1/admin/pools/sim", nil, 204, nil)
+	})
+}
+
+// A start whose file gives a pool another adapter is refused while sandboxes live on
+// the pool (their instances are on the old backend, out of the new adapter's
+// reach), whether the pool was the API's or the file's; once they are gone, the
+// change is made.
+func TestConfigFileAdapterChangeWaitsForAnEmptyPool(t *testing.T) {
+	dataDir := t.TempDir()
+	ctx := context.Background()
+	boot(t, dataDir, "", "pools: []\n", nil, func(st store.Store) {
+		now := getPool(t, st, "fake").CreatedAt
+		if _, err := st.CreatePool(ctx, now, store.Pool{Name: "x", Adapter: "fake", Trust: api.TrustPrivate}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.CreateSandbox(ctx, now, store.Sandbox{ID: "sbx_live", Org: "default", Project: "default",
+			State: store.StateRunning, Pool: "x", BackendRef: "ref-1"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	file := "pools:\n  - name: x\n    adapter: devhost\n    config: {root: " + filepath.Join(dataDir, "x") + "}\n"
+	cfg, err := config.Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(t.Context(), daemon.Options{Dev: true, DataDir: dataDir, Listen: "127.0.0.1:0", Config: cfg,
+		Getenv: func(string) string { return "" }})
+	if err == nil {
+		d.Close()
+		t.Fatal("the start gave a pool with a live sandbox another adapter")
+	}
+	if !strings.Contains(err.Error(), `pool x: the config file gives it the adapter "devhost", but 1 sandboxes still live on it`) {
+		t.Fatalf("error %q", err)
+	}
+	boot(t, dataDir, "", "pools: []\n", nil, func(st store.Store) {
+		if p := getPool(t, st, "x"); p.Adapter != "fake" {
+			t.Fatalf("the refused start changed the pool: %+v", p)
+		}
+		if _, err := st.UpdateSandbox(ctx, "sbx_live", time.Now(), func(sb *store.Sandbox) error {
+			sb.State = store.StateTerminated
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	boot(t, dataDir, "", file, nil, func(st store.Store) {
+		if p := getPool(t, st, "x"); p.Adapter != "devhost" || p.Source != store.PoolFromConfig {
+			t.Fatalf("pool after the start: %+v", p)
+		}
 	})
 }
