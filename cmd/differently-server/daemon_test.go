@@ -134,28 +134,30 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// exited is closed once the process is gone; exitErr is then Wait's answer.
-	exited := make(chan struct{})
-	var exitErr error
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
 	lines := bufio.NewReader(out)
 	var base string
 	for base == "" {
 		line, err := lines.ReadString('\n')
 		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 			t.Fatalf("no address printed: %v (stderr %s)", err, stderr.String())
 		}
 		if m := servingLine.FindStringSubmatch(line); m != nil {
 			base = m[1]
 		}
 	}
+	// exited is closed once the process is gone; exitErr is then Wait's answer.
+	exited := make(chan struct{})
+	var exitErr error
 	go func() {
 		_, _ = io.Copy(io.Discard, lines)
 		exitErr = cmd.Wait()
 		close(exited)
+	}()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
 	}()
 	token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
 	if err != nil {
@@ -197,11 +199,17 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	// The graceful stop has begun when the daemon says so.
-	for !strings.Contains(stderr.String(), "shutting down") {
+	for {
+		// The channel is taken before the buffer is read, so that a write in between
+		// closes it rather than being missed.
+		changed := stderr.changed()
+		if strings.Contains(stderr.String(), "shutting down") {
+			break
+		}
 		select {
 		case <-exited:
 			t.Fatalf("the first SIGTERM ended the process (%v) while a stream was in flight", exitErr)
-		case <-stderr.changed():
+		case <-changed:
 		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
