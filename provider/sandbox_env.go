@@ -72,12 +72,25 @@ func refuseEnvInBoth(env, wo types.Map, diags *diag.Diagnostics) bool {
 	return len(both) > 0
 }
 
-// envRedactor hides every value of a sandbox's environment, env_wo's included, in
-// the text of a diagnostic: a failed command's words and output, or a daemon's or a
-// backend's message, may quote them.
-func envRedactor(env map[string]string) *adapters.Redactor {
+// minRedactedEnv is the shortest env value hidden in diagnostics. Shorter ones
+// ("1", "true", "prod") are settings rather than secrets, and hiding them mangles
+// every message with those letters or digits in it ("gave up after [redacted]
+// attempts"); secrets belong in env_wo, whose values are hidden whatever their
+// length.
+const minRedactedEnv = 6
+
+// envRedactor hides the values of a sandbox's environment in the text of a
+// diagnostic: a failed command's words and output, or a daemon's or a backend's
+// message, may quote them. env is the whole environment sent, wo the part of it
+// from env_wo.
+func envRedactor(env, wo map[string]string) *adapters.Redactor {
 	redact := adapters.NewRedactor()
-	for _, v := range env {
+	for k, v := range env {
+		if _, secret := wo[k]; secret || len(v) >= minRedactedEnv {
+			redact.Add(v)
+		}
+	}
+	for _, v := range wo {
 		redact.Add(v)
 	}
 	return redact

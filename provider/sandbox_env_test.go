@@ -272,3 +272,14 @@ func fileTexts(b []byte) ([]string, error) {
 	}
 	return texts, nil
 }
+
+// Short env values are settings, left readable; longer ones, and every env_wo
+// value, are hidden.
+func TestEnvRedactor(t *testing.T) {
+	r := envRedactor(map[string]string{"CI": "true", "RETRIES": "3", "TOKEN": "s3cr3t-tok", "PIN": "42"},
+		map[string]string{"PIN": "42"})
+	got := r.String("CI=true, gave up after 3 attempts, token s3cr3t-tok, pin 42")
+	if want := "CI=true, gave up after 3 attempts, token [redacted], pin [redacted]"; got != want {
+		t.Errorf("redacted %q, want %q", got, want)
+	}
+}

@@ -35,7 +35,8 @@ func (r *sandboxResource) Configure(_ context.Context, req resource.ConfigureReq
 func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	body := m.toCreate(ctx, writeOnlyEnv(ctx, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+	wo := writeOnlyEnv(ctx, req.Config, &resp.Diagnostics)
+	body := m.toCreate(ctx, wo, &resp.Diagnostics)
 	commands := m.initCommands(ctx, &resp.Diagnostics)
 	timeout := timeoutOf(ctx, m.Timeouts, "create", defaultCreateTimeout, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
@@ -44,7 +45,11 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	want := m.State.ValueString()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	redact := envRedactor(deref(body.Env))
+	woValues := map[string]string{}
+	if !wo.IsNull() && !wo.IsUnknown() {
+		resp.Diagnostics.Append(wo.ElementsAs(ctx, &woValues, false)...)
+	}
+	redact := envRedactor(deref(body.Env), woValues)
 
 	// A fresh key per apply makes the client's retries of this POST safe without
 	// tying two applies of the same configuration to one sandbox.
