@@ -36,6 +36,11 @@ func TestPoolConfigDefaults(t *testing.T) {
 	if _, err := poolConfig("postgres://u@127.0.0.1/db?connect_timeout=soon"); err == nil {
 		t.Error("a malformed connect_timeout was accepted")
 	}
+	// The driver's own variable is the operator's choice too.
+	t.Setenv("PGCONNECT_TIMEOUT", "7")
+	if cfg, err := poolConfig("postgres://u@127.0.0.1/db"); err != nil || cfg.ConnConfig.ConnectTimeout != 7*time.Second {
+		t.Errorf("with PGCONNECT_TIMEOUT=7: %v, %v", cfg.ConnConfig.ConnectTimeout, err)
+	}
 }
 
 // Errors that mean the server is out of reach are marked store.ErrUnavailable;
@@ -49,6 +54,7 @@ func TestWrapMarksOutages(t *testing.T) {
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
 		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"read-only after a failover", &pgconn.PgError{Code: "25006"}, true},
 		{"connection cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
 		{"network", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"unique violation", &pgconn.PgError{Code: "23505"}, false},

@@ -87,7 +87,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 }
 
 // DefaultConnectTimeout bounds each new connection, the server's first answer
-// included, when the URL sets no connect_timeout. pgx waits for ever without one,
+// included, when neither the URL (connect_timeout) nor PGCONNECT_TIMEOUT sets a bound. pgx waits for ever without one,
 // and a database that accepts connections but never answers would then hang the
 // daemon's start with nothing in the log.
 const DefaultConnectTimeout = 10 * time.Second
@@ -104,7 +104,8 @@ func poolConfig(url string) (*pgxpool.Config, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
-	if !strings.Contains(url, "connect_timeout") {
+	// Zero after parsing: neither the URL's connect_timeout nor PGCONNECT_TIMEOUT set one.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	return cfg, nil
@@ -233,6 +234,8 @@ func unreachable(err error) bool {
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch pe.Code {
 		case "57P01", "57P02", "57P03", "53300": // shutting down, crashed, starting, too many connections
+			return true
+		case "25006": // read_only_sql_transaction: a failover left us on a standby
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "08") // connection_exception
