@@ -12,8 +12,9 @@ import (
 // certificates serves the API's TLS certificate and takes up a renewed one without a
 // restart: a handshake that finds either file changed (modification time or size)
 // loads the pair again. A pair that fails to load, half-written during a renewal
-// say, leaves the previous certificate in use and is tried again at the next
-// handshake.
+// say, leaves the previous certificate in use, is logged once, and is tried again
+// at the next handshake. The check is two stats per handshake, which costs little
+// beside the handshake itself.
 type certificates struct {
 	certFile, keyFile string
 	log               *slog.Logger
@@ -22,6 +23,9 @@ type certificates struct {
 	cert    *tls.Certificate
 	certMod fileStamp
 	keyMod  fileStamp
+	// badCert and badKey are the stamps of the last pair that failed to load, so
+	// that a broken pair is reported once, not at every handshake until it is fixed.
+	badCert, badKey fileStamp
 }
 
 type fileStamp struct {
@@ -70,10 +74,11 @@ func (c *certificates) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	cs, cerr := stamp(c.certFile)
 	ks, kerr := stamp(c.keyFile)
 	if cerr == nil && kerr == nil && (cs != c.certMod || ks != c.keyMod) {
-		if err := c.load(); err != nil {
-			c.log.Warn("tls certificate changed but did not load; serving the previous one", "error", err)
-		} else {
+		if err := c.load(); err == nil {
 			c.log.Info("tls certificate reloaded", "file", c.certFile)
+		} else if cs != c.badCert || ks != c.badKey {
+			c.badCert, c.badKey = cs, ks
+			c.log.Warn("tls certificate changed but did not load; serving the previous one", "error", err)
 		}
 	}
 	return c.cert, nil

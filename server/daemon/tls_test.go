@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -131,5 +133,32 @@ func TestTLS(t *testing.T) {
 	resp.Body.Close()
 	if _, err := fresh(roots).Get(d.URL() + "/healthz"); err == nil {
 		t.Fatal("the certificate from before the renewal is still served")
+	}
+}
+
+// A pair that fails to load after a change leaves the previous certificate in use
+// and is reported once, however many handshakes follow.
+func TestBrokenRenewalKeepsTheCertificate(t *testing.T) {
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	var buf bytes.Buffer
+	current, err := daemon.LoadCertificates(certFile, keyFile, slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := current()
+	if err := os.WriteFile(certFile, []byte("half a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(certFile, later, later); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if current() != first {
+			t.Fatal("a broken renewal replaced the certificate")
+		}
+	}
+	if n := strings.Count(buf.String(), "did not load"); n != 1 {
+		t.Fatalf("%d warnings for one broken pair:\n%s", n, buf.String())
 	}
 }
