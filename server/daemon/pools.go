@@ -108,8 +108,9 @@ func (d *Daemon) declarePool(ctx context.Context, want store.Pool) error {
 			}
 		}
 		// invalid_state: another replica created or changed the pool between the read
-		// and the write. Read it again; if it now matches, there is nothing to do.
-		if !api.IsCode(err, api.CodeInvalidState) || attempt == writeAttempts {
+		// and the write; not_found: an admin deleted it. Read it again; if it now
+		// matches, there is nothing to do, and if it is gone, it is created.
+		if !api.IsCode(err, api.CodeInvalidState) && !api.IsCode(err, api.CodeNotFound) || attempt == writeAttempts {
 			return err
 		}
 	}
