@@ -70,6 +70,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite: a database file path is required (in-memory databases are not durable)")
 	}
+	// The file holds sandboxes' environments and token hashes: a new one is made
+	// readable by its owner only, and SQLite gives its -wal and -shm files the same
+	// mode, whatever the umask or the directory's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
 	params := url.Values{}
 	params.Add("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
 	params.Add("_journal_mode", "WAL")

@@ -3,8 +3,10 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/different-ai/differently/server/store"
@@ -118,5 +120,30 @@ func TestPoolsFromBeforeTheSourceAreTheAPIs(t *testing.T) {
 	}
 	if p.Source != store.PoolFromAPI {
 		t.Fatalf("source after the upgrade: %q", p.Source)
+	}
+}
+
+// A new database and its WAL files are readable by their owner only, whatever the
+// umask: they hold sandboxes' environments and token hashes.
+func TestNewFilesAreOwnerOnly(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "db.sqlite")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.InstallationID(context.Background()); err != nil { // a write, so the WAL exists
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", filepath.Base(f), fi.Mode().Perm())
+		}
 	}
 }
