@@ -114,3 +114,13 @@ func (l EnvAllowlist) Check(name string) error {
 	return Errorf(CodeInvalidRequest, "credentials.env %q is not among the variables the daemon's operator allows pools to name (poolCredentials.allowedEnv in the daemon's config file: %s)",
 		name, strings.Join(l.patterns, ", ")).WithDetail("env", name)
 }
+
+// CheckTenantName checks an organisation's or a project's name (what says which):
+// 1 to 128 characters, none of them a control character. The error is
+// invalid_request.
+func CheckTenantName(what, v string) error {
+	if v == "" || len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return Errorf(CodeInvalidRequest, "%s must be 1 to 128 printable characters", what)
+	}
+	return nil
+}

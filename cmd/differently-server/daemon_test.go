@@ -117,6 +117,21 @@ func TestTokenCreateCommand(t *testing.T) {
 	if out, code := runTool(t, nil, "token", "create", "--config", cfg); code == 0 {
 		t.Fatalf("token create without a scope succeeded: %s", out)
 	}
+	// The API's rules for organisation and project names hold here too, before any
+	// secret is made.
+	for _, args := range [][]string{
+		{"--project", "ci", "--org", ""},
+		{"--project", "bad\tname"},
+		{"--project", strings.Repeat("p", 129)},
+	} {
+		out, code := runTool(t, nil, append([]string{"token", "create", "--config", cfg}, args...)...)
+		if code == 0 || strings.Contains(out, "dly_") || !strings.Contains(out, "printable characters") {
+			t.Errorf("token create %q: exit %d: %s", args, code, out)
+		}
+	}
+	if out, code := runTool(t, nil, "token", "create", "--config", cfg, "--project", "ci"); code != 0 || !strings.HasPrefix(out, "dly_") {
+		t.Fatalf("token create --project ci: exit %d: %s", code, out)
+	}
 }
 
 // The first SIGTERM starts a graceful stop that waits for a streamed exec in

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
@@ -96,6 +97,13 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		defer st.Close()
 		tok := store.Token{Scope: store.ScopeAdmin, Name: *name}
 		if !*admin {
+			// The API's rules, so that a token made here works with the API.
+			if err := api.CheckTenantName("--org", *org); err != nil {
+				return err
+			}
+			if err := api.CheckTenantName("--project", *project); err != nil {
+				return err
+			}
 			tok = store.Token{Scope: store.ScopeProject, Org: *org, Project: *project, Name: *name}
 		}
 		secret, err := daemon.CreateToken(ctx, st, clock.Real{}.Now(), tok)

@@ -238,11 +238,11 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, invalid("a project token needs a project"))
 			return
 		}
-		if err := validTenantName("org", tok.Org); err != nil {
+		if err := api.CheckTenantName("org", tok.Org); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if err := validTenantName("project", tok.Project); err != nil {
+		if err := api.CheckTenantName("project", tok.Project); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

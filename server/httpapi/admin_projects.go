@@ -76,10 +76,10 @@ func toProject(p store.Project, declared bool, t projectTally) Project {
 }
 
 func validProject(org, project string) error {
-	if err := validTenantName("org", org); err != nil {
+	if err := api.CheckTenantName("org", org); err != nil {
 		return err
 	}
-	return validTenantName("project", project)
+	return api.CheckTenantName("project", project)
 }
 
 // projectAnswer reads a project, declared or implicit, with its usage and cost.

@@ -65,17 +65,10 @@ func tenant(p principal, org, project *string) (string, string, error) {
 	if project != nil {
 		pr = *project
 	}
-	if err := validTenantName("org", o); err != nil {
+	if err := api.CheckTenantName("org", o); err != nil {
 		return "", "", err
 	}
-	return o, pr, validTenantName("project", pr)
-}
-
-func validTenantName(what, v string) error {
-	if v == "" || len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return invalid("%s must be 1 to 128 printable characters", what)
-	}
-	return nil
+	return o, pr, api.CheckTenantName("project", pr)
 }
 
 func validateEnv(env map[string]string) error {
