@@ -22,7 +22,6 @@ scheduler:
   provisionTimeoutSeconds: 300
   maxAttempts: 5
   maxQueued: 500
-dataDir: /var/lib/differently
 pools:
   - name: lab-fleet
     adapter: remote
@@ -56,7 +55,7 @@ func TestParseFullExample(t *testing.T) {
 	if cfg.Scheduler != want {
 		t.Errorf("scheduler = %+v, want %+v (set keys kept, others defaulted)", cfg.Scheduler, want)
 	}
-	if cfg.Listen != "0.0.0.0:8700" || cfg.DataDir != "/var/lib/differently" || cfg.TLS.KeyFile != "/etc/differently/tls.key" {
+	if cfg.Listen != "0.0.0.0:8700" || cfg.TLS.KeyFile != "/etc/differently/tls.key" {
 		t.Errorf("top-level settings = %+v", cfg)
 	}
 	if len(cfg.Pools) != 2 {
