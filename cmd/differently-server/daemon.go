@@ -36,6 +36,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:8700)")
 	configPath := fs.String("config", "", "config file (required without --dev)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	accessLog := fs.Bool("access-log", false, "log every API request (method, path, status, duration, remote address, User-Agent)")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long requests in flight may run after SIGTERM or Ctrl-C; a second signal stops at once")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -58,7 +59,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if *grace <= 0 {
 		return fail(errors.New("--shutdown-grace must be positive"))
 	}
-	opts := daemon.Options{Dev: *dev, Listen: *listen, Getenv: getenv, Logger: logger, Stdout: stdout, ShutdownGrace: *grace}
+	opts := daemon.Options{Dev: *dev, Listen: *listen, Getenv: getenv, Logger: logger, Stdout: stdout, ShutdownGrace: *grace, AccessLog: *accessLog}
 	switch {
 	case *configPath != "":
 		cfg, err := loadConfig(*configPath, *dev)

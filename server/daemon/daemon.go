@@ -64,6 +64,8 @@ type Options struct {
 	ReplicaID string
 	// ShutdownGrace bounds how long requests in flight may take after a stop: 30 s.
 	ShutdownGrace time.Duration
+	// AccessLog logs every API request at Info (httpapi.Options.AccessLog).
+	AccessLog bool
 	// OnSchedulerPass is called after every scheduler pass: a test hook, so tests wait
 	// for work to happen instead of sleeping.
 	OnSchedulerPass func(scheduler.Result)
@@ -244,6 +246,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		AllowedCredentialsEnv: allowed,
 		Dev:                   opts.Dev,
 		MaxQueued:             sc.MaxQueued,
+		AccessLog:             opts.AccessLog,
 		Logger:                log,
 		Metrics:               metrics,
 	})

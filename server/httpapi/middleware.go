@@ -83,8 +83,15 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			method := metricMethod(r.Method)
+			took := time.Since(start)
 			s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-			s.metrics.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+			s.metrics.duration.WithLabelValues(method, route).Observe(took.Seconds())
+			if s.accessLog {
+				// The path without its query, which may carry file paths; never a
+				// header but the caller's own User-Agent.
+				s.log.Info("request", "method", method, "path", r.URL.Path, "route", route, "status", status,
+					"duration", took.Round(time.Microsecond), "remote", r.RemoteAddr, "userAgent", r.UserAgent())
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -256,5 +257,32 @@ func TestSnapshotsAndFork(t *testing.T) {
 		e.do(e.admin, "DELETE", "/v1/snapshots/"+sn.Id, nil).want(t, http.StatusNoContent)
 		e.do(e.admin, "DELETE", "/v1/snapshots/"+sn.Id, nil).want(t, http.StatusNotFound, api.CodeNotFound)
 		e.do(e.admin, "POST", base+"/snapshots", map[string]any{"kind": "weird"}).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+	})
+}
+
+// With the access log on, every request is one line with its method, path, status
+// and caller, and never its token or query.
+func TestAccessLog(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		var buf syncBuffer
+		e := newEnvWith(t, st, func(o *httpapi.Options) {
+			o.AccessLog = true
+			o.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		})
+		e.do(e.admin, "GET", "/v1/sandboxes?label=team%3Dsecret-team", nil).want(t, http.StatusOK)
+		e.do("", "GET", "/v1/sandboxes", nil).want(t, http.StatusUnauthorized)
+		out := buf.String()
+		for _, want := range []string{
+			`msg=request method=GET path=/v1/sandboxes route=/v1/sandboxes status=200`,
+			`msg=request method=GET path=/v1/sandboxes route=/v1/sandboxes status=401`,
+			`userAgent=Go-http-client/1.1`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("access log lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, e.admin) || strings.Contains(out, "secret-team") {
+			t.Errorf("the access log holds the token or the query:\n%s", out)
+		}
 	})
 }

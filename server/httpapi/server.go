@@ -109,6 +109,9 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of any other request's body (JSON, at most
 	// 4 MiB). 0 means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// AccessLog logs every request at Info: method, path, route, status, duration,
+	// remote address and User-Agent.
+	AccessLog bool
 	// Logger defaults to one that discards.
 	Logger *slog.Logger
 	// Metrics receives the HTTP metrics; nil means a fresh registry. /metrics serves
@@ -144,6 +147,7 @@ type Server struct {
 	// any other body.
 	uploadTimeout time.Duration
 	bodyTimeout   time.Duration
+	accessLog     bool
 	router        *chi.Mux
 }
 
@@ -182,6 +186,7 @@ func New(opts Options) (http.Handler, error) {
 	s.changes.Listen(s.cache.onChange)
 	s.uploadTimeout = cmp.Or(opts.UploadReadTimeout, DefaultUploadReadTimeout)
 	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	s.accessLog = opts.AccessLog
 	s.maxQueued = opts.MaxQueued
 	if s.maxQueued <= 0 {
 		s.maxQueued = DefaultMaxQueued
