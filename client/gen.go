@@ -196,17 +196,15 @@ type Pool struct {
 	CreatedAt         *time.Time             `json:"createdAt,omitempty"`
 	Credentials       *Credentials           `json:"credentials,omitempty"`
 	EffectiveFeatures *[]string              `json:"effectiveFeatures,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       []string     `json:"features"`
-	Healthy        *bool        `json:"healthy,omitempty"`
-	Info           *AdapterInfo `json:"info,omitempty"`
-	LastError      *string      `json:"lastError,omitempty"`
-	LastProbeAt    *time.Time   `json:"lastProbeAt,omitempty"`
-	MaxConcurrency int          `json:"maxConcurrency"`
-	MaxStarting    int          `json:"maxStarting"`
-	Name           string       `json:"name"`
-	Region         *string      `json:"region,omitempty"`
+	Features          []string               `json:"features"`
+	Healthy           *bool                  `json:"healthy,omitempty"`
+	Info              *AdapterInfo           `json:"info,omitempty"`
+	LastError         *string                `json:"lastError,omitempty"`
+	LastProbeAt       *time.Time             `json:"lastProbeAt,omitempty"`
+	MaxConcurrency    int                    `json:"maxConcurrency"`
+	MaxStarting       int                    `json:"maxStarting"`
+	Name              string                 `json:"name"`
+	Region            *string                `json:"region,omitempty"`
 
 	// Sandboxes Sandboxes on the pool that are not terminated or failed.
 	Sandboxes *int `json:"sandboxes,omitempty"`
@@ -230,16 +228,14 @@ type PoolList struct {
 
 // PoolPatch defines model for PoolPatch.
 type PoolPatch struct {
-	Config      *map[string]interface{} `json:"config,omitempty"`
-	CostModel   *CostModel              `json:"costModel,omitempty"`
-	Credentials *Credentials            `json:"credentials,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       *[]string       `json:"features,omitempty"`
-	MaxConcurrency *int            `json:"maxConcurrency,omitempty"`
-	MaxStarting    *int            `json:"maxStarting,omitempty"`
-	Region         *string         `json:"region,omitempty"`
-	Trust          *PoolPatchTrust `json:"trust,omitempty"`
+	Config         *map[string]interface{} `json:"config,omitempty"`
+	CostModel      *CostModel              `json:"costModel,omitempty"`
+	Credentials    *Credentials            `json:"credentials,omitempty"`
+	Features       *[]string               `json:"features,omitempty"`
+	MaxConcurrency *int                    `json:"maxConcurrency,omitempty"`
+	MaxStarting    *int                    `json:"maxStarting,omitempty"`
+	Region         *string                 `json:"region,omitempty"`
+	Trust          *PoolPatchTrust         `json:"trust,omitempty"`
 }
 
 // PoolPatchTrust defines model for PoolPatch.Trust.
@@ -247,18 +243,16 @@ type PoolPatchTrust string
 
 // PoolSpec defines model for PoolSpec.
 type PoolSpec struct {
-	Adapter     string                  `json:"adapter"`
-	Config      *map[string]interface{} `json:"config,omitempty"`
-	CostModel   *CostModel              `json:"costModel,omitempty"`
-	Credentials *Credentials            `json:"credentials,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       *[]string      `json:"features,omitempty"`
-	MaxConcurrency *int           `json:"maxConcurrency,omitempty"`
-	MaxStarting    *int           `json:"maxStarting,omitempty"`
-	Name           string         `json:"name"`
-	Region         *string        `json:"region,omitempty"`
-	Trust          *PoolSpecTrust `json:"trust,omitempty"`
+	Adapter        string                  `json:"adapter"`
+	Config         *map[string]interface{} `json:"config,omitempty"`
+	CostModel      *CostModel              `json:"costModel,omitempty"`
+	Credentials    *Credentials            `json:"credentials,omitempty"`
+	Features       *[]string               `json:"features,omitempty"`
+	MaxConcurrency *int                    `json:"maxConcurrency,omitempty"`
+	MaxStarting    *int                    `json:"maxStarting,omitempty"`
+	Name           string                  `json:"name"`
+	Region         *string                 `json:"region,omitempty"`
+	Trust          *PoolSpecTrust          `json:"trust,omitempty"`
 }
 
 // PoolSpecTrust defines model for PoolSpec.Trust.

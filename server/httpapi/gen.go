@@ -199,17 +199,15 @@ type Pool struct {
 	CreatedAt         *time.Time             `json:"createdAt,omitempty"`
 	Credentials       *Credentials           `json:"credentials,omitempty"`
 	EffectiveFeatures *[]string              `json:"effectiveFeatures,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       []string     `json:"features"`
-	Healthy        *bool        `json:"healthy,omitempty"`
-	Info           *AdapterInfo `json:"info,omitempty"`
-	LastError      *string      `json:"lastError,omitempty"`
-	LastProbeAt    *time.Time   `json:"lastProbeAt,omitempty"`
-	MaxConcurrency int          `json:"maxConcurrency"`
-	MaxStarting    int          `json:"maxStarting"`
-	Name           string       `json:"name"`
-	Region         *string      `json:"region,omitempty"`
+	Features          []string               `json:"features"`
+	Healthy           *bool                  `json:"healthy,omitempty"`
+	Info              *AdapterInfo           `json:"info,omitempty"`
+	LastError         *string                `json:"lastError,omitempty"`
+	LastProbeAt       *time.Time             `json:"lastProbeAt,omitempty"`
+	MaxConcurrency    int                    `json:"maxConcurrency"`
+	MaxStarting       int                    `json:"maxStarting"`
+	Name              string                 `json:"name"`
+	Region            *string                `json:"region,omitempty"`
 
 	// Sandboxes Sandboxes on the pool that are not terminated or failed.
 	Sandboxes *int `json:"sandboxes,omitempty"`
@@ -233,16 +231,14 @@ type PoolList struct {
 
 // PoolPatch defines model for PoolPatch.
 type PoolPatch struct {
-	Config      *map[string]interface{} `json:"config,omitempty"`
-	CostModel   *CostModel              `json:"costModel,omitempty"`
-	Credentials *Credentials            `json:"credentials,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       *[]string       `json:"features,omitempty"`
-	MaxConcurrency *int            `json:"maxConcurrency,omitempty"`
-	MaxStarting    *int            `json:"maxStarting,omitempty"`
-	Region         *string         `json:"region,omitempty"`
-	Trust          *PoolPatchTrust `json:"trust,omitempty"`
+	Config         *map[string]interface{} `json:"config,omitempty"`
+	CostModel      *CostModel              `json:"costModel,omitempty"`
+	Credentials    *Credentials            `json:"credentials,omitempty"`
+	Features       *[]string               `json:"features,omitempty"`
+	MaxConcurrency *int                    `json:"maxConcurrency,omitempty"`
+	MaxStarting    *int                    `json:"maxStarting,omitempty"`
+	Region         *string                 `json:"region,omitempty"`
+	Trust          *PoolPatchTrust         `json:"trust,omitempty"`
 }
 
 // PoolPatchTrust defines model for PoolPatch.Trust.
@@ -250,18 +246,16 @@ type PoolPatchTrust string
 
 // PoolSpec defines model for PoolSpec.
 type PoolSpec struct {
-	Adapter     string                  `json:"adapter"`
-	Config      *map[string]interface{} `json:"config,omitempty"`
-	CostModel   *CostModel              `json:"costModel,omitempty"`
-	Credentials *Credentials            `json:"credentials,omitempty"`
-
-	// Features When not empty, the pool offers only these of its adapter's features (effectiveFeatures); a listed feature the adapter lacks is not offered.
-	Features       *[]string      `json:"features,omitempty"`
-	MaxConcurrency *int           `json:"maxConcurrency,omitempty"`
-	MaxStarting    *int           `json:"maxStarting,omitempty"`
-	Name           string         `json:"name"`
-	Region         *string        `json:"region,omitempty"`
-	Trust          *PoolSpecTrust `json:"trust,omitempty"`
+	Adapter        string                  `json:"adapter"`
+	Config         *map[string]interface{} `json:"config,omitempty"`
+	CostModel      *CostModel              `json:"costModel,omitempty"`
+	Credentials    *Credentials            `json:"credentials,omitempty"`
+	Features       *[]string               `json:"features,omitempty"`
+	MaxConcurrency *int                    `json:"maxConcurrency,omitempty"`
+	MaxStarting    *int                    `json:"maxStarting,omitempty"`
+	Name           string                  `json:"name"`
+	Region         *string                 `json:"region,omitempty"`
+	Trust          *PoolSpecTrust          `json:"trust,omitempty"`
 }
 
 // PoolSpecTrust defines model for PoolSpec.Trust.
@@ -2762,7 +2756,7 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 var swaggerSpec = []string{
 
 	"H4sIAAAAAAAC/+x963MbN/Lgv4LiXZWkuhFF2XI2kSofHDve9f0SR+dH5UPkisCZJonVEJgFMKK4Lv3v",
-	"V+gG5kFi+BKleLP5ZIszg0d3o9/d+NJL1bRQEqQ1vfMvvYJrPgULGv+65Hbi/s3ApFoUVijZO++9ZAW3",
+	"V+gG5kFi+BKlOLv5ZIszg0d3o9/d+NJL1bRQEqQ1vfMvvYJrPgULGv+65Hbi/s3ApFoUVijZO++9ZAW3",
 	"EyakERkwOwFmuMyG6q7fS3rCvfGvEvS8l/Qkn0LvvOde7yU9Df8qhYasd251CUnPpBOYcje+nRfuPWO1",
 	"kOPe/X3Su9QwAr089/s3r9jfnp0NWIEvgEzB9Nn1jAv7/btrdviOjbSasgGzin0zYAZSJTNzxLi5MbjU",
 	"jMNUSfeYSzMDzZRMW5tgE26YBp5OIKPfLbf0htsAGMty4JlhViVMacaZBT0VkudMSaCfRhY0exdmT9hs",
@@ -2791,113 +2785,112 @@ var swaggerSpec = []string{
 	"PFczyC6Vytu4XCu5NIyFkhHp+DJNobBoRfh3Eu8a1E6JEtrYbWRkdEPkwdqOCHCrP955jX1p2T+BZTOl",
 	"b9hYMasY+BeREAzjlvE87/djjNTp+iNe5nZ7ZT/MUsG/vaZ+v88lqnySKZnP3cLsBAw8HIAqYtP6gx8d",
 	"M214CVad88qbgMqNHInx1kBJm1b3yrmqF91XGpxMemk35/Bp225eOVXjVYe30QhSK27hDXBbalhzdjTw",
-	"7BeZzxe2XJ2lUWOUBSvBoV4qy2BaOHO1Yk3K8WvjqcKRhLN6hDXMI/HAsDAqO1xa7tEF4ywXxroTSb9R",
-	"XIA+ZjlPb4wzc9zUOBVk2ym2E+C5nSC5dOy+cX6EF+arMND0vyGbNbZyLXTM0GTKxl5qNYQV5LF2kCm/",
-	"e6VkWmoNkrjPsiIw5XcfLNfWfRJ9oVNTIF4Z1xXIHRujjw/hEVMNuWUnjl9pQPT5QJFDtdJoOhIuO/bb",
-	"VGRVqVOIEqWnF5xNGJbBSEjI+uyazvz1ebCdKfJ1YBg9YCORgw9NeXeScfBiMy0sGIpOvbx8yzSMSgPG",
-	"cbx0wuUYzfIMcrDgLPDDs8F3R312zQtxfc782Wd2olU5nlSDKM0+gtbc4ZsdZoA2tY9tOK5ulTqiOJf/",
-	"4qAxYZ+9DNAEXDat1DDJp0KO2RAorBa2fIE+BmGZsapYfsutFKcSht1A0dIqPKNMnMbslIrVpOgUPPfl",
-	"8S3XjpyMG8Jx9F+0GAv5KgxW//Ty8q0bttYLQ6CteqPlUA7LKrS45dadjSCnohpPWWTbcd4FjQ8Xk1TS",
-	"Jyxk6cC1T1dTTiQ1BCtWWpFvzYtifPtzh3Tch85LAa6d9V33+SW36WRLReepxe6OMvRPKPSWJcQqVX1J",
-	"Wqx+eYWA2O3kdimGHwpIt9WtV2mOf5Hjn5Ecd1FkdqbTFeIizjm13c1TENwllUfzmxcvnr9omNynUZO7",
-	"uT4contVdQy7PXOp8/UxH/dSdGifz7AcZguhLgFb2vc72FPdXrCmA2KlxKxepHwclOBrT/L76kW3D5gW",
-	"uaOp6CZXO1aWqXxPuk0LDc2dtZbUBHpz6hUY34uaEpJhdtdUaIQdBMcifS64krLMafWKca/iHximZpI1",
-	"v+qzD1ZpyJjBoC2q2CEkk5WUGgJmO8b5ldJrGzifDGTkrwzQYZkCEhcGLKu/vWAD9j2TisFdIfTcweLh",
-	"PkWfwBQJ7BsbdQrqEjLmnmJ8Nie7yqc6HRhWGblJy2KVYJiQaV5idB6MFVN8wA0bKc2Ap5PwKRqZ5Fzc",
-	"IFFkB/6WQZpzHYvB/DoBTIFsbAlDL0VpLxiXrJTh2+rxhDtUUf5B3KvYyU6VHkd/x7G8q/OXUe/8t41y",
-	"0P4ffnX/eTEH6ke0zkcCcrRZeT7jc8MKDcYZ0IeOpEqZi6mwkB31d2KWSa8MuQ4bLPQTvrvIlRwwksBn",
-	"KwwFYIQZSJ/sYl7uv3vipJULf2dOWuNkHStdcGA7VKAfaDbhtut0rfcNVQnHVo2Rqol9VLiOJDgUJR0J",
-	"9IIjC9kyJyoT5ubvlKgVHWUTLhWiMj8/eJwFf1s9zo5Mcge5WB3lzQ/wigV8CqdskWvtlU46CWMDbtwg",
-	"gA20sumWmYQthK5R3+t3E1x/c7Z6nbGz+95J2xTTlauo64JxsRhlW7SiVeFD/JvrKrWOs913mPcTDd+5",
-	"/xjKDhSGFdx4YiC0k4tWwp31jzB5yk5gyviYC7mdppV7bWHzL5QuJlya1+gK3hJWherIpUVSLrcdztyI",
-	"ooirA/PaSzDjpJPpQB4ZO3TCxsMzcVqAN2aPoik+mNT4Cn3SWy1wyS5VceNx7Vemg9wb6m6HQGgC5fbV",
-	"5SevigbYHGDkgFNyyO4i4yFi4mGKcEcuxvuGfbfPZIyQtL/MOawzI6yJx5yGPL0Bmb13kqQjtLujj2C9",
-	"ro+FUQ18449TlUFexV28HEGJ4uH2eDo8mkBgtvnEbaEqVohm98dT8PaRCdKl6u9moXbyv6L2H8WeBUsv",
-	"Ftj2FRdxBhgqy2YcVVNd8Twh2UzpzEQZ3goP4m42NnLQDStiPuC7X50jCcvZyNYJCAn7avuTPNUt+Zwq",
-	"FrGNl8nD5BV+8EDXzhaqyZa5qwu0p4WFYyXzeYO46i0tnuauwiP29jWzyrEkqzQgH4sS6x5P+aLzayok",
-	"s+oGJMUYKE9c6TGXwmA6Jjv04pNdBTvlqhdXInZkGDVf6KiSO8BIN5xj3KOJcrQdeHDgYXiEQu3uxYpg",
-	"2SE5GIbe03CUsHDukkYp4uJbJDuqM8hGIs+D2StMs2T2FgwrpQHbZy8lK+WNVDMZFs+EYQslJ3Hg1Sxw",
-	"IxwFH49VwTMntsHVEzsSfxIjcDzILdIXD1N9si6lFHLcZz/ByDJV2mp3hPmEQW5CIkgu0nmtz5l+PaN/",
-	"7dkZm6hSmz4bnO/ZGenZ1D5cOFVd5DJbcjbPq1KbaLnExh4eP8Eugf0dWM1CUQHgkTI+8wbHizLJVeTy",
-	"xml0Us2cKq9hqm7J/HsEfH4IYjuEC72RhnC5FUYoSZkgnlBRIio0yZJewUuD/wm+C3qh9mS4haI2Ek1q",
-	"aYqIBbm2vdLZoSCGtOTNk4s7FTivaL3NOpPNf5h7F8Em/pJFwGvg2Xx9aBaVlHopfofN+WudpQZj9JR4",
-	"8O+kedTp3t51FyC7KaDvV6xoL0ymKn3e2VHsa5eXFmKq31ejyr8XG/qjE2ePSfc5N/aT2VNsudNCWmG2",
-	"mNRXLAaC4E6ON1TrDSkdh1lHygjOnej4K9szjbBmi1mEJLF+OJK7OnGqmNM0LiiHxmmGE24mTi1DrTuL",
-	"qkc20OeqI0ZEvLgF+jQJS+rcyz4OuV/Bzif8oy6N7XIlLxUzLIcPl2oLtvOTrnZUd6d7+Wevci6mK0IO",
-	"IcvJ8LnxaVOQj6L4Xt08ofOQSGW7EpRSELdgflX6pjuUWxsfUz5npWkkPJcy87Feyq2qW6Uk8dK9mJfs",
-	"o7PlsMBc6QPDDFinoYTUaGEYL+1EaWG5FbfQ3z2LtrXdrf2/bUJLOv3B93ioSi3s/IM7AL6DBHBNdIKn",
-	"AiFDP1UDTKwtqAVHqAKI9KQph7lIKaWbmha8rl2kLFXSapU7jEk4b4SwRkozC5JLaxLK+E6uJKGKDEiy",
-	"29xrAROmz7BGHKsp//Hx4yUV4dKi/Qd9hoUHaOFeyesvVxRLueqdsy9XWO191UvYVajMpz98O4Cr3v39",
-	"9UVd8J1BKjKvQJNIZodng8GVXOqEcDY4Xe6GcDZ43uyIcDY4a3ZFOBt8Vw/kWyOcnT6PtUc4e/ass0XC",
-	"2bPvruRin4QXuJxor4QXg+fRfglHffYSH7oDhRXtV/L6PVg9P345sqCv2WHonJVQcscdnxY51EV5qP87",
-	"Ephx4U5LA9fCsFGZ5/0rifgbqiz4IHzY2hnjZ+xn8UNCyfz+DavY6WDgfu9fOclghc0dWTYJ7OXl216j",
-	"q0rvFGVwAZIXonfee94f9J/3qNYTqf6EEs7/7f4/JslXgcdp6L2/g/2Hf2Wh7dSzwaBLrlTvnSy0w2me",
-	"vd75b5+TnimnU67naNvfggRjLnzLL+P4Sw7Bjk/BONajnQ3nKY1csnyMVQXVsk3vs5vmZApWi9Ss2tnP",
-	"/pX4zhqNeyzc2ZMi52KhZU+kNVebJfgZ+it3fqnV1HHy0jC/6FCS4uZ11qoyqIj5vg4rt432z0p8vqc3",
-	"9oHOpPdi8Hz9Z+0OZatA4dYmiAqoJMfyITfo/cKWc1ir6RjiVIw19ykenbC4PT1B1fGkqKowu4Di6zR3",
-	"AcpC77P7pHe2G1DCPkjd/ey0mzKy2suyuVo8CT+obP4oTdfaXenu9wWewdbg2Q2oSe/sdC+oWKAmr3NG",
-	"ickp5KTIrmUrD2tIh5p/hOdQNhwF9J1GgLYK8vBkwe2NXROpCLa/X7qNR1slgzthUBw6HZCaK37Xbol0",
-	"wYwKXWuk7/3E6+q2WJGer+nDPpLKAPPaDCnsRrFDr9H0yQXtRg+VcOjVbuOPjEMsiHqs8+ULVzY6Yaeb",
-	"nLBGy8OnPl+D757uVNZygpAUCGPKJR8vF1U2ZUP3QT754sjsnsg1BxsPIW1Cf+zQE1hFXSS3RiXmP7uz",
-	"uETuK4kTdcuUMtmkskmjgZKduFPkzknlJT73Pm4mGrkMFDuSxgLPqJMU5kNRJStW62vIgRvAhqoU/nKw",
-	"CwEwlnLJhuDrWTM2AQ3LZ4ZSnPyZabbI/e1LtOEtbqvVNbVygHr30lILmM9LJ+Ms0ooIAZD1H0LPZ090",
-	"Cu7beg9iLtjtfYY9t2qbwViR50xJJqwniu8du6ix7/PafONc4vvSWI4tbkOCHP6Sk4eiOaRhPu+GHfqc",
-	"taPWLIR8miJplS0Iu9Ck92zwXezYJSsUL89ot9crFrneU+E7LvIiVN9u8+vdHps3+v2Mhlo62TNDCmzh",
-	"wJwvI28L7rTMBjBS+MiSk6KR+1NO/0jRefYfJHCps4FRU6DEBmenD7G+gv5kNwCFoyeh2S3PSzBxPuBN",
-	"mq+QnhNmROh13hCS1NYQmz40pqIlkVXumGfkMJT2q1Ei/zoJ+zsJPjNhITM40MKhoLYb5KUIoYOUS6ms",
-	"79ZxtF4vpbSVNTZmeOkxzcxG6Wa3pUkvJaGscThHAOzTooxCJ6q4R/VSnxr29WqQ91tpTF3b2eSUL3Sp",
-	"/9PqTV2OswbsHoEpN4qL98aXYxj76v1nS5a60tiMu2KcPqvxUGQwLZQD/VGf1S2ipjyjRFZnYQDXuQBN",
-	"GgamTgrLxpzspekm3PSfkNq13JReelxuWpVvRrhpWEKTkSo9Jiv9oRy1Rggx7cUiXzLrIDB0ygl1oJ7w",
-	"VsFz5VHEKFvCsGaVPIm+oHkjXJx8UXp8f/LF/70ZE/ep5P8dboClKuyQkExl2Ox9cCs1g2RVufba4sgt",
-	"jfQu4G/GwFr3kjwpA2tB92OrfnSJgHmjGAg7qjWPAZbG4Q1FRWnJjW2YmDpWIFq9tXFYZ2d49KE/66jD",
-	"Flor+6iMYouLoaKjFA307UeINoZ7BCFaVSLvUYj+cTS4ByH6mqipdcwbErViCwvy9CUZ6PTIm+lumEHS",
-	"rpFfybKrYlCqC44HdqqrNpguJZnkBTcmwavAQNcO7NIyO1P4EMKJUregc16cV59dyYnCtTJ0TdcNGn00",
-	"+PC6WtSxe//6CJMwHBhC+++QnWQncCVpEQeGFaCFykQa5rf8BphVyh33ukac8Wo3FFDCOgxuDBPmSvoM",
-	"bl8oRvNiG16Z9dmvyI25VJiY1YIJD/XJ9T1p7vcrZxmiMx95kE99WPZcoOBt5aBQiNwD2NyIwjgIXElb",
-	"ahmSJ3ijZBGnx6VAbmCGnnzcNy0S2ZxPSvcQv5JTkWV5iMG57wkxfmIDrJRW5A4COS8cRA/tRAPUFcR0",
-	"8cgtz80RZa20uUlViP5OzR5T9VoseI+oX3WLAbdPzEtClGTiYYrEd093JdtCAtUiGQoT6mSQLgKG3H4v",
-	"WKBCzWWffdRzKpH3V/U1yK5PXSozfwNi40kkbdaX6FhFl+n58JXVc1xDqMFfEkJ1xcX9gjGhpoVjYFCF",
-	"uA9MI86BZ6TFKaSaJYwH9VYj8tdyPMqdW2kufKRXHpFi6+Te2O13lA54SPyTnK6UKGyOHieSH4uRf/Qp",
-	"yo+hBTRT0TePk+976qzr6kEkkUolJ9D3/1Ntcy4ZItxJ6boe8AYkBYz9pVrCZ6UJU98M6gtX1x+mky8i",
-	"28DIqylqvYl3q26+Dj/dei1+yws+P7cBGJKyu4yzZvb9YzKkxjQxXzBPJ4Ej45J9B2mfEO/DxiFjnTKb",
-	"c7CUduDUsJnSN4/gM2411Onk5x8arXQW8Ll4dVfVQRWlrGGHGgrgqI/jFUnHBtwIlow+uCtyvJ2FkB5L",
-	"hghlZjUatin/rJsALLZ8sfPc51pMe84wbG/kBubfY5zugvkNYAk50igzTq7wfMMNYHFmfAPrG9MsrjJ6",
-	"PzLF0VaavWurnZWE+rrSjnuY63YFay3sRRg4ayqe0XKKF02FLq2ng9a9U9EmrfEpUiroXWO0P9r5b1Yu",
-	"x++C5WO0FKoT9yCBePow0YZtixp+SwkzLLPnxumCtFZuGWdWTKEpxGp+sU79CfXXaziGs7CsFpCFAvtK",
-	"SzV8CuwG5uzQ/eSNXE+DR+4rNOSqNxcvEV+8i/ptMP3T+fH/wLxFKFN+9xPIsZ30zp+9eJHEqDoG63pj",
-	"J/6mayKx/et77fYd+/L7LF5JfJ/0ng2e7fTd09HxE/usT3ea69mznb56QmN4sQyo1fAUczrGioqnnGTw",
-	"7dDxI198ENKI8eIKp6ZUB5faOhF/8wUQT7OnWK2Sz/ZrGOJbVSH9keb8S3ODDjRe8Tb2Fg2NqmlC5YrC",
-	"JJuxVqXMzh3jxq4f/iKZlgerLh7Cm6gqzNI1KhNu8MJVri0zubJspIG8/9jgFkrIqk5QwrCshKSVVewB",
-	"6pTYmTDg8zSviTmeI1i+f3fdTEMiN2FZOKi9q5qWYL1fo+uUVWxYdTFhh1X7qaMu0bSo3W5oYHXKrG24",
-	"f4sLPy03PXtgBCjEv5rA77NKctqLqrwRWOgX4rFf9+bANOk6krZfGmj0L92ADLpDdjWm9yI2H2gtL2hV",
-	"W9GeX83b171WRmwk9bS550dTUfabgPqHno0/OpuUugQxfw4+fvwJO1/BnQWZQeZ+YKkqpTWUCiLVbCt2",
-	"eAJ31M34QfQWjXhRej5eXPv9afOo02/Gl03jjckHxt92zfCOTi/fsjL13QWVhCupRhgXowJPw9KJMiDZ",
-	"cN6MFx0YRjdWMpLY51fySh6z6yZJ3x3LzJH1NTukLAI0Qo/I/K3upMZ7d+lycX8nL15Hbq4ko3Jndk0b",
-	"oXvArjNu+XXS2Aan2nOyHxJmFLW3H86RtXLrL4Nx42FIgn36+Ob4W8a1Fo6pcsM+/Z83b9687rN3Chfi",
-	"PkBl7Ftf4Lywr1uZ9RvNRvsOtcd4n7m5TkjYe9i01TXulvCvkufCzhkfqltg/watgsjP1Qwd6Fz6K9cP",
-	"zDkbCsn1nG5LNwntDMd5cYwbJOhTvK66S5394B4NQkLyjXCKyimjC4oT9ozRDcUJe+5GwvvY6RvDTo/P",
-	"WBXdpeEODMvRXkuoJ78RY6cLDcX4GGQmuGTPnx0PBQLYq1cYpLNsqoxl3z7/9ttvBt+yQ4QmXt+jadHh",
-	"sjrOciXdV7jLQAa4NNy2J4M2GQ9xuRx3OHdLTlgpwaS8gKxxTT2OgLFSRn0AZT5v3kBPHfj8TgPAqJfB",
-	"0Ke6hAvw/d3QIDMcDVF6yGWDkvGncCO0vyHP309NZGHAJo7FzKpb7I+SMBZdhi5hRmfhnY+BjVSeqxle",
-	"qOuO2A/KTuqTWcEFjXI6NwlL3Ui2/p26lxE/w2vySVm+kvXl99g5Y/kW/ZBgRT0WEkx4C2Eev4oLVH+v",
-	"pB8HE36cSgtVxRaCfAiMe7jjMmntboPXOOl1QkHeMPeBCTYPwfE6VRnQS6zxDnaDOIyZIgjwKxnUdUCi",
-	"8SgcanXjlPER9lbwPyKrcMhtYKO54Bk3VzItbX3zYYunpoqKSH2vxFiA2RFKp9Ib98a6lbXMmNCGaNBL",
-	"eqfUrgSwJVtuINaL6JFcJM3L5jdXP/Y4NV6N7ibekDG3x19szYdcBhMLTomtOpbJDqMsk4jiKGGcndHL",
-	"DU4YGAkxzBYbxDvmA+n49y58FUfFjg6WeBE9rHkMN8ieWg0DSUhEe93E5PF2sMZpu2KPGhFR87RKDeHh",
-	"WKmR50v9P68+uXvriTrbssQLiYijhJLLiE4nTAS0jm1hGpD7yilXDb61nZa6vtTDM7A3vtxjS9Od20nv",
-	"USMDb1aUiLwWGlKr9JyBxPsXnpwkX+wWSti35boC9ycNLERp4D3wrEED20V5VWrBHnux1sLpel4W5T++",
-	"AA6Vwf5TO56/Dmwmm5+6aBItNv5exOgmGsMDkblOY4gkWrilWpBPL0n+aPLoOLC+E98+XAptmnij9M3j",
-	"OrDcDA0F8v4/zpf7tPqFj1Y9AQXuQZcJfXpbHmWn+VLEAo3c6veqO0i4QSAJoRSyXZXKt1NhsIP14xyL",
-	"Szf0V+DM3pX2/iB6eKMB/u29CdQ8Gq/yZ4e5GEE6T3PoI9KOnTUxhaMt8a001dPtH98/3hWqQvhlyGl7",
-	"jAL6+uLlJ7amW7crR1NpPr3/ifrdYbQJC821/ROL4J0JfnOSJTp/HJp9j2P/xaS2L3d0cEMnOtYyNjKc",
-	"NkdskGFrTOjqrcdMkWs23u+wnuobgKuF9/cRYK329+AA66qUt3AbwCNFWNtXKeyrP14Y9r9Baf1juG+D",
-	"+DoOqeXhPsF9U+YHN/RfvHdrgwFzoHhV8bcb77WqeCysquIvpG6PVFUk2CcjKI6ZMDdNpd9h7BhP45Yq",
-	"/4yLbgflr1zYDdOhP06qyomQRzhSen9VFN1lNjtVVUyFfEvfnW5dYvEPNcMoe7VRH5e6YIMqTdGnMnZV",
-	"JFgxBVXacMNVtL7gebO84Jt1d39//o/LUmpRuKM0X3Tc9HRQcZpP93QPxuIWpCc0DJUJyXhIrst9ht9h",
-	"uOOzTro78hF0qfydfPixn7CFDF83i91ZQp5fndnvHTA+4afPXoavfWZMFfk/d/RehPQPWhdmlpgbn1KL",
-	"iRXUFo/N+I2/gsERFOYuU1icEqroahL05vC6Jj8JDWAdcAqV50KOV5Q8PDjEEbSBTXNSm0rlOne0v0wb",
-	"cyN5js3u2VhJONq/Et2ZWdm53sGuuujjqf77qEZs9+uvr0r57bPjJngng5+t1Lm/J+X85OT02d/6g/6g",
-	"f3r+7d8GA5T1fslfKqZdUZ7jnuHHaj+NH6mqr/FDo9n//ef7/x8AAP//H+CBEaevAAA=",
+	"7BeZzxe2XJ2l0UajLH41AZ7bCWKkY4IGiQovL1dtsuniQk5mbGW9d8zQ5HvGXmo1hBUYWDvIlN+9UjIt",
+	"tQZJB3xZ1k753QfLtXWfRF/oFMbEjuLimDyeEW9e8MCCYaohGuzEsQQNTCobYjEWMmc8OusM0A7s2G9T",
+	"V1SlTmPW4QQ01LMJwzIYCQlZn13Tsbo+D+YpBZcODKMHbCRy8NEf77ExDl5spoUFQwGgl5dvmYZRacA4",
+	"ppJOuByj5ZtBDhackXt4NvjuqM+ueSGuz5k/XsxOtCrHk2oQpdlH0Jo7fLPDDNBs9eEDxzitUkcUSvJf",
+	"HDQm7LOXAZqAy6aVGib5VMgxGwJFrsKWL9CMF5YZq4rlt9xKcSph2A0ULcHteVHilFInt1eTotOh3JfH",
+	"t1w7cjJuCMc0f9FiLOSrMFj908vLt27YWvUKsazqjZbPNiyr0OKWW3c2giiIKhVlkW3H3BaUKlxMUjH4",
+	"sJClA9c+XU1WnNQQrLhVRb41L4qxxs8dAmgfaiXFkHZWKd3nl9ymky11iaeWbDuKqd3kyjITXqVwLjHk",
+	"1S+v4MG7HY4u9eZDAem2GuIq/ecvjO+I8V3E8c6ksILpxc+/truZlMGurlxf37x48fxFwzY7jdpmzfXh",
+	"EN2rqoOd7ZlLna8PDriXokP7wPdyPCbERMS2xLOD4t3tLmlaqiv5fvUiJW6gHFp7WN5XL7p9wLTIHU1F",
+	"N7naAl+m8j1J6BYamjtrLakJ9ObUKzC+F2EbsiZ2l7c0wg68eZE+F3wOWeZ0U8W4V1QPDFMzyZpf9dkH",
+	"qzRkzGB0DxXF4LvPSsohALOd+/4rpdc2cD4ZyMixFaDDMgUGLRcDltXfXrAB+55JxeCuEHruYPFw55PP",
+	"dIlEgI2Neo90CRlzTzGQl5N14HNiDgyrTLWkZXdJMEzINC8xjAvGiik+4IaNlGbA00n4FE0l8kJtkFGw",
+	"A3/LIM25jjnrf50A5so1toQ++qK0F4xLVsrwbfV4wh2qKFAddz91slOlx9HfcSzvE/tl1Dv/baNkpf+H",
+	"X91/XkyW+RFtzJGAHC0vns/43LBCg3Fm4KEjqVLmYiosZEf9nZhl0itDUHyDhX7Cdxe5kgNGEvhshaEA",
+	"jDADqWxdzMv9d0+ctPL17sxJa5ysY6ULnk6HCvRmzCbcdp2u9R6OKjPVqjFSNbGPCteRSHhR0pFAdymy",
+	"kC2TZzJhbv5OGT3RUTbhUsF9//ODx1nwGtXj7Mgkd5CL1VHe/ACvWMCncMoWudZe6aSTMDbgxg0C2EAr",
+	"m26ZctZC6Br1vX43wfU3Z6vXGTu77520TTGvtQrPLRgXi+GYRUNVFT4WvLmuUus4232HCSLROI/7j6E0",
+	"MmFYwY0nBkI7ORol3Fn/CLNs7ASmjI+5kNtpWrnXFjb/QuliwqV5jQ7NLWFVqI6kSyTlctvhzI0oirg6",
+	"MK+dvDNOOpkO5JGxQydsPDwTpwV4Y/YomguC2W+v0LO61QKX7FIVNx7XfmU6yL2h7nYIhCZQbl9dfvKq",
+	"aIDNAfq/OWUR7C4yHiImHqYIdwTt3zfsu31G7UN29zLnsM6MsCYeORny9AZk9t5Jko4Y4I4+gvW6PlbQ",
+	"NPCNP05VBnkVPfByBCWKh9vj6fBoAoHZ5hO3hSqrPZoGHs/V2kfKQJeqv5uF2sn/itp/FHsWLL1YBNSn",
+	"5scZYChBmnFUTXXF84RkM6UzE2V4KzyIu9nYyEE3LJ34gO9+dY4krHsiWycgJOyr7U/yVLfkc6pYxDZe",
+	"Jg+TV/jBA107W6gmWyY5LtCeFhaOlcznDeKqt7R4mrsqVNjb18wqx5Ks0oB8LEqsezzli86vqZDMqhtw",
+	"2pjM55RQrPSYS2Ewb48devHJroKdctWLKxE7MoyaL3SUUx1gvBbOmTvgTZSj7cCDAw/TWyhg7F6sCJYd",
+	"koNh6D0NRwkL5y5p1KwtvkWyozqDbCTyPJi9wjRrK2/BsFIasH32UrJS3kg1k2HxTBi2UJsQB17NAjfC",
+	"UfDxWBU8c2IbXD2xI/EnMQLHg9wifZUpFbLqUkohx332E4wsU6WtdkeYTxjkJqQz5CKd1/qc6dcz+tee",
+	"nbGJKrXps8H5np2Rnk3tw4VTFdAtsyVn87wqtYnm1W/s4fET7BKe3oHVLGSfAx4p4/NHcLwok1xFLm+c",
+	"RifVzKnyGqbqlsy/R8DnhyC2Q7jQG2kIl1thhJKUz+AJFSWiQpMs6RW8NPif4LugF2pPhlsoaiPR1Iym",
+	"iFiQa9srnR0KYshf3TwLtVOB84rW26wzK/mHuXcRbOIvWQS8Bp7N14dmUUmpl+J32Jy/1llqMEZPiQf/",
+	"TppHnRfsXXcBspsC+n7FivbCZKoa2Z0dxb7IdWkhpvp9Nar8e7GhPzpx9ph0n3NjP5k9xZY7LaQVZotJ",
+	"fWlbIAju5HhDtd6Q0nGYdaSM4NyJjr+yPdMIa7aYRUgSC00jGZgTp4o5TeOC0qCdZjjhZuLUMtS6s6h6",
+	"ZAN9rjpiRMSLW6BPk7Ckzr3s45D7Fex8wj/q0tguV/JS1vty+HApCX07P+lqR3V3RpV/9irnYroi5OBf",
+	"Y4bP0dcsrIF8FMX36ir7zkMile1KUEpB3IL5Vemb7lBubXxM+ZyVppG2W8rMx3opt6ruqZHEa7xiXrKP",
+	"zpbDSmSlDwwzYJ2GEhJ8hWG8tBOlheVW3EJ/91zQ1na39v+2CS3p9Aff46EqtbDzD+4A+FYDwDXRCZ4K",
+	"hAz9VA0wsbagXg0hlz3SvKQc5iKlxGSqbn9du0hZqqTVKncYk3DeCGGNlGYWJJfWJJS3nFxJQhUZkGS3",
+	"udcCJkyfYTExlt394+PHS6rWpEX7D/oM0+fRwr2S11+uKJZy1TtnX66wLPiql7CrUMJNf/i68ave/f31",
+	"RV0ZnEEqMq9Ak0hmh2eDwZVcKpk/G5wul82fDZ43S+fPBmfN8vmzwXf1QL6G/uz0eayO/uzZs85a+rNn",
+	"313JxYL6F7icaFH9i8HzaGH9UZ+9xIfuQGHp85W8fg9Wz49fjizoa3YYWiwllNxxx6dFDnX1Fur/jgRm",
+	"XLjT0sC1MGxU5nn/SiL+hioLPggftnbG+Bn7WfyQUEq6f8MqdjoYuN/7V04yWGFzR5ZNAnt5+bbXaL/R",
+	"O0UZXIDkheid9573B/3nPSoKRKo/obTpf7v/j0nyVeBxGnrv72D/4V9Z6E/0bDDokivVeycLfVOaZ693",
+	"/tvnpGfK6ZTrOdr2tyDBmAvfG8o4/pJDsONTMI71aGfDeUojlywfY258tWzT++ymOZmC1SI1q3b2s38l",
+	"vrNGhxcLd/akyLlY6O0S6eHUZgl+hv7KnV9qNXWcvDTMLzoUVrh5nbWqDCpivgHAym2j/bMSn+/pjX2g",
+	"M+m9GDxf/1m7ldUqULi1CaICKiyxfMgNer+wNxkW9TmGOBVjzX2KRycsbk9PUHU8KapyvS6g+IK+XYCy",
+	"0CTrPumd7QaUsA9Sdz877aaMrPaybK4WT8IPKps/Sneudvuy+32BZ7A1eHYDatI7O90LKhaoyeucUWJy",
+	"CjkpsmvZysM6l6HmH+E5lA1HAX2nEaCtgjw8WXB7Y3s9qpbs75du49FWyeBOGBSHTgekLnzftXvnXDCj",
+	"QnsT6ZsE8bpGK1Zq5ivTsOGgMsC8NkMKu1Hs0Gs0fXJBu9FDPRd6tdv4I+MQy3oe63z52pCNTtjpJies",
+	"0Rvvqc/X4LunO5W1nCAkBcKYcsnHy6WBTdnQfZBPvjgyuydyzcHGQ0ib0B879ARWURfJrVGJ+c/uLC6R",
+	"+0riRN0ypUw2qWzS6LRjJ+4UuXNSeYnPvY+biUYuA8WOpLHAM2o5hPlQVI+JZd0acuAGsPMmhb8c7EIA",
+	"jKVcsiH4qsyMTUDD8pmhFCd/Zpq9VH/7Eu2MittqtdesHKDevbTUK+Tz0sk4i/SsQQBk/YfQ89kTnYL7",
+	"tt6DmAt2e59hc6baZjBW5DlTkgnrieJ7xy5q7Pu8Nt9hlfi+NJZjL9SQIIe/5OShaA5pmM+7YYc+Z+2o",
+	"NQshn6ZIWmULwi50cz0bfBc7dskKxcsz2u31ikWu91T4jou8CNW3+8F6t8fmHWE/o6GWTvbMkAJbODDn",
+	"y8jbgjstswGMFD6y5KRo5P6U0z9SdJ79iQQu1ecbNQVKbHB2+hDrK+hPdgNQOHoSmt3yvAQT5wPepPkK",
+	"6TlhRoSm2A0hSf3vsHVBYypaElnljnlGDkNpvxol8q+TsL+T4DMTFjKDAy0cCmoeQV6KEDpIuZTK+p4T",
+	"R+v1UkpbWWNjhpce08xslG52W5r0UhLKGodzBMA+LcoodKKKe1Qv9alhX68Geb+VxtS1nU1O+UI78/9Y",
+	"vanLcdaA3SMw5UZx8d74cgxjX73/bMlSVxq7NleM02c1HooMpoVyoD/qs7rR0ZRnlMjqLAzgOhegScPA",
+	"1Elh2ZiTvTTdhJv+E1K7lpvSS4/LTavyzQg3DUtoMlKlx2SlP5Sj1gghpr1Y5EtmHQSGTjmhDtQT3ip4",
+	"rjyKGGVLGNaskifRFzRvhIuTL0qP70+++L83Y+I+lfy/ww2wVIUdEpKpDJu9D26lZpCsKtdeWxy5pZHe",
+	"BfzNGFjrAosnZWAt6H5s1Y8uETBvFANhX7DmMcDSOLzKpigtubENE1PHCkSrCTMO6+wMjz70Zx112EJr",
+	"ZR+VUWxxg1B0lKKBvv0I0cZwjyBEq0rkPQrRP44G9yBEXxM1tY55Q6JWbGFBnr4kA50eeTPdDTNI2jXy",
+	"K1l2VQxKdcHxwE51JwPTpSSTvODGJHhnFOjagV1aZmcKH0I4UeoWdM6L8+qzKzlRuFaGrum6zaCPBh9e",
+	"V4s6du9fH2EShgND6BMdspPsBK4kLeLAsAK0UJlIw/yW3wCzSrnjXteIM17thgJKWIfBjWHCXEmfwe0L",
+	"xWhe7Ncqsz77FbkxlwoTs1ow4aE+ub5Qy/1+5SxDdOYjD/KpD8ueCxS8rRwUCpF7AJsbURgHgStpSy1D",
+	"8gRvlCzi9LgUyA3M0JOP+6ZFIpvzSeke4ldyKrIsDzE49z0hxk9sgJXSitxBIOeFg+ihnWiAuoKYbqi4",
+	"5bk5oqyVNjepCtHfqdljql6LBe8R9atuMeD2iXlJiJJMPEyR+O7p7u5aSKBaJENhQp0M0kXAkNvvBQtU",
+	"qLnss496TiXy/k63Btn1qddi5q/KazyJpM36Eh2r6NY1H76yeo5rCDX4S0Korri4XzAm1LRwDAyqEPeB",
+	"acQ58Iy0OIVUs4TxoN5qRP5ajke5cyvNhY/0yiNSbJ3cG7smjdIBD4l/ktOVEoXN0eNE8mMx8o8+Rfkx",
+	"tIBmKvrmcfJ9T5113VGHJFKp5AT6/p/VNueSIcKdlK7rAW9AUsDY374kfFaaMPUVkr5wdf1hOvkisg2M",
+	"vJqi1pt4t+rm6/DTrdfit7wJ8nMbgCEpu8s4a2bfPyZDakwT8wXzdBI4Mi7Z90H2CfE+bBwy1imzOQdL",
+	"aQdODZspffMIPuNWQ51Ofv6h0UpnAZ+LdzzlcyoRpgtSDTvUUABHfRzv0jk24EawZPTBXZHjNR6E9Fgy",
+	"RCgzq9GwTfln3QRgseWLnec+12Lac4ZheyM3MP8e43QXzG8AS8iRRplxcoXnG24AizPjG1jfmGZxldGL",
+	"dCmOttLsXVvtrCTU91p2XNhbtytYa2EvwsBZU/GMllO8kSh0aT0dtC4oijZpjU+RUkHvGqP90c5/s3I5",
+	"fmkoH6OlUJ24BwnE04eJNmxb1PBbSphhmT03ThektXLLOLNiCk0hVvOLdepPqL9ewzGchWW1gCwU2Fda",
+	"quFTYDcwZ4fuJ2/keho8cl+hIVe9uXjb9OKlxW+D6Z/Oj/8H5i1CmfK7n0CO7aR3/uzFiyRG1TFY1xs7",
+	"8VciE4ntX99rt+/Yl99n8e7a+6T3bPBsp++ejo6f2Gd9utNcz57t9NUTGsOLZUCthqeY0zFWVDzlJAPV",
+	"9ZGrzBcfhDRivH7BqSnVwaW2TsTffAHE0+wpVqvks/0ahvhWVUh/pDn/0tygA41XvI29RUOjappQuaIw",
+	"yWasVSmzc8e4seuHvw6l5cGqi4fwyqIKs3QZyIQbvJmTa8tMriwbaSDvPza4hRKyqhOUMCwrIWllFXuA",
+	"OiV2Jgz4PE1/N311H30zDYnchGXhoFZdjU/1fo2uU1axYdXFhB1W7aeOukTTona7oYHVKbO24f4tLvy0",
+	"3PTsgRGgEP9qAr/PKslpL6ryRmChX4jHft2bA9Ok60jafmmg0b90AzLoDtnVmN6L2HygtbygVW1Fe341",
+	"b1/3WhmxkdTT5p4fTUXZbwLqH3o2/uhsUuoSxPw5+PjxJ+x8BXcWZAaZ+4GlqpTWUCqIVLOt2OEJ3FE3",
+	"4wfRWzTiRen5eMPp96fNo06/GV82jVfrHhh/LTLDyxy9fMvK1HcXVBKupBphXIwKPA1LJ8qAZMN5M150",
+	"YBhdbchIYp9fySt5zK6bJH13LDNH1tfskLII0Ag9IvO3urwYL2ilW6j95a14b7W5kozKndk1bYRus7rO",
+	"uOXXSWMbnGrPyX5ImFHU3n44R9bKcZNSWTcehiTYp49vjr9lXGvhmCo37NP/efPmzes+e6dwIe4DVMa+",
+	"9QXOC/u6lVm/0Wy071B7jBdfm+uEhL2HTVtd424J/yp5Luyc8aG6BfZv0CqI/FzN0IHOpb+b+8Ccs6GQ",
+	"XM/pWm2T0M5wnBfHuEGCPsXrqku32Q/u0SAkJN8Ip6icMrrJNmHPGF1lm7DnbiS8uJu+Mez0+IxV0V0a",
+	"7sCwHO21hHryGzF2utBQjI9BZoJL9vzZ8VAggL16hUE6y6bKWPbt82+//WbwLTtEaB5dYLwHFx2uXOMs",
+	"V9J9hbsMZIBLw217MmiT8RCXy3GHc7fkhJUSTMoLyBr3meMIGCtl1AdQ5vPmVeXUgc/vNACMehkMfapL",
+	"uCndXyIMMsPREKWHXDYoGX8KVwf7e978RcZEFgZs4ljMrLru/CgJY9Gt2RJmdBbe+RjYSOW5muHNq+6I",
+	"/aDspD6ZFVzQKKdzk7DUjWTr36l7GfEzvE+dlOUrWd+Sjp0zlq9bDwlW1GMhwYS3EObxq7hA9fdK+nEw",
+	"4ceptFBVbCHIh8C4hztdS49rdxu8xkmvEwryhrkPTLB5CI7XqcqAXmKNd7AbxGHMFEGAX8mgrgMSjUfh",
+	"UKsbp4yPsLeC/xFZhUNuAxvNBc+4uZJpaev7+1o8FW+fFyb0SowFmB2hdCq9cW8s3irfNGNCG6JBL+md",
+	"UrsSwJZsuYFYL6JHcpE0byXfXP3Y49R4h7abeEPG3B5/sTUfchlMLDgltupYJjuMskwiiqOEcXZGLzc4",
+	"YWAkxDBbbBAvIw+k49+78FUcFTs6WOJF9LDmMdwge2o1DCQhEe11E5PH28Eap+2KPWpERM3TKjWEh2Ol",
+	"Rp4v9f9z9cndW0/U2ZYlXkhEHCWUXEZ0OmEioHVsC9OA3FdOuWrwre201PWlHp6BvfHlHlua7txOeo8a",
+	"GXizokTktdCQWqXnDCTev/DkJPlit1DCvi3XFbg/aWAhSgPvgWcNGtguyqtSC/bYi7UWTtfzsij/8QVw",
+	"qAz2n9rx/HVgM9n81EWTaLHx9yJGN9EYHojMdRpDJNHCLdWCfHpJ8keTR8eB9Z349uFSaNPEG6VvHteB",
+	"5WZoKJD3fzpf7tPqFz5a9QQUuAddJvTpbXmUneZLEQs0cqvfq+4g4QaBJIRSyHZVKt9OhcEO1o9zLC7d",
+	"0F+BM3tX2vuD6OGNBvi39yZQ82i8kJ4d5mIE6TzNoY9IO3bWxBSOtsS30lRPt398/3hXqArhlyGn7TEK",
+	"6OuLl5/Ymm7drhxNpfn0/ifqd4fRJiw01/Y/WATvTPCbkyzR+ePQ7Hsc+y8mtX25o4MbOtGxlrGR4bQ5",
+	"YoMMW2NCV289Zopcs/F+h/VU3wBcLby/jwBrtb8HB1hXpbyF2wAeKcLavkphX/3xwrD/DUrrH8N9G8TX",
+	"cUgtD/cJ7psyP7ih/+K9WxsMmAPFq4q/3XivVcVjYVUVfyF1e6SqIsE+GUFxzIS5aSr9DmPHeBq3VPln",
+	"XHQ7KH/lwm6YDv1xUlVOhDzCkdL7q6LoLrPZqapiKuRb+u506xKLf6gZRtmrjfq41AUbVGmKPpWxqyLB",
+	"iimo0oYbrqL1Bc+b5QXfrLv7+/OfLkupReGO0nzRcdPTQcVpPt3TPRiLW5Ce0DBUJiTjIbku9xl+h+GO",
+	"zzrp7shH0KXyd/Lhx37CFjJ83Sx2Zwl5fnVmv3fA+ISfPnsZvvaZMVXk/9zRexHSP2hdmFlibnxKLSZW",
+	"UFs8NuM3/goGR1CYu0xhcUqooqtJ0JvD65r8JDSAdcApVJ4LOV5R8vDgEEfQBjbNSW0qlevc0f4ybcyN",
+	"5Dk2u2djJeFo/0p0Z2Zl53oHu+qij6f676Masd2vv74q5bfPjpvgnQx+tlLn/p6U85OT02d/6w/6g/7p",
+	"+bd/GwxQ1vslf6mYdkV5jnuGH6v9NH6kqr7GD41m//ef7/9/AAAA//8O1jd20K0AAA==",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

@@ -379,7 +379,6 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	// "unsupported" instead of "unavailable".
 	if r.capsErr == nil {
 		v.Capabilities = r.caps
-		v.Capabilities.Features = narrowFeatures(r.caps.Features, v.Pool.Features)
 		v.AwaitingProbe = false
 	}
 	if r.capErr == nil {
@@ -403,24 +402,6 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	case !wasHealthy && v.Healthy:
 		m.log.Info("pool healthy", "pool", t.name)
 	}
-}
-
-// narrowFeatures is what the pool offers: the adapter's effective features, or when
-// the pool lists features of its own, those of them the adapter has. An operator
-// lists them to keep tenants off what a backend can do but should not here
-// (snapshots on a pool whose disks are too small, say); a listed feature the
-// adapter lacks is not offered, since nothing could serve it.
-func narrowFeatures(effective, listed []string) []string {
-	if len(listed) == 0 {
-		return effective
-	}
-	out := make([]string, 0, len(effective))
-	for _, f := range effective {
-		if slices.Contains(listed, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // message is what a view shows of an error: an *api.Error's message without the code

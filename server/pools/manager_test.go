@@ -545,25 +545,3 @@ func TestCredentialsAllowlist(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// A pool that lists features offers only those of them its adapter has; one that
-// lists none offers all the adapter's.
-func TestPoolFeaturesNarrowTheAdapters(t *testing.T) {
-	e := newEnv(t, DefaultRegistry(true), nil)
-	e.create(t, store.Pool{Name: "all", Adapter: "fake"})
-	e.create(t, store.Pool{Name: "narrow", Adapter: "fake", Features: []string{"exec", "files", "gpu"},
-		Config: map[string]any{"features": []any{"exec", "files", "snapshots.disk"}}})
-	if err := e.m.Load(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.refresh(t)
-	for _, v := range e.m.Views() {
-		want := adapters.EffectiveFeatures(v.Adapter, fake.DefaultFeatures())
-		if v.Pool.Name == "narrow" {
-			want = []string{"exec", "files"} // not snapshots.disk (unlisted), nor gpu (the adapter lacks it)
-		}
-		if !slices.Equal(v.Capabilities.Features, want) {
-			t.Errorf("%s offers %v, want %v", v.Pool.Name, v.Capabilities.Features, want)
-		}
-	}
-}
