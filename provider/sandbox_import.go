@@ -18,7 +18,8 @@ import (
 
 // importedKey marks, in a sandbox's private state, one that was imported, for the
 // first plan after the import: the state cannot hold what the daemon never returns
-// (env, init_commands, env_wo_version) or, for a sandbox made from a profile, which
+// (env, init_commands; env_wo_version gets no leeway, so that secrets always reach
+// the sandbox) or, for a sandbox made from a profile, which
 // of its values the create named. The mark is an importMark. It ends at the first
 // update, and at the latest at the second refresh after the import read: a first
 // plan with nothing to apply (no update to end it) must not leave it for a change
@@ -40,16 +41,19 @@ type importMark struct {
 	Sandbox *importedSandbox `json:"sandbox,omitempty"`
 }
 
-// readImportMark returns the mark, and whether there is one. A mark written by
-// earlier versions (true) counts as just imported.
+// readImportMark returns the mark, and whether there is one. A mark written by an
+// earlier version (true), which lasted until the first update however long that
+// took, counts as having had all its reads: the next read ends it.
 func readImportMark(ctx context.Context, private privateGetter, diags *diag.Diagnostics) (importMark, bool) {
 	raw, d := private.GetKey(ctx, importedKey)
 	diags.Append(d...)
 	var m importMark
-	if len(raw) == 0 {
+	switch {
+	case len(raw) == 0:
 		return m, false
-	}
-	if string(raw) != "true" && json.Unmarshal(raw, &m) != nil {
+	case string(raw) == "true":
+		return importMark{Reads: importReadsAllowed}, true
+	case json.Unmarshal(raw, &m) != nil:
 		return importMark{}, false
 	}
 	return m, true

@@ -369,8 +369,8 @@ func TestImportMarkEndsAfterTwoReads(t *testing.T) {
 }
 
 // An import whose first plan has nothing to apply does not leave the import's
-// leeway behind: env_wo added later replaces the sandbox, so the secret reaches a
-// new one, instead of being recorded in place and never reaching any.
+// leeway behind: env added later replaces the sandbox instead of being recorded in
+// place and never reaching it.
 func TestAccSandboxImportLeewayEnds(t *testing.T) {
 	d := startDaemon(t)
 	addr := "differently_sandbox.imported"
@@ -402,7 +402,62 @@ resource "differently_sandbox" "imported" {
 		Steps: []resource.TestStep{
 			{Config: cfg(""), ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
 			{Config: cfg(""), ConfigPlanChecks: action(plancheck.ResourceActionNoop)},
-			{Config: cfg("env_wo = { TOKEN = \"new\" }\n  env_wo_version = 1"), ConfigPlanChecks: action(plancheck.ResourceActionDestroyBeforeCreate)},
+			{Config: cfg("env = { TOKEN = \"new\" }"), ConfigPlanChecks: action(plancheck.ResourceActionDestroyBeforeCreate)},
 		},
 	})
+}
+
+// env_wo_version gets no import leeway: an imported sandbox whose configuration sets
+// it is replaced at the first plan, with an import block as with the import command,
+// so that the env_wo secrets surely reach a sandbox.
+func TestAccSandboxImportWithEnvWOReplaces(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.imported"
+	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
+		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
+		TtlSeconds: ptr(int64(0)),
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{{
+			Config: d.config(`
+terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+
+import {
+  to = differently_sandbox.imported
+  id = "` + sb.Id + `"
+}
+
+resource "differently_sandbox" "imported" {
+  placement      = { allowed_pools = ["fake"] }
+  env_wo         = { TOKEN = "wo-token" }
+  env_wo_version = 1
+}`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+			}},
+		}},
+	})
+}
+
+// A mark from a provider version whose leeway lasted until the first update ends at
+// the next read.
+func TestLegacyImportMarkEndsAtTheNextRead(t *testing.T) {
+	ctx := context.Background()
+	p := privateMap{importedKey: []byte("true")}
+	var diags diag.Diagnostics
+	if _, marked := readImportMark(ctx, p, &diags); !marked {
+		t.Fatal("the legacy mark is not read as a mark")
+	}
+	advanceImport(ctx, &client.Sandbox{}, p, &diags)
+	if _, marked := readImportMark(ctx, p, &diags); marked || diags.HasError() {
+		t.Fatalf("the legacy mark outlived a read (%v)", diags)
+	}
 }

@@ -157,7 +157,8 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"in the plan or the state, so they may come from ephemeral values (Terraform 1.11 or later). They are " +
 					"read once, when the sandbox is created, and a change to them alone is not seen: change " +
 					"`env_wo_version` to replace the sandbox with the new values. A name may be in `env` or in `env_wo`, " +
-					"not in both. After an import they are taken as what the sandbox has.",
+					"not in both. Set `env_wo_version` with them: after an import, that is what makes sure they reach the " +
+					"sandbox (see there).",
 				Optional:    true,
 				WriteOnly:   true,
 				Sensitive:   true,
@@ -165,13 +166,12 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"env_wo_version": schema.Int64Attribute{
 				MarkdownDescription: "A number of your choosing, stored in the state in place of `env_wo`: changing it " +
-					"replaces the sandbox, which is how new `env_wo` values reach it. After an import the first plan " +
-					"records it in place.",
-				Optional: true,
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(
-					func(ctx context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
-						resp.RequiresReplace = !knownOnlyByImport(ctx, req.StateValue.IsNull(), req.Private, &resp.Diagnostics)
-					}, replaceUnlessImported, replaceUnlessImported)},
+					"replaces the sandbox, which is how new `env_wo` values reach it. An imported sandbox whose " +
+					"configuration sets it is replaced at the first plan: neither Terraform nor the daemon can tell " +
+					"which secrets it was created with, and a secret taken as delivered when it was not would fail " +
+					"later and silently.",
+				Optional:      true,
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 			},
 			"labels": schema.MapAttribute{
 				MarkdownDescription: "Labels, changed in place. Keys starting with `differently.dev/` are reserved.",
