@@ -23,6 +23,7 @@ func TestPoolConfigDefaults(t *testing.T) {
 		{"postgres://u@127.0.0.1/db", 16, DefaultConnectTimeout},
 		{"postgres://u@127.0.0.1/db?connect_timeout=3", 16, 3 * time.Second},
 		{"postgres://u@127.0.0.1/db?pool_max_conns=5", 5, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?connect_timeout=0", 16, 0}, // wait for ever, as asked
 	} {
 		cfg, err := poolConfig(tc.url)
 		if err != nil {
@@ -54,7 +55,6 @@ func TestWrapMarksOutages(t *testing.T) {
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
 		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
-		{"read-only after a failover", &pgconn.PgError{Code: "25006"}, true},
 		{"connection cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
 		{"network", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"unique violation", &pgconn.PgError{Code: "23505"}, false},

@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -104,8 +105,9 @@ func poolConfig(url string) (*pgxpool.Config, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
-	// Zero after parsing: neither the URL's connect_timeout nor PGCONNECT_TIMEOUT set one.
-	if cfg.ConnConfig.ConnectTimeout == 0 {
+	// Only where neither the URL nor PGCONNECT_TIMEOUT says anything: an explicit
+	// connect_timeout=0 (wait for ever, as libpq has it) is the operator's choice too.
+	if !strings.Contains(url, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	return cfg, nil
@@ -235,8 +237,6 @@ func unreachable(err error) bool {
 		switch pe.Code {
 		case "57P01", "57P02", "57P03", "53300": // shutting down, crashed, starting, too many connections
 			return true
-		case "25006": // read_only_sql_transaction: a failover left us on a standby
-			return true
 		}
 		return strings.HasPrefix(pe.Code, "08") // connection_exception
 	}
@@ -273,7 +273,16 @@ func SchemaVersion(ctx context.Context, url string) (current, latest int, err er
 		conn.Close(cctx)
 	}()
 	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+	// The table in the schema migrate uses (current_schema()), not whichever
+	// schema_migrations the search_path finds first.
+	var schema *string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return 0, 0, wrap(err)
+	}
+	if schema == nil {
+		return 0, 0, errors.New("postgres: no schema of the search_path exists, so the daemon would have nowhere to create its tables")
+	}
+	if err := conn.QueryRow(ctx, `SELECT to_regclass(format('%I.schema_migrations', current_schema())) IS NOT NULL`).Scan(&exists); err != nil {
 		return 0, 0, wrap(err)
 	}
 	if exists {

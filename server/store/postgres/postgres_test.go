@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	neturl "net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -224,5 +225,34 @@ func TestPoolsFromBeforeTheSourceAreTheAPIs(t *testing.T) {
 	}
 	if p.Source != store.PoolFromAPI {
 		t.Fatalf("source after the upgrade: %q", p.Source)
+	}
+}
+
+// SchemaVersion reads the schema the daemon would migrate, the first of the
+// search_path that exists, and says so when none does.
+func TestSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.SchemaURL(t)
+	cur, latest, err := postgres.SchemaVersion(ctx, url)
+	if err != nil || cur != 0 || latest == 0 {
+		t.Fatalf("empty schema: %d, %d, %v", cur, latest, err)
+	}
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if cur, latest, err = postgres.SchemaVersion(ctx, url); err != nil || cur != latest {
+		t.Fatalf("migrated schema: %d of %d, %v", cur, latest, err)
+	}
+	nowhere, err := neturl.Parse(pgtest.BaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := nowhere.Query()
+	q.Set("search_path", "differently_no_such_schema")
+	nowhere.RawQuery = q.Encode()
+	if _, _, err := postgres.SchemaVersion(ctx, nowhere.String()); err == nil {
+		t.Fatal("a search_path with no schema was reported as fine")
 	}
 }

@@ -27,7 +27,9 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
+	"syscall"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -241,6 +243,14 @@ func SchemaVersion(ctx context.Context, path string) (current, latest int, err e
 		return 0, 0, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// The daemon creates the file, in a folder that must exist and take it.
+		dir := filepath.Dir(path)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return 0, 0, fmt.Errorf("sqlite: %s: the folder for the database does not exist", dir)
+		}
+		if err := syscall.Access(dir, 2); err != nil { // 2: W_OK
+			return 0, 0, fmt.Errorf("sqlite: %s: cannot create the database there: %w", dir, err)
+		}
 		return 0, len(ms), nil
 	}
 	params := url.Values{}

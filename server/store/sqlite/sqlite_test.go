@@ -3,6 +3,8 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,5 +147,20 @@ func TestNewFilesAreOwnerOnly(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", filepath.Base(f), fi.Mode().Perm())
 		}
+	}
+}
+
+// SchemaVersion of a file the daemon would create: version 0 when its folder can
+// take it, an error when the folder does not exist.
+func TestSchemaVersionOfAFileToCreate(t *testing.T) {
+	dir := t.TempDir()
+	if cur, latest, err := sqlite.SchemaVersion(context.Background(), filepath.Join(dir, "new.sqlite")); err != nil || cur != 0 || latest == 0 {
+		t.Fatalf("new file: %d, %d, %v", cur, latest, err)
+	}
+	if _, _, err := sqlite.SchemaVersion(context.Background(), filepath.Join(dir, "missing", "db.sqlite")); err == nil {
+		t.Fatal("a database in a folder that does not exist was reported as fine")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.sqlite")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("SchemaVersion created the file: %v", err)
 	}
 }
