@@ -232,7 +232,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}
 	log = log.With("replica", opts.ReplicaID)
 	passLogs := map[Pass]*outage.Log{}
-	for _, p := range []Pass{PassProvision, PassTerminate, PassExpire, PassDirect} {
+	for _, p := range []Pass{PassProvision, PassTerminate, PassExpire} {
 		passLogs[p] = outage.New("scheduler pass", log.With("pass", p), clk, 0)
 	}
 	return &Scheduler{
@@ -303,7 +303,10 @@ func (s *Scheduler) Run(ctx context.Context) {
 				s.report(res, err)
 				return
 			}
-			wg.Go(func() { s.report(creates(), err) })
+			// The claim reached the database; the Creates' own write failures are
+			// counted in their Result, not taken as the end of an outage or its start.
+			s.noteOutage(PassProvision, err)
+			wg.Go(func() { s.reportCounts(creates()) })
 		})
 	})
 	wg.Go(func() {
@@ -337,9 +340,15 @@ func (s *Scheduler) loop(ctx context.Context, wake <-chan struct{}, pass func(ct
 }
 
 func (s *Scheduler) report(r Result, err error) {
-	// A pass fails several times a second while the database is down: the log says
-	// so when it starts, once a minute, and when it ends (package outage).
-	if o := s.passLogs[r.Pass]; o != nil {
+	s.noteOutage(r.Pass, err)
+	s.reportCounts(r)
+}
+
+// noteOutage logs a pass's failure. A pass fails several times a second while the
+// database is down: the log says so when it starts, once a minute, and when it ends
+// (package outage).
+func (s *Scheduler) noteOutage(pass Pass, err error) {
+	if o := s.passLogs[pass]; o != nil {
 		switch {
 		case err == nil:
 			o.OK()
@@ -347,8 +356,12 @@ func (s *Scheduler) report(r Result, err error) {
 			o.Failed(err)
 		}
 	} else if err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Error("scheduler pass failed", "pass", r.Pass, "error", err)
+		s.log.Error("scheduler pass failed", "pass", pass, "error", err)
 	}
+}
+
+// reportCounts logs what a pass did and hands it to OnPass.
+func (s *Scheduler) reportCounts(r Result) {
 	// One line per pass: operators see the loop alive, and tests that run the daemon
 	// as a child process wait on these lines instead of sleeping.
 	s.log.Debug("scheduler pass", "pass", r.Pass, "claimed", r.Claimed, "started", r.Started,
