@@ -123,11 +123,23 @@ func TestTokenCreateCommand(t *testing.T) {
 		{"--project", "ci", "--org", ""},
 		{"--project", "bad\tname"},
 		{"--project", strings.Repeat("p", 129)},
+		{"--admin", "--org", "acme"},
+		{"--admin", "--name", strings.Repeat("n", 256)},
 	} {
 		out, code := runTool(t, nil, append([]string{"token", "create", "--config", cfg}, args...)...)
-		if code == 0 || strings.Contains(out, "dly_") || !strings.Contains(out, "printable characters") {
+		if code == 0 || strings.Contains(out, "dly_") ||
+			!strings.Contains(out, "printable characters") && !strings.Contains(out, "organisation") && !strings.Contains(out, "255 bytes") {
 			t.Errorf("token create %q: exit %d: %s", args, code, out)
 		}
+	}
+	// Refused before the database is opened (and migrated).
+	fresh := filepath.Join(dir, "fresh.yaml")
+	os.WriteFile(fresh, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "fresh.sqlite")+"\n"), 0o600)
+	if _, code := runTool(t, nil, "token", "create", "--config", fresh, "--project", "bad\tname"); code == 0 {
+		t.Fatal("a bad project name was accepted")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fresh.sqlite")); err == nil {
+		t.Error("a refused token create opened the database")
 	}
 	if out, code := runTool(t, nil, "token", "create", "--config", cfg, "--project", "ci"); code != 0 || !strings.HasPrefix(out, "dly_") {
 		t.Fatalf("token create --project ci: exit %d: %s", code, out)

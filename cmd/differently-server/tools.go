@@ -82,6 +82,23 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		if *admin == (*project != "") {
 			return errors.New("give exactly one of --admin and --project")
 		}
+		// Everything the API would refuse is refused before the database is opened.
+		orgSet := false
+		fs.Visit(func(f *flag.Flag) { orgSet = orgSet || f.Name == "org" })
+		if *admin && orgSet {
+			return errors.New("an admin token has no organisation: leave out --org")
+		}
+		if len(*name) > 255 {
+			return errors.New("--name is over 255 bytes")
+		}
+		if !*admin {
+			if err := api.CheckTenantName("--org", *org); err != nil {
+				return err
+			}
+			if err := api.CheckTenantName("--project", *project); err != nil {
+				return err
+			}
+		}
 		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return err
@@ -97,13 +114,6 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		defer st.Close()
 		tok := store.Token{Scope: store.ScopeAdmin, Name: *name}
 		if !*admin {
-			// The API's rules, so that a token made here works with the API.
-			if err := api.CheckTenantName("--org", *org); err != nil {
-				return err
-			}
-			if err := api.CheckTenantName("--project", *project); err != nil {
-				return err
-			}
 			tok = store.Token{Scope: store.ScopeProject, Org: *org, Project: *project, Name: *name}
 		}
 		secret, err := daemon.CreateToken(ctx, st, clock.Real{}.Now(), tok)
