@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -71,6 +72,11 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 // daemonAway reports whether a failed request says only that the daemon could not
 // answer for now, nothing about the sandbox.
 func daemonAway(ctx context.Context, err error) bool {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		// A name that does not resolve is a wrong endpoint more often than a
+		// passing outage; waiting on it for ever would hide the mistake.
+		return false
+	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
 		switch ae.Status {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:

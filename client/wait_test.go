@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -181,5 +182,22 @@ func TestWaitForStateOutlastsADaemonAway(t *testing.T) {
 	var w waits
 	if _, err := newTestClient(t, srv.URL, &w).WaitForState(t.Context(), "sbx_1", client.Running); err == nil || len(w.get()) != 0 {
 		t.Fatalf("a 404 gave %v after %d waits", err, len(w.get()))
+	}
+}
+
+// A host name that does not resolve ends the wait: it is a wrong endpoint, not a
+// daemon that is away.
+func TestWaitForStateGivesUpOnAnUnknownHost(t *testing.T) {
+	var w waits
+	// The resolver's answer, without asking one: tests stay on loopback.
+	noSuchHost := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+		// As net.Dialer reports it: the resolver's error inside a dial error.
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "daemon.example", IsNotFound: true}}
+	}}}
+	c := newTestClient(t, "http://daemon.example:8700", &w, client.WithHTTP(noSuchHost))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := c.WaitForState(ctx, "sbx_1", client.Running); err == nil || ctx.Err() != nil {
+		t.Fatalf("wait on an unknown host: %v (context %v)", err, ctx.Err())
 	}
 }
