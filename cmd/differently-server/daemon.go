@@ -87,6 +87,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		}
 	} else if *dataDir != "" {
 		return fail(errors.New("--data-dir applies to --dev only"))
+	} else if opts.Config != nil && opts.Config.DataDir != "" {
+		// Refusing the key would stop files that carried it, harmlessly, until now.
+		logger.Warn("dataDir in the config file applies to --dev only; outside it everything is in the database, and the key is ignored")
 	}
 	d, err := daemon.New(ctx, opts)
 	if err != nil {

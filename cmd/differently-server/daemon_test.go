@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -318,5 +319,19 @@ func TestVersion(t *testing.T) {
 		if rev := strings.TrimSpace(string(head)); !strings.Contains(out, "commit "+rev) {
 			t.Errorf("%q does not name commit %s", out, rev)
 		}
+	}
+}
+
+// dataDir outside development mode is ignored with a warning, said before the start.
+func TestDataDirOutsideDevWarns(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("database:\n  url: sqlite://"+filepath.Join(dir, "db.sqlite")+"\ndataDir: /var/lib/differently\n"), 0o600)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no need to serve: the warning comes first
+	var stdout, stderr bytes.Buffer
+	runDaemon(ctx, []string{"--config", path, "--listen", "127.0.0.1:0"}, &stdout, &stderr, func(string) string { return "" })
+	if !strings.Contains(stderr.String(), "dataDir in the config file applies to --dev only") {
+		t.Fatalf("no warning:\n%s", stderr.String())
 	}
 }

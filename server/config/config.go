@@ -32,7 +32,8 @@ type Config struct {
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
 	PoolCredentials PoolCredentials `yaml:"poolCredentials"`
-	// DataDir holds local state (the admin token file, a SQLite database in dev mode).
+	// DataDir is development mode's data directory (--data-dir wins). Outside it
+	// everything is in the database, and the daemon warns that the key does nothing.
 	DataDir string `yaml:"dataDir"`
 }
 

@@ -95,11 +95,6 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		v.add("", "listen", "want host:port, got %q", c.Listen)
 	}
-	if c.DataDir != "" && !opts.Dev {
-		// Outside development mode all state is in the database; a dataDir given
-		// there would be ignored, which the operator should hear of.
-		v.add("", "dataDir", "applies to --dev only: outside development mode everything is in the database")
-	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		v.add("", "tls", "certFile and keyFile go together: set both or neither")
 	}
