@@ -107,7 +107,8 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Validators:          []validator.Int64{atLeast(0)},
 			},
 			"max_starting": schema.Int64Attribute{
-				MarkdownDescription: "Most sandboxes being provisioned on the pool at once; 0 (the default) means no limit.",
+				MarkdownDescription: "Most sandboxes being provisioned on the pool at once, per daemon replica; 0 (the " +
+					"default) means the daemon's `scheduler.defaultMaxStarting` (8 unless its config file says otherwise).",
 				Optional:            true,
 				Computed:            true,
 				Default:             int64default.StaticInt64(0),
