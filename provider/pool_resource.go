@@ -109,10 +109,10 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			"max_starting": schema.Int64Attribute{
 				MarkdownDescription: "Most sandboxes being provisioned on the pool at once, per daemon replica; 0 (the " +
 					"default) means the daemon's `scheduler.defaultMaxStarting` (8 unless its config file says otherwise).",
-				Optional:            true,
-				Computed:            true,
-				Default:             int64default.StaticInt64(0),
-				Validators:          []validator.Int64{atLeast(0)},
+				Optional:   true,
+				Computed:   true,
+				Default:    int64default.StaticInt64(0),
+				Validators: []validator.Int64{atLeast(0)},
 			},
 			"cost_model": schema.SingleNestedAttribute{
 				MarkdownDescription: "Prices used to estimate a sandbox's cost from its requested resources. Defaults to zero prices.",
