@@ -385,13 +385,15 @@ type Sandbox struct {
 	Project      string            `json:"project"`
 
 	// Reason Why the sandbox waits or failed, in words.
-	Reason     *string      `json:"reason,omitempty"`
-	Region     *string      `json:"region,omitempty"`
-	Resources  Resources    `json:"resources"`
-	State      SandboxState `json:"state"`
-	Template   *string      `json:"template,omitempty"`
-	TtlSeconds *int64       `json:"ttlSeconds,omitempty"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
+	Reason    *string      `json:"reason,omitempty"`
+	Region    *string      `json:"region,omitempty"`
+	Resources Resources    `json:"resources"`
+	State     SandboxState `json:"state"`
+	Template  *string      `json:"template,omitempty"`
+
+	// TtlSeconds The lifetime settled at create, in seconds once running; 0: no expiry (expiresAt is then absent).
+	TtlSeconds *int64    `json:"ttlSeconds,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // SandboxCreate defines model for SandboxCreate.

@@ -50,9 +50,10 @@ func (s *Server) toSandbox(sb store.Sandbox) Sandbox {
 	for k, v := range sb.Labels {
 		out.Labels[k] = v
 	}
-	if sb.TTLSeconds > 0 {
-		out.TtlSeconds = ptr(sb.TTLSeconds)
-	}
+	// Always said, 0 included: a create's TTL is settled when it is stored (its own,
+	// the profile's, the policy's or 24 hours), so 0 here means no expiry, which an
+	// absent field could not tell from "not known".
+	out.TtlSeconds = ptr(sb.TTLSeconds)
 	if pl := sb.Placement; len(pl.AllowedPools) > 0 || len(pl.Regions) > 0 {
 		out.Placement = &Placement{}
 		if len(pl.AllowedPools) > 0 {

@@ -208,7 +208,7 @@ func TestPatchAndDelete(t *testing.T) {
 		}
 		got = httpapi.Sandbox{}
 		e.do(e.admin, "PATCH", "/v1/sandboxes/"+run.ID, map[string]any{"ttlSeconds": 0}).want(t, http.StatusOK).decode(t, &got)
-		if got.ExpiresAt != nil || got.TtlSeconds != nil || got.Labels["a"] != "1" {
+		if got.ExpiresAt != nil || got.TtlSeconds == nil || *got.TtlSeconds != 0 || got.Labels["a"] != "1" {
 			t.Fatalf("ttl 0: %+v", got)
 		}
 		e.do(e.admin, "PATCH", "/v1/sandboxes/"+queued.Id, map[string]any{"ttlSeconds": 30}).want(t, http.StatusOK).decode(t, &got)

@@ -239,7 +239,7 @@ func TestProfiles(t *testing.T) {
 		e.do(tok, "POST", "/v1/sandboxes", map[string]any{
 			"profile": "ci", "template": "node", "ttlSeconds": 0, "placement": map[string]any{"allowedPools": []string{"nostream"}},
 		}).want(t, http.StatusAccepted).decode(t, &sb)
-		if *sb.Template != "node" || sb.TtlSeconds != nil || (*sb.Placement.AllowedPools)[0] != "nostream" {
+		if *sb.Template != "node" || sb.TtlSeconds == nil || *sb.TtlSeconds != 0 || (*sb.Placement.AllowedPools)[0] != "nostream" {
 			t.Fatalf("request over profile: %+v", sb)
 		}
 		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"profile": "nope"}).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
@@ -250,7 +250,7 @@ func TestProfiles(t *testing.T) {
 			want(t, http.StatusAccepted).decode(t, &forever)
 		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{"fake"}}}).
 			want(t, http.StatusAccepted).decode(t, &plain)
-		if forever.TtlSeconds != nil || plain.TtlSeconds == nil || *plain.TtlSeconds != httpapi.DefaultTTLSeconds {
+		if forever.TtlSeconds == nil || *forever.TtlSeconds != 0 || plain.TtlSeconds == nil || *plain.TtlSeconds != httpapi.DefaultTTLSeconds {
 			t.Fatalf("ttl from a profile of 0: %v; without a profile: %v", forever.TtlSeconds, plain.TtlSeconds)
 		}
 
