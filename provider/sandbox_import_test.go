@@ -372,8 +372,28 @@ func TestImportMarkEndsAfterTwoReads(t *testing.T) {
 // leeway behind: env added later replaces the sandbox instead of being recorded in
 // place and never reaching it.
 func TestAccSandboxImportLeewayEnds(t *testing.T) {
+	r := newImportRig(t)
+	accTest(t, resource.TestCase{
+		CheckDestroy: r.d.sandboxesGone,
+		Steps: []resource.TestStep{
+			r.importStep(),
+			{Config: r.config(""), ConfigPlanChecks: r.expect(plancheck.ResourceActionNoop)},
+			{Config: r.config("env = { TOKEN = \"new\" }"), ConfigPlanChecks: r.expect(plancheck.ResourceActionDestroyBeforeCreate)},
+		},
+	})
+}
+
+// importRig is a sandbox on the fake pool made outside Terraform, to be imported as
+// differently_sandbox.imported.
+type importRig struct {
+	d    *testDaemon
+	addr string
+	id   string
+}
+
+func newImportRig(t *testing.T) importRig {
+	t.Helper()
 	d := startDaemon(t)
-	addr := "differently_sandbox.imported"
 	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
 		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
 		TtlSeconds: ptr(int64(0)),
@@ -381,68 +401,55 @@ func TestAccSandboxImportLeewayEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := func(extra string) string {
-		return d.config(`
+	return importRig{d: d, addr: "differently_sandbox.imported", id: sb.Id}
+}
+
+// config is the resource on the fake pool with extra arguments, and the provider's
+// source, which an import as the first step needs (the testing framework's default
+// namespace is not applied to it).
+func (r importRig) config(extra string) string {
+	return r.configWith("", extra)
+}
+
+// configWith is config with more HCL (an import block, say) before the resource.
+func (r importRig) configWith(before, extra string) string {
+	return r.d.config(`
 terraform {
   required_providers {
     differently = { source = "different-ai/differently" }
   }
 }
-
+` + before + `
 resource "differently_sandbox" "imported" {
   placement = { allowed_pools = ["fake"] }
   ` + extra + `
 }`)
-	}
-	action := func(a plancheck.ResourceActionType) resource.ConfigPlanChecks {
-		return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, a)}}
-	}
-	accTest(t, resource.TestCase{
-		CheckDestroy: d.sandboxesGone,
-		Steps: []resource.TestStep{
-			{Config: cfg(""), ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
-			{Config: cfg(""), ConfigPlanChecks: action(plancheck.ResourceActionNoop)},
-			{Config: cfg("env = { TOKEN = \"new\" }"), ConfigPlanChecks: action(plancheck.ResourceActionDestroyBeforeCreate)},
-		},
-	})
+}
+
+// importStep imports the sandbox with the import command.
+func (r importRig) importStep() resource.TestStep {
+	return resource.TestStep{Config: r.config(""), ResourceName: r.addr, ImportState: true, ImportStateId: r.id, ImportStatePersist: true}
+}
+
+func (r importRig) expect(a plancheck.ResourceActionType) resource.ConfigPlanChecks {
+	return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(r.addr, a)}}
 }
 
 // env_wo_version gets no import leeway: an imported sandbox whose configuration sets
 // it is replaced at the first plan, with an import block as with the import command,
 // so that the env_wo secrets surely reach a sandbox.
 func TestAccSandboxImportWithEnvWOReplaces(t *testing.T) {
-	d := startDaemon(t)
-	addr := "differently_sandbox.imported"
-	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
-		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
-		TtlSeconds: ptr(int64(0)),
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newImportRig(t)
 	accTest(t, resource.TestCase{
-		CheckDestroy: d.sandboxesGone,
+		CheckDestroy: r.d.sandboxesGone,
 		Steps: []resource.TestStep{{
-			Config: d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-
+			Config: r.configWith(`
 import {
   to = differently_sandbox.imported
-  id = "` + sb.Id + `"
+  id = "`+r.id+`"
 }
-
-resource "differently_sandbox" "imported" {
-  placement      = { allowed_pools = ["fake"] }
-  env_wo         = { TOKEN = "wo-token" }
-  env_wo_version = 1
-}`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
-			}},
+`, "env_wo         = { TOKEN = \"wo-token\" }\n  env_wo_version = 1"),
+			ConfigPlanChecks: r.expect(plancheck.ResourceActionDestroyBeforeCreate),
 		}},
 	})
 }

@@ -288,38 +288,14 @@ resource "differently_sandbox" "imported" {
 // The mark lasts until the first update after the import: env added after that
 // replaces the sandbox, as it would for one Terraform created.
 func TestAccSandboxImportMarkEndsWithTheFirstUpdate(t *testing.T) {
-	d := startDaemon(t)
-	addr := "differently_sandbox.imported"
-	sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
-		Placement:  &client.Placement{AllowedPools: &[]string{"fake"}},
-		TtlSeconds: ptr(int64(0)),
-	}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := func(extra string) string {
-		return d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-
-resource "differently_sandbox" "imported" {
-  placement = { allowed_pools = ["fake"] }
-  ` + extra + `
-}`)
-	}
-	action := func(a plancheck.ResourceActionType) resource.ConfigPlanChecks {
-		return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, a)}}
-	}
+	r := newImportRig(t)
 	accTest(t, resource.TestCase{
-		CheckDestroy: d.sandboxesGone,
+		CheckDestroy: r.d.sandboxesGone,
 		Steps: []resource.TestStep{
-			{Config: cfg(""), ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
-			{Config: cfg(`labels = { team = "ci" }`), ConfigPlanChecks: action(plancheck.ResourceActionUpdate)},
-			{Config: cfg(`labels = { team = "ci" }
-  env = { GREETING = "hello" }`), ConfigPlanChecks: action(plancheck.ResourceActionDestroyBeforeCreate)},
+			r.importStep(),
+			{Config: r.config(`labels = { team = "ci" }`), ConfigPlanChecks: r.expect(plancheck.ResourceActionUpdate)},
+			{Config: r.config(`labels = { team = "ci" }
+  env = { GREETING = "hello" }`), ConfigPlanChecks: r.expect(plancheck.ResourceActionDestroyBeforeCreate)},
 		},
 	})
 }
