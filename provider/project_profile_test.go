@@ -479,3 +479,42 @@ resource "differently_sandbox" "s" {
 		}},
 	})
 }
+
+// A resources value set to 0 with a profile is filled in by the profile, field by
+// field, and stays 0 in the state instead of an inconsistent result after apply.
+func TestAccProfileFillsZeroResources(t *testing.T) {
+	d := startDaemon(t)
+	if _, err := d.c.PutProfile(t.Context(), "big", client.ProfileSpec{
+		Resources: &client.Resources{CPU: 2, MemoryMiB: 2048},
+		Placement: &client.Placement{AllowedPools: &[]string{"fake"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	addr := "differently_sandbox.s"
+	var id string
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{{
+			Config: d.config(`
+resource "differently_sandbox" "s" {
+  profile   = "big"
+  resources = { cpu = 0, memory_mib = 512 }
+}`),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				sandboxID(addr, &id),
+				resource.TestCheckResourceAttr(addr, "resources.cpu", "0"),
+				resource.TestCheckResourceAttr(addr, "resources.memory_mib", "512"),
+				func(*terraform.State) error {
+					sb, err := d.c.GetSandbox(context.Background(), id)
+					if err != nil {
+						return err
+					}
+					if sb.Resources.CPU != 2 || sb.Resources.MemoryMiB != 512 {
+						return fmt.Errorf("sandbox resources %+v, want the profile's CPU and the configured memory", sb.Resources)
+					}
+					return nil
+				},
+			),
+		}},
+	})
+}

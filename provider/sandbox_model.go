@@ -100,11 +100,7 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	if !fromProfile || !capabilitiesCovered(ctx, m.Capabilities, sb.Capabilities, diags) {
 		m.Capabilities = stringSet(m.Capabilities, sb.Capabilities)
 	}
-	m.Resources = types.ObjectValueMust(resourcesTypes, map[string]attr.Value{
-		"cpu":        types.Float64Value(sb.Resources.CPU),
-		"memory_mib": types.Int64Value(sb.Resources.MemoryMiB),
-		"disk_gib":   types.Int64Value(sb.Resources.DiskGiB),
-	})
+	m.Resources = sandboxResources(m.Resources, sb.Resources, fromProfile)
 	m.Labels = stringMap(m.Labels, sb.Labels)
 	switch ttl := deref(sb.TtlSeconds); {
 	case fromProfile && m.TTLSeconds.IsNull():
@@ -154,4 +150,32 @@ func capabilitiesCovered(ctx context.Context, prior types.Set, actual []string, 
 		}
 	}
 	return true
+}
+
+// sandboxResources is the resources the daemon reports, except that for a sandbox
+// made from a profile a value the configuration (or the state) holds as 0 stays 0:
+// the profile filled it in, field by field, and what it contributed is not a
+// difference.
+func sandboxResources(had types.Object, got client.Resources, fromProfile bool) types.Object {
+	out := resourcesValue(got)
+	if !fromProfile || had.IsNull() || had.IsUnknown() {
+		return out
+	}
+	vals := out.Attributes()
+	for name, v := range had.Attributes() {
+		if isKnownZero(v) {
+			vals[name] = v
+		}
+	}
+	return types.ObjectValueMust(resourcesTypes, vals)
+}
+
+func isKnownZero(v attr.Value) bool {
+	switch v := v.(type) {
+	case types.Float64:
+		return !v.IsNull() && !v.IsUnknown() && v.ValueFloat64() == 0
+	case types.Int64:
+		return !v.IsNull() && !v.IsUnknown() && v.ValueInt64() == 0
+	}
+	return false
 }
