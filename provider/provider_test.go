@@ -81,6 +81,18 @@ func (d *testDaemon) config(body string) string {
 	return fmt.Sprintf("provider \"differently\" {\n  endpoint = %q\n  token    = %q\n}\n\n%s", d.url, d.token, body)
 }
 
+// importConfig is config with the provider's source said, which a test whose first
+// step is an import needs: the testing framework's default namespace is not applied
+// to it.
+func (d *testDaemon) importConfig(body string) string {
+	return d.config(`terraform {
+  required_providers {
+    differently = { source = "different-ai/differently" }
+  }
+}
+` + body)
+}
+
 // accTest runs an acceptance test case against the provider, served in-process.
 // The suite needs Terraform 1.11 (write-only arguments, ephemeral variables in the
 // examples); an older one fails each test saying so rather than somewhere inside.

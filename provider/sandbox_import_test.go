@@ -169,15 +169,8 @@ func newProfileSandbox(t *testing.T, d *testDaemon) *client.Sandbox {
 }
 
 // importProfileConfig is a sandbox from the import profile with body's arguments.
-// An import as the first step needs the provider's source said.
 func importProfileConfig(d *testDaemon, body string) string {
-	return d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-
+	return d.importConfig(`
 resource "differently_sandbox" "imported" {
   profile = "` + importProfile + `"
   ` + body + `
@@ -292,13 +285,7 @@ func TestAccSandboxImportKeepsTheExpiry(t *testing.T) {
 		t.Fatalf("sandbox %s has no expiry: %+v", sb.Id, sb)
 	}
 	addr := "differently_sandbox.imported"
-	cfg := d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-
+	cfg := d.importConfig(`
 resource "differently_sandbox" "imported" {
   profile     = "` + profile + `"
   ttl_seconds = 86400
@@ -404,22 +391,14 @@ func newImportRig(t *testing.T) importRig {
 	return importRig{d: d, addr: "differently_sandbox.imported", id: sb.Id}
 }
 
-// config is the resource on the fake pool with extra arguments, and the provider's
-// source, which an import as the first step needs (the testing framework's default
-// namespace is not applied to it).
+// config is the resource on the fake pool with extra arguments.
 func (r importRig) config(extra string) string {
 	return r.configWith("", extra)
 }
 
 // configWith is config with more HCL (an import block, say) before the resource.
 func (r importRig) configWith(before, extra string) string {
-	return r.d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-` + before + `
+	return r.d.importConfig(before + `
 resource "differently_sandbox" "imported" {
   placement = { allowed_pools = ["fake"] }
   ` + extra + `

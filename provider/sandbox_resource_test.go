@@ -245,15 +245,7 @@ func TestAccSandboxImportIsNotReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An import as the first step needs the provider's source said: the testing
-	// framework's default namespace is not applied to it.
-	cfg := d.config(`
-terraform {
-  required_providers {
-    differently = { source = "different-ai/differently" }
-  }
-}
-
+	cfg := d.importConfig(`
 resource "differently_sandbox" "imported" {
   placement      = { allowed_pools = ["fake"] }
   env            = { GREETING = "hello" }
