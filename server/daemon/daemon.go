@@ -112,21 +112,19 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		opts.ShutdownGrace = 30 * time.Second
 	}
 	cfg := opts.Config
-	switch {
-	case cfg == nil && opts.Dev:
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	if opts.Config == nil && opts.Dev {
 		// Plain development mode keeps everything in the data directory. A
 		// DIFFERENTLY_DATABASE_URL exported for another purpose (a production
 		// database, say) must not receive the development pools, a new admin token,
 		// or a scheduler that places its sandboxes on devhost's host processes.
-		cfg = config.Default()
 		if opts.Getenv(config.EnvDatabaseURL) != "" {
 			opts.Logger.Warn("development mode without --config uses its own SQLite file; " +
 				config.EnvDatabaseURL + " is ignored (pass --config with database.url to develop on another database)")
 		}
-	case cfg == nil:
-		cfg = config.Default()
-		cfg.ApplyEnv(opts.Getenv)
-	default:
+	} else {
 		cfg.ApplyEnv(opts.Getenv)
 	}
 	// d stays set when New fails (the results are nil then), so that the deferred
