@@ -197,6 +197,16 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
+// apiPool is the stored pool name, or an error when there is none or when it is
+// the config file's, which the API may not change or delete.
+func (s *Server) apiPool(ctx context.Context, name string) (store.Pool, error) {
+	p, err := s.st.GetPool(ctx, name)
+	if err == nil && p.Source == store.PoolFromConfig {
+		return p, store.ConfigPool(name)
+	}
+	return p, err
+}
+
 // updatePool applies change to the stored pool under optimistic concurrency: the write
 // fails with 409 if another writer changed the pool since it was read. A config
 // file's pool is refused with 409 before anything else: the next start would write
@@ -205,10 +215,7 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 // write loses.
 func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string, change func(cur store.Pool) (store.Pool, error)) {
 	ctx := r.Context()
-	cur, err := s.st.GetPool(ctx, name)
-	if err == nil && cur.Source == store.PoolFromConfig {
-		err = store.ConfigPool(name)
-	}
+	cur, err := s.apiPool(ctx, name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -304,11 +311,7 @@ func (s *Server) PatchPool(w http.ResponseWriter, r *http.Request, name string) 
 // for a delete that cannot happen; the store refuses it again under the delete's lock.
 func (s *Server) DeletePool(w http.ResponseWriter, r *http.Request, name string, params DeletePoolParams) {
 	ctx := r.Context()
-	cur, err := s.st.GetPool(ctx, name)
-	if err == nil && cur.Source == store.PoolFromConfig {
-		err = store.ConfigPool(name)
-	}
-	if err != nil {
+	if _, err := s.apiPool(ctx, name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
