@@ -97,11 +97,20 @@ func New(provider, baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// URL resolves a path (with an optional query) against the base URL.
+// URL resolves a path (with an optional query) against the base URL. The path is
+// in its wire form: callers escape each segment they take from elsewhere
+// (url.PathEscape), and it is not escaped again. A path that is not a valid
+// escaping (a bare %) gives a URL that NewRequest refuses.
 func (c *Client) URL(path string, query url.Values) string {
 	u := *c.base
-	u.Path = c.base.Path + path
-	u.RawPath = ""
+	raw := c.base.EscapedPath() + path
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return u.Scheme + "://" + u.Host + raw
+	}
+	// Path and RawPath agree, so String writes RawPath as it is; setting Path
+	// alone would have a segment's %20 sent as %2520.
+	u.Path, u.RawPath = p, raw
 	if len(query) > 0 {
 		u.RawQuery = query.Encode()
 	}

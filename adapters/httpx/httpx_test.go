@@ -184,3 +184,36 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestPathsAreEscapedOnce: callers escape the segments they take from elsewhere, and
+// the client sends them as they are; an escape of its own would turn a ref's %20
+// into %2520 and make the provider answer 404 for a sandbox that exists.
+func TestPathsAreEscapedOnce(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.EscapedPath()
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ base, path, want string }{
+		{srv.URL, "/x/" + url.PathEscape("a b"), "/x/a%20b"},
+		{srv.URL + "/api/", "/snapshots/" + url.PathEscape("my snap:1"), "/api/snapshots/my%20snap:1"},
+		{srv.URL, "/x/" + url.PathEscape("a/b?c#d%e"), "/x/a%2Fb%3Fc%23d%25e"},
+		{srv.URL + "/with%20space", "/x", "/with%20space/x"},
+	} {
+		c, err := httpx.New("prov", tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.JSON(t.Context(), "GET", tc.path, url.Values{"q": {"1"}}, nil, nil); err != nil {
+			t.Errorf("%s: %v", tc.path, err)
+			continue
+		}
+		if p := <-got; p != tc.want {
+			t.Errorf("%s on %s: the server saw %q, want %q", tc.path, tc.base, p, tc.want)
+		}
+	}
+	c, _ := httpx.New("prov", srv.URL)
+	if err := c.JSON(t.Context(), "GET", "/x/50%", nil, nil, nil); api.CodeOf(err) != api.CodeInvalidRequest {
+		t.Errorf("a path that is no valid escaping: %v, want invalid_request", err)
+	}
+}
