@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
@@ -66,12 +67,20 @@ func New(cfg Config, apiKey string, opts ...Option) (*Adapter, error) {
 		// followed so that the key never travels to another host.
 		o.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	c, err := httpx.New(Kind, cfg.APIURL, httpx.WithBearer(apiKey), httpx.WithHTTPClient(o.http))
+	c, err := httpx.New(Kind, cfg.APIURL, httpx.WithBearer(apiKey), httpx.WithHTTPClient(o.http),
+		httpx.WithCapacityMessages(capacityMessages, http.StatusBadRequest, http.StatusForbidden))
 	if err != nil {
 		return nil, err
 	}
 	return &Adapter{cfg: cfg, apiKey: apiKey, api: c, http: o.http, poll: o.poll}, nil
 }
+
+// capacityMessages are how Daytona refuses a create or a start for want of room: an
+// organisation over its CPU, memory or disk quota (403 on current releases, 400 on
+// some older ones: "Total CPU limit exceeded. Maximum allowed: 10.") and no runner
+// free to take the sandbox (400 "No available runners"). Anchored on these phrases,
+// so that a bad snapshot name or a rejected key keeps its own code.
+var capacityMessages = regexp.MustCompile(`(?i)total (cpu|memory|disk|gpu) limit exceeded|no available runners|(sandbox|sandboxes|concurrency) (limit|quota) (exceeded|reached)`)
 
 var (
 	_ adapters.ExecutionAdapter = (*Adapter)(nil)

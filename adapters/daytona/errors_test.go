@@ -44,19 +44,55 @@ func TestStatusMapping(t *testing.T) {
 	}
 }
 
-// 429 on create means no room now: insufficient_capacity, which the scheduler
-// retries without counting the attempt.
-func TestCreateRateLimited(t *testing.T) {
-	a, fake := setup(t, ClassContainer)
-	fake.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method == http.MethodPost && r.URL.Path == "/sandbox" {
-			daytonafake.WriteError(w, http.StatusTooManyRequests, "sandbox quota exceeded")
-			return true
+// No room now is insufficient_capacity, which the scheduler retries without counting
+// the attempt or touching the pool's health, whichever way Daytona says it: a 429, a
+// 400 "No available runners", or an organisation over its quota (a 403 on current
+// releases, a 400 on some older ones). Any other 400 or 403 keeps its own code.
+func TestCreateWithoutRoom(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		msg    string
+		want   api.Code
+	}{
+		{http.StatusTooManyRequests, "ThrottlerException: Too Many Requests", api.CodeInsufficientCapacity},
+		{http.StatusBadRequest, "No available runners", api.CodeInsufficientCapacity},
+		{http.StatusForbidden, "Total memory limit exceeded. Maximum allowed: 10GiB.", api.CodeInsufficientCapacity},
+		{http.StatusBadRequest, "Total disk limit exceeded. Maximum allowed: 30GiB.", api.CodeInsufficientCapacity},
+		{http.StatusBadRequest, "Invalid snapshot name", api.CodeInvalidRequest},
+		{http.StatusForbidden, "Forbidden resource", api.CodeProviderUnavailable},
+	} {
+		a, fake := setup(t, ClassContainer)
+		fake.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method == http.MethodPost && r.URL.Path == "/sandbox" {
+				daytonafake.WriteError(w, tc.status, tc.msg)
+				return true
+			}
+			return false
+		})
+		if _, err := a.Create(t.Context(), request(ids.New("inst"))); !api.IsCode(err, tc.want) {
+			t.Errorf("%d %q: got %v, want %s", tc.status, tc.msg, err, tc.want)
 		}
-		return false
-	})
-	if _, err := a.Create(t.Context(), request(ids.New("inst"))); !api.IsCode(err, api.CodeInsufficientCapacity) {
-		t.Fatalf("got %v, want insufficient_capacity", err)
+	}
+}
+
+// An organisation at its quota: the create over it is insufficient_capacity, with
+// Daytona's words, and once a sandbox is deleted the next one fits.
+func TestCreateOverQuota(t *testing.T) {
+	a, _ := setup(t, ClassContainer, func(f *daytonafake.Server) { f.CPUQuota = 1 })
+	inst := ids.New("inst")
+	first, err := a.Create(t.Context(), request(inst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Create(t.Context(), request(inst))
+	if !api.IsCode(err, api.CodeInsufficientCapacity) || !strings.Contains(err.Error(), "Total CPU limit exceeded") {
+		t.Fatalf("create over the quota: %v, want insufficient_capacity quoting Daytona", err)
+	}
+	if err := a.Delete(t.Context(), first.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create(t.Context(), request(inst)); err != nil {
+		t.Fatalf("create once the quota has room: %v", err)
 	}
 }
 

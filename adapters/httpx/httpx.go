@@ -19,6 +19,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,6 +48,10 @@ type Client struct {
 	authorize func(*http.Request)
 	// redact scrubs the credentials from every error message.
 	redact adapters.Redactor
+	// capacity, when set, recognises the messages by which a provider refuses for
+	// want of room with a status other than 429 (see WithCapacityMessages).
+	capacity         *regexp.Regexp
+	capacityStatuses []int
 }
 
 // Option configures a Client.
@@ -76,6 +82,16 @@ func WithBearer(token string) Option {
 		WithHeader("Authorization", "Bearer "+token)(c)
 		c.redact.Add(token)
 	}
+}
+
+// WithCapacityMessages makes an answer with one of statuses whose message matches re
+// insufficient_capacity instead of what the status alone would give. Some providers
+// refuse for a full account or cluster with a 400 or a 403 (Daytona's "Total CPU
+// limit exceeded", "No available runners"); read by status alone, the first failed
+// the sandbox for good and the second marked the pool's credentials as rejected,
+// where the contract wants a requeue that leaves the pool healthy.
+func WithCapacityMessages(re *regexp.Regexp, statuses ...int) Option {
+	return func(c *Client) { c.capacity, c.capacityStatuses = re, statuses }
 }
 
 // New builds a client for an API rooted at baseURL (http or https).
@@ -194,6 +210,8 @@ func (c *Client) StatusError(status int, body []byte) *api.Error {
 	}
 	var e *api.Error
 	switch {
+	case c.capacity != nil && slices.Contains(c.capacityStatuses, status) && c.capacity.MatchString(msg):
+		e = api.Errorf(api.CodeInsufficientCapacity, "%s: no room: %s", c.Provider, msg)
 	case status == http.StatusNotFound:
 		e = api.Errorf(api.CodeNotFound, "%s: %s", c.Provider, msg)
 	case status == http.StatusTooManyRequests:

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -215,5 +216,45 @@ func TestPathsAreEscapedOnce(t *testing.T) {
 	c, _ := httpx.New("prov", srv.URL)
 	if err := c.JSON(t.Context(), "GET", "/x/50%", nil, nil, nil); api.CodeOf(err) != api.CodeInvalidRequest {
 		t.Errorf("a path that is no valid escaping: %v, want invalid_request", err)
+	}
+}
+
+// TestCapacityMessages: a provider's refusal for want of room under a status other
+// than 429 is insufficient_capacity when the adapter names its messages, and only
+// then; the credential is still scrubbed from what is quoted.
+func TestCapacityMessages(t *testing.T) {
+	re := regexp.MustCompile(`(?i)limit exceeded|no available runners`)
+	tests := []struct {
+		status int
+		body   string
+		code   api.Code
+		want   string
+	}{
+		{403, `{"statusCode":403,"message":"Total CPU limit exceeded. Maximum allowed: 10."}`, api.CodeInsufficientCapacity, "Total CPU limit exceeded"},
+		{400, `{"message":"No available runners"}`, api.CodeInsufficientCapacity, "No available runners"},
+		{403, `{"message":"Total memory limit exceeded for ` + secret + `"}`, api.CodeInsufficientCapacity, "[redacted]"},
+		{403, `{"message":"Forbidden"}`, api.CodeProviderUnavailable, "credentials were rejected"},
+		{400, `{"message":"bad snapshot name"}`, api.CodeInvalidRequest, "bad snapshot name"},
+		// Not one of the statuses named: the status decides.
+		{500, `{"message":"Total CPU limit exceeded"}`, api.CodeProviderUnavailable, "HTTP 500"},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tt.status)
+			w.Write([]byte(tt.body))
+		}))
+		c, err := httpx.New("prov", srv.URL, httpx.WithBearer(secret),
+			httpx.WithCapacityMessages(re, http.StatusBadRequest, http.StatusForbidden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.JSON(t.Context(), "POST", "/sandbox", nil, nil, nil)
+		srv.Close()
+		if api.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%d %s: got %v, want %s containing %q", tt.status, tt.body, err, tt.code, tt.want)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error leaks the credential: %v", err)
+		}
 	}
 }

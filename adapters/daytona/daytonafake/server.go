@@ -34,6 +34,10 @@ type Server struct {
 	// BaseSnapshots are snapshot names create accepts besides those taken from
 	// sandboxes; the empty name (Daytona's default) is always accepted.
 	BaseSnapshots []string
+	// CPUQuota, when positive, is the organisation's CPU limit, each sandbox taking
+	// one CPU until it is destroyed: a create beyond it is refused with 403 "Total
+	// CPU limit exceeded", as Daytona refuses an organisation over its quota.
+	CPUQuota int
 
 	root string
 	mux  *http.ServeMux
@@ -310,6 +314,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusConflict, fmt.Sprintf("sandbox with name %s already exists", body.Name))
 		return
 	}
+	if s.CPUQuota > 0 && s.liveCount() >= s.CPUQuota {
+		WriteError(w, http.StatusForbidden, fmt.Sprintf("Total CPU limit exceeded. Maximum allowed: %d.", s.CPUQuota))
+		return
+	}
 	dir := filepath.Join(s.root, id)
 	var src string
 	if body.Snapshot != "" && !slices.Contains(s.BaseSnapshots, body.Snapshot) {
@@ -341,6 +349,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.sandboxes[id] = sb
 	s.creates++
 	writeJSON(w, http.StatusOK, s.view(r, sb))
+}
+
+// liveCount is how many sandboxes count against the quota. Callers hold mu.
+func (s *Server) liveCount() int {
+	n := 0
+	for _, sb := range s.sandboxes {
+		if !gone(sb.State) {
+			n++
+		}
+	}
+	return n
 }
 
 // lookup finds a sandbox for a route, answering 404 itself. Callers hold mu.
