@@ -70,16 +70,22 @@ func (a *Adapter) Info() adapters.Info {
 	}
 }
 
-// Capabilities declares what Freestyle VMs offer.
+// Capabilities declares what Freestyle VMs offer. Egress control only where the pool
+// closes the firewall: a pool with public egress lets every VM reach anywhere, and a
+// tenant who asked for network.egress-control must not be placed there.
 func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
+	features := []string{
+		adapters.FeatureExec, adapters.FeatureFiles,
+		adapters.FeatureStopStart, adapters.FeaturePersistenceDisk, adapters.FeaturePauseResume,
+		adapters.FeatureSnapshotsMemory, adapters.FeatureSnapshotsDisk, adapters.FeatureFork,
+		adapters.FeaturePortsExpose, adapters.FeatureMicroVM,
+	}
+	if a.cfg.Egress != EgressPublic {
+		features = append(features, adapters.FeatureEgressControl)
+	}
 	return adapters.Capabilities{
-		Features: []string{
-			adapters.FeatureExec, adapters.FeatureFiles,
-			adapters.FeatureStopStart, adapters.FeaturePersistenceDisk, adapters.FeaturePauseResume,
-			adapters.FeatureSnapshotsMemory, adapters.FeatureSnapshotsDisk, adapters.FeatureFork,
-			adapters.FeaturePortsExpose, adapters.FeatureEgressControl, adapters.FeatureMicroVM,
-		},
-		MaxCPU: MaxCPU, MaxMemoryMiB: MaxMemoryMiB, MaxDiskGiB: MaxDiskGiB,
+		Features: features,
+		MaxCPU:   MaxCPU, MaxMemoryMiB: MaxMemoryMiB, MaxDiskGiB: MaxDiskGiB,
 	}, nil
 }
 

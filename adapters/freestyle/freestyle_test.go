@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,20 @@ func TestPublicEgress(t *testing.T) {
 	}
 	if fw := e.fake.VMs()[0].Firewall; len(fw) != 2 || fw[0].Action != "allow" {
 		t.Fatalf("firewall %v, want allow-all", fw)
+	}
+	// Egress control is declared only by a pool that closes the firewall.
+	for egress, want := range map[string]bool{"public": false, "none": true, "": true} {
+		a, err := freestyle.New(freestyle.Config{APIURL: "http://127.0.0.1:1", Egress: egress}, "key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		caps, err := a.Capabilities(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(caps.Features, adapters.FeatureEgressControl); got != want {
+			t.Errorf("egress %q: network.egress-control declared %v, want %v", egress, got, want)
+		}
 	}
 }
 
