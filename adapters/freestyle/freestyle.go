@@ -258,7 +258,9 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 			return adapters.Instance{}, err
 		}
 		if vm.Metadata[MetaSandboxID] != req.ID {
-			return adapters.Instance{}, adapters.InvalidState("freestyle: slug %s belongs to VM %s of another sandbox", slug, vm.ID)
+			// Retrying cannot free the slug, and in Create anything but invalid_request
+			// would mark the pool unhealthy for one sandbox's clash.
+			return adapters.Instance{}, adapters.InvalidRequest("freestyle: slug %s belongs to VM %s of another sandbox", slug, vm.ID)
 		}
 	case api.IsCode(err, api.CodeNotFound) && source != "":
 		return adapters.Instance{}, adapters.InvalidRequest("freestyle: snapshot %q does not exist", source)

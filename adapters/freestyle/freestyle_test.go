@@ -207,8 +207,8 @@ func TestSlugOfAnotherSandbox(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"slug": freestyle.Slug("sbx_mine"), "metadata": map[string]string{"dly-sandbox-id": "sbx_other"},
 		"firewall": map[string]any{"rules": []any{}}})
 	rawPost(t, e, "/v5/vms", body)
-	if _, err := e.a.Create(t.Context(), request("sbx_mine")); !api.IsCode(err, api.CodeInvalidState) {
-		t.Fatalf("create: %v, want invalid_state", err)
+	if _, err := e.a.Create(t.Context(), request("sbx_mine")); !api.IsCode(err, api.CodeInvalidRequest) {
+		t.Fatalf("create: %v, want invalid_request", err)
 	}
 }
 
