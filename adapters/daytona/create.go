@@ -2,6 +2,7 @@ package daytona
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -98,7 +99,10 @@ func (a *Adapter) settle(ctx context.Context, sb sandbox) (adapters.Instance, er
 	if instanceState(sb.State) == adapters.StatePending {
 		var err error
 		sb, err = a.waitFor(ctx, sb.ID, "started", "stopped", "paused", "archived")
-		if err != nil && !api.IsCode(err, api.CodeSandboxFailed) {
+		// An error state is dealt with below; anything else that ended the wait,
+		// a sandbox still creating at the deadline included, is returned as it is,
+		// and the sandbox left for a retry's lookup to find and wait for again.
+		if err != nil && !failed(sb.State) {
 			return adapters.Instance{}, err
 		}
 	}
@@ -119,10 +123,13 @@ func (a *Adapter) reason(sb sandbox) string {
 }
 
 // waitFor polls a sandbox until it reaches one of the wanted states, bounded by ctx.
-// An error state ends the wait with sandbox_failed and the sandbox as last seen.
+// An error state ends the wait with sandbox_failed and the sandbox as last seen, and
+// so does a deadline that passes while Daytona answers that the sandbox is still on
+// its way (httpx.WaitState).
 func (a *Adapter) waitFor(ctx context.Context, id string, want ...string) (sandbox, error) {
 	var last sandbox
-	err := httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
+	still := func() string { return fmt.Sprintf("daytona: sandbox %s was still %s", id, last.State) }
+	err := httpx.WaitState(ctx, a.poll, still, func(ctx context.Context) (bool, error) {
 		sb, err := a.getSandbox(ctx, id)
 		if err != nil {
 			return false, err
@@ -138,8 +145,8 @@ func (a *Adapter) waitFor(ctx context.Context, id string, want ...string) (sandb
 		}
 		return false, nil
 	})
-	if err != nil && ctx.Err() != nil && last.ID != "" {
-		return last, adapters.Unavailable("daytona: sandbox %s still %s when the wait ended: %v", id, last.State, ctx.Err())
+	if err != nil && ctx.Err() != nil && last.ID != "" && !api.IsCode(err, api.CodeSandboxFailed) {
+		return last, adapters.Unavailable("%s when the wait ended: %v", still(), ctx.Err())
 	}
 	return last, err
 }

@@ -129,14 +129,34 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-// Create's wait for the sandbox to start ends with the caller's context.
+// Create's wait for the sandbox to start ends with the caller's context. A deadline
+// passed while Daytona answers "creating" is this sandbox's failure (sandbox_failed,
+// the pool stays healthy); a cancellation (a shutdown) says nothing about the
+// sandbox and stays provider_unavailable.
 func TestCreateWaitBoundedByContext(t *testing.T) {
 	a, _ := setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 }) // never starts
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err := a.Create(ctx, request(ids.New("inst")))
-	if !api.IsCode(err, api.CodeProviderUnavailable) || !strings.Contains(err.Error(), "creating") {
-		t.Fatalf("got %v, want provider_unavailable saying the sandbox is still creating", err)
+	if !api.IsCode(err, api.CodeSandboxFailed) || !strings.Contains(err.Error(), "still creating") {
+		t.Fatalf("got %v, want sandbox_failed saying the sandbox is still creating", err)
+	}
+
+	a, fake := setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 })
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	reads := 0
+	fake.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/sandbox/") {
+			if reads++; reads == 3 {
+				cancel()
+			}
+		}
+		return false
+	})
+	_, err = a.Create(ctx, request(ids.New("inst")))
+	if !api.IsCode(err, api.CodeProviderUnavailable) || !strings.Contains(err.Error(), context.Canceled.Error()) {
+		t.Fatalf("cancelled wait: %v, want provider_unavailable saying it was cancelled", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -312,14 +313,17 @@ func (a *Adapter) grow(ctx context.Context, vm vmData, r adapters.Resources) (bo
 }
 
 // settle polls the VM until it is in want, passing through the states in via. Any
-// other state is invalid_state. The caller's ctx bounds the wait.
+// other state is invalid_state. The caller's ctx bounds the wait; a VM still on its
+// way when it ends is sandbox_failed (httpx.WaitState).
 func (a *Adapter) settle(ctx context.Context, ref, want string, via ...string) (vmData, error) {
 	var vm vmData
-	err := httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
-		var err error
-		if vm, err = a.get(ctx, ref); err != nil {
+	still := func() string { return fmt.Sprintf("freestyle: VM %s was still %s, not %s", ref, vm.State, want) }
+	err := httpx.WaitState(ctx, a.poll, still, func(ctx context.Context) (bool, error) {
+		got, err := a.get(ctx, ref)
+		if err != nil {
 			return false, err
 		}
+		vm = got
 		switch {
 		case vm.State == want:
 			return true, nil

@@ -311,6 +311,26 @@ func Poll(ctx context.Context, interval time.Duration, check func(context.Contex
 	}
 }
 
+// WaitState polls like Poll for a sandbox on its way to a state; what describes where
+// it was, for the message ("daytona: sandbox X was still creating"). When the caller's deadline ends the wait after the provider had
+// answered, the backend is up and this sandbox did not get there in the time it was
+// given: sandbox_failed, which the scheduler retries without taking the pool for down,
+// where provider_unavailable would have had one slow image pull mark the whole pool
+// unhealthy. A wait cancelled (a shutdown) or one whose reads all failed keeps the
+// error it had.
+func WaitState(ctx context.Context, interval time.Duration, what func() string, check func(context.Context) (bool, error)) error {
+	answered := false
+	err := Poll(ctx, interval, func(ctx context.Context) (bool, error) {
+		done, err := check(ctx)
+		answered = answered || err == nil
+		return done, err
+	})
+	if err != nil && answered && api.CodeOf(err) == api.CodeProviderUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return adapters.SandboxFailed("%s when the wait ended: %v", what(), ctx.Err())
+	}
+	return err
+}
+
 // ReadFileBody reads a file download of at most api.MaxFileBytes and closes the
 // body. A larger file is payload_too_large, never a silent cut; name is the file's
 // path for the message.

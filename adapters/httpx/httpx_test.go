@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/adapters/httpx"
 	"github.com/different-ai/differently/api"
@@ -255,6 +256,41 @@ func TestCapacityMessages(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("error leaks the credential: %v", err)
+		}
+	}
+}
+
+// TestWaitState: a deadline that ends a wait while the provider answers "not yet" is
+// the sandbox's failure; a cancellation, or a wait whose reads fail, is not.
+func TestWaitState(t *testing.T) {
+	still := func() string { return "prov: sandbox x was still pending" }
+	expired := func() context.Context {
+		ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+		t.Cleanup(cancel)
+		return ctx
+	}
+	cancelled := func() context.Context {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		return ctx
+	}
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		reads error
+		want  api.Code
+		text  string
+	}{
+		{"deadline while answered", expired(), nil, api.CodeSandboxFailed, "still pending when the wait ended"},
+		{"cancelled while answered", cancelled(), nil, api.CodeProviderUnavailable, "gave up waiting"},
+		{"reads fail", expired(), api.Errorf(api.CodeProviderUnavailable, "down"), api.CodeProviderUnavailable, "down"},
+		{"sandbox failed", expired(), api.Errorf(api.CodeSandboxFailed, "image pull"), api.CodeSandboxFailed, "image pull"},
+	} {
+		err := httpx.WaitState(tc.ctx, time.Millisecond, still, func(context.Context) (bool, error) {
+			return false, tc.reads
+		})
+		if api.CodeOf(err) != tc.want || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: got %v, want %s containing %q", tc.name, err, tc.want, tc.text)
 		}
 	}
 }

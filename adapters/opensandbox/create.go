@@ -202,10 +202,13 @@ func (a *Adapter) getSnapshot(ctx context.Context, ref string) (snapshotWire, er
 }
 
 // waitRunning polls until the sandbox runs. Failed is this sandbox's failure
-// (sandbox_failed); a sandbox that disappears meanwhile failed too.
+// (sandbox_failed); a sandbox that disappears meanwhile failed too, and so did one
+// still on its way when the caller's deadline passed (httpx.WaitState).
 func (a *Adapter) waitRunning(ctx context.Context, ref string) (adapters.Instance, error) {
 	var inst adapters.Instance
-	err := httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
+	last := "unseen"
+	still := func() string { return fmt.Sprintf("opensandbox: sandbox %s was still %s", ref, last) }
+	err := httpx.WaitState(ctx, a.poll, still, func(ctx context.Context) (bool, error) {
 		var sb sandbox
 		if err := a.api.JSON(ctx, http.MethodGet, "/sandboxes/"+url.PathEscape(ref), nil, nil, &sb); err != nil {
 			if api.IsCode(err, api.CodeNotFound) {
@@ -213,6 +216,7 @@ func (a *Adapter) waitRunning(ctx context.Context, ref string) (adapters.Instanc
 			}
 			return false, err
 		}
+		last = sb.Status.State
 		switch sb.Status.State {
 		case "Running":
 			inst = a.instance(sb)
