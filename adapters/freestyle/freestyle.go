@@ -362,10 +362,13 @@ func (a *Adapter) Get(ctx context.Context, ref string) (adapters.Instance, error
 	return vm.instance(), nil
 }
 
-// Delete removes the VM; a missing one is a success.
+// Delete removes the VM's public routes, then the VM; a missing VM is a success.
 func (a *Adapter) Delete(ctx context.Context, ref string) error {
 	if !validRef(ref) {
 		return nil // no VM can have this ref
+	}
+	if err := a.deleteTLSRules(ctx, ref); err != nil {
+		return err
 	}
 	err := a.c.JSON(ctx, http.MethodDelete, vmPath(ref), nil, nil, nil)
 	if api.IsCode(err, api.CodeNotFound) {

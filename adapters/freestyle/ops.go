@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
@@ -150,6 +152,7 @@ func (a *Adapter) DeleteSnapshot(ctx context.Context, snapshotRef string) error 
 }
 
 type tlsRule struct {
+	ID     string `json:"id,omitempty"`
 	Action string `json:"action"`
 	Domain string `json:"domain"`
 	Source struct {
@@ -163,8 +166,10 @@ type tlsRule struct {
 
 // ExposePort routes https://<port>-<slug>.<domain> to the guest port with a public
 // TLS rule. Anyone who has the URL can connect: Freestyle's rule has no
-// authentication. A 409 means the rule for that hostname exists already, and the
-// hostname names this VM's slug, so the URL is returned again.
+// authentication. A 409 means a rule for that hostname exists already: the URL is
+// returned again only when that rule is this VM's and this port's, since a rule
+// left behind by an earlier VM of the same slug would send the caller's traffic
+// somewhere else.
 func (a *Adapter) ExposePort(ctx context.Context, ref string, port int) (string, error) {
 	if port < 1 || port > 65535 {
 		return "", adapters.InvalidRequest("freestyle: port %d is not 1-65535", port)
@@ -181,10 +186,51 @@ func (a *Adapter) ExposePort(ctx context.Context, ref string, port int) (string,
 	rule.Source.Public = true
 	rule.Destination.VMID, rule.Destination.Port = vm.ID, port
 	err = a.c.JSON(ctx, http.MethodPost, "/v5/tls", nil, rule, nil)
-	if err != nil && !api.IsCode(err, api.CodeInvalidState) {
+	if api.IsCode(err, api.CodeInvalidState) {
+		rules, lerr := a.tlsRules(ctx, vm.ID)
+		if lerr != nil {
+			return "", lerr
+		}
+		if !slices.ContainsFunc(rules, func(r tlsRule) bool { return r.Domain == rule.Domain && r.Destination.Port == port }) {
+			return "", adapters.InvalidState("freestyle: %s is routed by a rule that is not this VM's port %d", rule.Domain, port)
+		}
+		err = nil
+	}
+	if err != nil {
 		return "", err
 	}
 	return "https://" + rule.Domain + "/", nil
+}
+
+// tlsRules lists the TLS rules that route to a VM.
+func (a *Adapter) tlsRules(ctx context.Context, vmID string) ([]tlsRule, error) {
+	var out struct {
+		Rules []tlsRule `json:"rules"`
+	}
+	err := a.c.JSON(ctx, http.MethodGet, "/v5/tls", url.Values{"vmId": {vmID}}, nil, &out)
+	// The filter is the provider's; checked again so that a rule of another VM is
+	// never taken for this one's.
+	return slices.DeleteFunc(out.Rules, func(r tlsRule) bool { return r.Destination.VMID != vmID }), err
+}
+
+// deleteTLSRules removes the public routes to a VM before the VM goes: the notes do
+// not say that Freestyle removes them itself, and a route left behind would keep a
+// hostname that names the sandbox pointing at whatever gets the VM's address next.
+func (a *Adapter) deleteTLSRules(ctx context.Context, vmID string) error {
+	rules, err := a.tlsRules(ctx, vmID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if r.ID == "" || !validRef(r.ID) {
+			continue
+		}
+		err := a.c.JSON(ctx, http.MethodDelete, "/v5/tls/"+url.PathEscape(r.ID), nil, nil, nil)
+		if err != nil && !api.IsCode(err, api.CodeNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // RenewTTL moves Freestyle's expiry with PATCH /v5/vms/{id} {ttlSeconds}. The notes

@@ -1,6 +1,7 @@
 package freestyle_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/different-ai/differently/adapters"
@@ -27,6 +28,56 @@ func TestExposePort(t *testing.T) {
 	}
 	if _, err := e.a.ExposePort(t.Context(), inst.Ref, 70000); !api.IsCode(err, api.CodeInvalidRequest) {
 		t.Fatalf("port 70000: %v", err)
+	}
+}
+
+// TestExposePortMeetsAnotherRule: a rule for the hostname that routes to another VM
+// (left behind by an earlier VM of the same slug) is not taken for this VM's: the
+// caller would be handed a URL that reaches somebody else's machine.
+func TestExposePortMeetsAnotherRule(t *testing.T) {
+	e := newEnv(t, freestyle.Config{Domain: "example.test"})
+	other, err := e.a.Create(t.Context(), request("sbx_other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"action": "allow", "domain": "8080-" + freestyle.Slug("sbx_mine") + ".example.test",
+		"source": map[string]any{"public": true}, "destination": map[string]any{"vmId": other.Ref, "port": 8080}})
+	rawPost(t, e, "/v5/tls", body)
+	mine, err := e.a.Create(t.Context(), request("sbx_mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if url, err := e.a.ExposePort(t.Context(), mine.Ref, 8080); !api.IsCode(err, api.CodeInvalidState) {
+		t.Fatalf("expose over another VM's rule: %q, %v; want invalid_state", url, err)
+	}
+}
+
+// TestDeleteRemovesRoutes: a VM's public routes go before the VM, whether or not
+// Freestyle would have removed them itself.
+func TestDeleteRemovesRoutes(t *testing.T) {
+	e := newEnv(t, freestyle.Config{Domain: "example.test"})
+	e.fake.KeepTLSRules = true
+	keep, err := e.a.Create(t.Context(), request("sbx_keep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := e.a.Create(t.Context(), request("sbx_gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{keep.Ref, gone.Ref} {
+		for _, port := range []int{8080, 9090} {
+			if _, err := e.a.ExposePort(t.Context(), ref, port); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.a.Delete(t.Context(), gone.Ref); err != nil {
+		t.Fatal(err)
+	}
+	rules := e.fake.TLSRules()
+	if len(rules) != 2 || rules[0].Destination.VMID != keep.Ref || rules[1].Destination.VMID != keep.Ref {
+		t.Fatalf("rules after deleting %s: %+v, want only %s's two", gone.Ref, rules, keep.Ref)
 	}
 }
 

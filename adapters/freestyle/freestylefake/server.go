@@ -19,6 +19,8 @@
 //     endpoints, are mapped into the VM's directory, so two VMs never share files.
 //     A timeout answers statusCode null. A command that mentions poweroff is never
 //     run: the VM becomes stopped instead.
+//   - TLS rules are listed by vmId and deleted by id; a VM's rules go with it unless
+//     KeepTLSRules is set.
 //   - Snapshots copy the VM's directory; a VM created from one starts with a copy.
 //
 // SetIntercept lets a test answer a request itself (a 429, a 5xx, a hang, a lost
@@ -40,7 +42,10 @@ import (
 // Server is the fake API. Use New, then serve it with httptest.NewServer(s).
 type Server struct {
 	APIKey string
-	root   string
+	// KeepTLSRules keeps a VM's TLS rules when the VM is deleted. The notes do not
+	// say whether Freestyle removes them, so the adapter must not rely on it.
+	KeepTLSRules bool
+	root         string
 
 	mu        sync.Mutex
 	intercept func(http.ResponseWriter, *http.Request) bool
@@ -135,6 +140,7 @@ func New(apiKey string) (*Server, error) {
 	m.HandleFunc("DELETE /v5/snapshots/{id}", s.deleteSnapshot)
 	m.HandleFunc("POST /v5/tls", s.createTLS)
 	m.HandleFunc("GET /v5/tls", s.listTLS)
+	m.HandleFunc("DELETE /v5/tls/{id}", s.deleteTLS)
 	s.mux = m
 	return s, nil
 }

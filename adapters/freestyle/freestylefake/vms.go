@@ -183,7 +183,7 @@ func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request) {
 	delete(s.vms, vm.ID)
 	delete(s.slugs, vm.Slug)
 	for id, rule := range s.tls {
-		if rule.Destination.VMID == vm.ID {
+		if rule.Destination.VMID == vm.ID && !s.KeepTLSRules {
 			delete(s.tls, id)
 		}
 	}
@@ -321,6 +321,18 @@ func (s *Server) createTLS(w http.ResponseWriter, r *http.Request) {
 	rule.ID = s.nextID("tls")
 	s.tls[rule.ID] = rule
 	writeJSON(w, http.StatusOK, rule)
+}
+
+func (s *Server) deleteTLS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := r.PathValue("id")
+	if _, ok := s.tls[id]; !ok {
+		writeErr(w, http.StatusNotFound, "TLS_RULE_NOT_FOUND", "rule not found")
+		return
+	}
+	delete(s.tls, id)
+	writeJSON(w, http.StatusOK, map[string]string{"id": id})
 }
 
 func (s *Server) listTLS(w http.ResponseWriter, r *http.Request) {
