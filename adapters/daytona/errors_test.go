@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/daytona/daytonafake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
@@ -167,5 +168,49 @@ func TestDeleteMissingAndGetDeleted(t *testing.T) {
 	}
 	if _, err := a.Get(t.Context(), "dtn999999"); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("get of a missing sandbox: %v", err)
+	}
+}
+
+// A snapshot whose request or wait fails is removed: its name was never returned, so
+// nothing else would ever delete it, and Daytona keeps (and bills) it.
+func TestFailedSnapshotIsRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fault answers a request itself, or returns false to let the fake answer.
+		fault func(w http.ResponseWriter, r *http.Request, fake *daytonafake.Server, cancel func()) bool
+	}{
+		{"answer lost", func(w http.ResponseWriter, r *http.Request, fake *daytonafake.Server, _ func()) bool {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/snapshot") {
+				return false
+			}
+			fake.SetIntercept(nil)
+			fake.ServeHTTP(httptest.NewRecorder(), r)
+			w.WriteHeader(http.StatusBadGateway)
+			return true
+		}},
+		{"wait cancelled", func(w http.ResponseWriter, r *http.Request, _ *daytonafake.Server, cancel func()) bool {
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/snapshots/") {
+				cancel()
+			}
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, fake := setup(t, ClassContainer)
+			inst, err := a.Create(t.Context(), request(ids.New("inst")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			fake.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool { return tc.fault(w, r, fake, cancel) })
+			if _, err := a.Snapshot(ctx, inst.Ref, adapters.SnapshotDisk); err == nil {
+				t.Fatal("the snapshot succeeded")
+			}
+			fake.SetIntercept(nil)
+			if left := fake.Snapshots(); len(left) != 0 {
+				t.Fatalf("snapshots left behind: %v", left)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/httpx"
@@ -92,13 +93,32 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 		return adapters.Snapshot{}, adapters.InvalidState("daytona: a memory snapshot needs a started sandbox; %s is %s", ref, sb.State)
 	}
 	name := ids.New("dly-snap")
+	if err := a.snapshot(ctx, ref, sb, name, memory); err != nil {
+		// Nobody will ever hear of this name, so a snapshot made under it would be
+		// kept, and billed, for ever: removed on the way out, whether the request's
+		// answer was lost, the snapshot failed, or the wait ran out of time.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = a.DeleteSnapshot(cctx, name)
+		return adapters.Snapshot{}, err
+	}
+	out := adapters.Snapshot{Ref: name, Kind: adapters.SnapshotDisk}
+	if memory {
+		out.Kind = adapters.SnapshotMemory
+	}
+	return out, nil
+}
+
+// snapshot takes the snapshot name of sb and waits for it to turn active and for the
+// sandbox to return to the state it was in.
+func (a *Adapter) snapshot(ctx context.Context, ref string, sb sandbox, name string, memory bool) error {
 	body := snapshotBody{Name: name, IncludeMemory: memory}
 	if err := a.api.JSON(ctx, http.MethodPost, "/sandbox/"+url.PathEscape(sb.ID)+"/snapshot", nil, body, nil); err != nil {
-		return adapters.Snapshot{}, err
+		return err
 	}
 	// Snapshotting is asynchronous: the snapshot turns active, and the sandbox returns
 	// to the state it was in.
-	err = httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
+	err := httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
 		s, err := a.getSnapshot(ctx, name)
 		switch {
 		case api.IsCode(err, api.CodeNotFound):
@@ -117,17 +137,14 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 		return false, nil
 	})
 	if err != nil {
-		return adapters.Snapshot{}, err
+		return err
 	}
-	if _, err := a.waitFor(ctx, sb.ID, sb.State); err != nil {
-		return adapters.Snapshot{}, err
-	}
-	out := adapters.Snapshot{Ref: name, Kind: adapters.SnapshotDisk}
-	if memory {
-		out.Kind = adapters.SnapshotMemory
-	}
-	return out, nil
+	_, err = a.waitFor(ctx, sb.ID, sb.State)
+	return err
 }
+
+// cleanupTimeout bounds the removal of what a failed operation left behind.
+const cleanupTimeout = 30 * time.Second
 
 // DeleteSnapshot removes a snapshot by name. Daytona deletes by ID, so the name is
 // resolved first; a missing snapshot is success.

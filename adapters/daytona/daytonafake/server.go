@@ -148,6 +148,18 @@ func (s *Server) Sandbox(idOrName string) (SandboxView, bool) {
 		TTLMinutes: sb.TTLMinutes, PreviewSeconds: sb.PreviewSeconds}, true
 }
 
+// Snapshots returns the names of the snapshots that exist.
+func (s *Server) Snapshots() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, snap := range s.snapshots {
+		out = append(out, snap.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Count returns how many sandboxes exist that are not deleted or being deleted.
 func (s *Server) Count() int {
 	s.mu.Lock()
