@@ -284,6 +284,22 @@ func (r *leakRig) refresh() {
 	}
 }
 
+// healthy probes until pool is healthy again. A probe has 300 ms, which a loaded
+// machine running the race detector sometimes misses; a pool left unhealthy would
+// keep the next create queued, and the sweep would report that instead of what it
+// checks.
+func (r *leakRig) healthy(pool string) {
+	r.t.Helper()
+	for range 5 {
+		r.refresh()
+		if v, ok := r.manager.View(pool); ok && v.Healthy {
+			return
+		}
+	}
+	v, _ := r.manager.View(pool)
+	r.t.Fatalf("pool %s stays unhealthy with its backend answering: %v", pool, v.LastError)
+}
+
 // running creates a sandbox on pool through the API and provisions it.
 func (r *leakRig) running(pool string) httpapi.Sandbox {
 	r.t.Helper()
@@ -329,7 +345,7 @@ func (r *leakRig) sweep(b *faultyBackend, spec map[string]any) {
 	for _, mode := range failureModes {
 		// A create placed while the pool is healthy, whose Create then fails.
 		b.set(modeOK)
-		r.refresh()
+		r.healthy(b.name)
 		var victim httpapi.Sandbox
 		r.do(r.project, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{b.name}}}).
 			want(t, http.StatusAccepted).decode(t, &victim)
