@@ -546,6 +546,9 @@ type SandboxID = string
 // ErrorResponse defines model for ErrorResponse.
 type ErrorResponse = ErrorEnvelope
 
+// OtherError defines model for OtherError.
+type OtherError = ErrorEnvelope
+
 // PolicyResponse defines model for PolicyResponse.
 type PolicyResponse = Policy
 
@@ -560,6 +563,9 @@ type ProjectResponse = Project
 
 // SandboxResponse defines model for SandboxResponse.
 type SandboxResponse = Sandbox
+
+// SandboxWaitResponse defines model for SandboxWaitResponse.
+type SandboxWaitResponse = Sandbox
 
 // SnapshotResponse defines model for SnapshotResponse.
 type SnapshotResponse = Snapshot
@@ -3723,6 +3729,7 @@ type GetPolicyResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *PolicyResponse
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3748,6 +3755,7 @@ type PutPolicyResponse struct {
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3771,6 +3779,7 @@ type ListPoolsResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *PoolList
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3797,6 +3806,7 @@ type CreatePoolResponse struct {
 	JSON403      *ErrorResponse
 	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3821,6 +3831,7 @@ type DeletePoolResponse struct {
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3845,6 +3856,7 @@ type GetPoolResponse struct {
 	JSON200      *PoolResponse
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3872,6 +3884,7 @@ type PatchPoolResponse struct {
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3899,6 +3912,7 @@ type PutPoolResponse struct {
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3922,6 +3936,7 @@ type ListProfilesResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *ProfileList
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3945,6 +3960,7 @@ type DeleteProfileResponse struct {
 	HTTPResponse *http.Response
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3969,6 +3985,7 @@ type GetProfileResponse struct {
 	JSON200      *ProfileResponse
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -3994,6 +4011,7 @@ type PutProfileResponse struct {
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4017,6 +4035,7 @@ type ListProjectsResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *ProjectList
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4041,6 +4060,7 @@ type DeleteProjectResponse struct {
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4065,6 +4085,7 @@ type GetProjectResponse struct {
 	JSON200      *ProjectResponse
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4090,6 +4111,7 @@ type PutProjectResponse struct {
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4114,6 +4136,8 @@ type ReconcileNowResponse struct {
 	JSON200      *ReconcileReport
 	JSON403      *ErrorResponse
 	JSON409      *ErrorEnvelope
+	JSON503      *ErrorEnvelope
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4137,6 +4161,7 @@ type ListTokensResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *TokenList
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4162,6 +4187,7 @@ type CreateTokenResponse struct {
 	JSON400      *ErrorResponse
 	JSON403      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4185,6 +4211,7 @@ type DeleteTokenResponse struct {
 	HTTPResponse *http.Response
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4208,6 +4235,7 @@ type GetTrustReportResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *TrustReport
 	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4232,6 +4260,7 @@ type ListSandboxesResponse struct {
 	JSON200      *SandboxList
 	JSON400      *ErrorResponse
 	JSON401      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4253,8 +4282,8 @@ func (r ListSandboxesResponse) StatusCode() int {
 type CreateSandboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	JSON200      *SandboxResponse
-	JSON202      *SandboxResponse
+	JSON200      *SandboxWaitResponse
+	JSON202      *SandboxWaitResponse
 	JSON400      *ErrorResponse
 	JSON401      *ErrorResponse
 	JSON403      *ErrorResponse
@@ -4263,6 +4292,7 @@ type CreateSandboxResponse struct {
 	JSON422      *ErrorResponse
 	JSON429      *ErrorEnvelope
 	JSON503      *ErrorEnvelope
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4284,9 +4314,10 @@ func (r CreateSandboxResponse) StatusCode() int {
 type DeleteSandboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	JSON202      *SandboxResponse
+	JSON202      *SandboxWaitResponse
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4310,6 +4341,7 @@ type GetSandboxResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *SandboxResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4336,6 +4368,7 @@ type PatchSandboxResponse struct {
 	JSON404      *ErrorResponse
 	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4363,6 +4396,7 @@ type ExecSandboxResponse struct {
 	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4387,7 +4421,10 @@ type ListSandboxFilesResponse struct {
 	JSON200      *FileList
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSON409      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4409,9 +4446,13 @@ func (r ListSandboxFilesResponse) StatusCode() int {
 type ReadSandboxFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4435,8 +4476,11 @@ type WriteSandboxFileResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
+	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4466,6 +4510,7 @@ type ForkSandboxResponse struct {
 	JSON429      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4492,6 +4537,7 @@ type PauseSandboxResponse struct {
 	JSON409      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4516,9 +4562,11 @@ type ExposeSandboxPortResponse struct {
 	JSON200      *PortResponse
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSON409      *ErrorResponse
 	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4545,6 +4593,7 @@ type ResumeSandboxResponse struct {
 	JSON409      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4568,6 +4617,7 @@ type ListSnapshotsResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *SnapshotList
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4596,6 +4646,7 @@ type CreateSnapshotResponse struct {
 	JSON413      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4622,6 +4673,7 @@ type StartSandboxResponse struct {
 	JSON409      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4648,6 +4700,7 @@ type StopSandboxResponse struct {
 	JSON409      *ErrorResponse
 	JSON501      *ErrorResponse
 	JSON503      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4672,6 +4725,7 @@ type WaitSandboxResponse struct {
 	JSON200      *SandboxResponse
 	JSON400      *ErrorResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4694,6 +4748,9 @@ type DeleteSnapshotResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON404      *ErrorResponse
+	JSON501      *ErrorResponse
+	JSON503      *ErrorEnvelope
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -4717,6 +4774,7 @@ type GetSnapshotResponse struct {
 	HTTPResponse *http.Response
 	JSON200      *SnapshotResponse
 	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
 }
 
 // Status returns HTTPResponse.Status
@@ -5338,6 +5396,13 @@ func ParseGetPolicyResponse(rsp *http.Response) (*GetPolicyResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5385,6 +5450,13 @@ func ParsePutPolicyResponse(rsp *http.Response) (*PutPolicyResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5417,6 +5489,13 @@ func ParseListPoolsResponse(rsp *http.Response) (*ListPoolsResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5472,6 +5551,13 @@ func ParseCreatePoolResponse(rsp *http.Response) (*CreatePoolResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5512,6 +5598,13 @@ func ParseDeletePoolResponse(rsp *http.Response) (*DeletePoolResponse, error) {
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5551,6 +5644,13 @@ func ParseGetPoolResponse(rsp *http.Response) (*GetPoolResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5613,6 +5713,13 @@ func ParsePatchPoolResponse(rsp *http.Response) (*PatchPoolResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5674,6 +5781,13 @@ func ParsePutPoolResponse(rsp *http.Response) (*PutPoolResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5707,6 +5821,13 @@ func ParseListProfilesResponse(rsp *http.Response) (*ListProfilesResponse, error
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5739,6 +5860,13 @@ func ParseDeleteProfileResponse(rsp *http.Response) (*DeleteProfileResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5779,6 +5907,13 @@ func ParseGetProfileResponse(rsp *http.Response) (*GetProfileResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5827,6 +5962,13 @@ func ParsePutProfileResponse(rsp *http.Response) (*PutProfileResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5859,6 +6001,13 @@ func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5900,6 +6049,13 @@ func ParseDeleteProjectResponse(rsp *http.Response) (*DeleteProjectResponse, err
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -5939,6 +6095,13 @@ func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -5987,6 +6150,13 @@ func ParsePutProjectResponse(rsp *http.Response) (*PutProjectResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6027,6 +6197,20 @@ func ParseReconcileNowResponse(rsp *http.Response) (*ReconcileNowResponse, error
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6059,6 +6243,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6107,6 +6298,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6140,6 +6338,13 @@ func ParseDeleteTokenResponse(rsp *http.Response) (*DeleteTokenResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6172,6 +6377,13 @@ func ParseGetTrustReportResponse(rsp *http.Response) (*GetTrustReportResponse, e
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6213,6 +6425,13 @@ func ParseListSandboxesResponse(rsp *http.Response) (*ListSandboxesResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6233,14 +6452,14 @@ func ParseCreateSandboxResponse(rsp *http.Response) (*CreateSandboxResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest SandboxResponse
+		var dest SandboxWaitResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest SandboxResponse
+		var dest SandboxWaitResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6302,6 +6521,13 @@ func ParseCreateSandboxResponse(rsp *http.Response) (*CreateSandboxResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6322,7 +6548,7 @@ func ParseDeleteSandboxResponse(rsp *http.Response) (*DeleteSandboxResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest SandboxResponse
+		var dest SandboxWaitResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6341,6 +6567,13 @@ func ParseDeleteSandboxResponse(rsp *http.Response) (*DeleteSandboxResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6374,6 +6607,13 @@ func ParseGetSandboxResponse(rsp *http.Response) (*GetSandboxResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6428,6 +6668,13 @@ func ParsePatchSandboxResponse(rsp *http.Response) (*PatchSandboxResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6490,6 +6737,13 @@ func ParseExecSandboxResponse(rsp *http.Response) (*ExecSandboxResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	case rsp.StatusCode == 200:
 		// Content-type (application/x-ndjson) unsupported
 
@@ -6533,12 +6787,33 @@ func ParseListSandboxFilesResponse(rsp *http.Response) (*ListSandboxFilesRespons
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6559,12 +6834,26 @@ func ParseReadSandboxFileResponse(rsp *http.Response) (*ReadSandboxFileResponse,
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
@@ -6579,6 +6868,20 @@ func ParseReadSandboxFileResponse(rsp *http.Response) (*ReadSandboxFileResponse,
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6613,6 +6916,13 @@ func ParseWriteSandboxFileResponse(rsp *http.Response) (*WriteSandboxFileRespons
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6626,6 +6936,20 @@ func ParseWriteSandboxFileResponse(rsp *http.Response) (*WriteSandboxFileRespons
 			return nil, err
 		}
 		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6702,6 +7026,13 @@ func ParseForkSandboxResponse(rsp *http.Response) (*ForkSandboxResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6756,6 +7087,13 @@ func ParsePauseSandboxResponse(rsp *http.Response) (*PauseSandboxResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6796,6 +7134,13 @@ func ParseExposeSandboxPortResponse(rsp *http.Response) (*ExposeSandboxPortRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6816,6 +7161,13 @@ func ParseExposeSandboxPortResponse(rsp *http.Response) (*ExposeSandboxPortRespo
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6871,6 +7223,13 @@ func ParseResumeSandboxResponse(rsp *http.Response) (*ResumeSandboxResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -6903,6 +7262,13 @@ func ParseListSnapshotsResponse(rsp *http.Response) (*ListSnapshotsResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -6972,6 +7338,13 @@ func ParseCreateSnapshotResponse(rsp *http.Response) (*CreateSnapshotResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -7025,6 +7398,13 @@ func ParseStartSandboxResponse(rsp *http.Response) (*StartSandboxResponse, error
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -7080,6 +7460,13 @@ func ParseStopSandboxResponse(rsp *http.Response) (*StopSandboxResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -7120,6 +7507,13 @@ func ParseWaitSandboxResponse(rsp *http.Response) (*WaitSandboxResponse, error) 
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	return response, nil
@@ -7145,6 +7539,27 @@ func ParseDeleteSnapshotResponse(rsp *http.Response) (*DeleteSnapshotResponse, e
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
@@ -7178,6 +7593,13 @@ func ParseGetSnapshotResponse(rsp *http.Response) (*GetSnapshotResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
 
 	}
 
