@@ -7,7 +7,9 @@
 // insufficient_capacity, 409 invalid_state, 400 and 422 invalid_request, 401 and 403
 // provider_unavailable ("credentials were rejected", never echoing the key), and every
 // other status or transport failure provider_unavailable. Adapters refine it where a
-// provider means something else by a status (a 409 on create that means "exists").
+// provider means something else by a status (a 409 on create that means "exists"), or
+// name the messages by which it says "no room" under a status other than 429
+// (WithCapacityMessages).
 package httpx
 
 import (
@@ -312,9 +314,11 @@ func Poll(ctx context.Context, interval time.Duration, check func(context.Contex
 }
 
 // WaitState polls like Poll for a sandbox on its way to a state; what describes where
-// it was, for the message ("daytona: sandbox X was still creating"). When the caller's deadline ends the wait after the provider had
-// answered, the backend is up and this sandbox did not get there in the time it was
-// given: sandbox_failed, which the scheduler retries without taking the pool for down,
+// it was, for the message ("daytona: sandbox X was still creating").
+//
+// When the caller's deadline ends the wait after the provider had answered, the
+// backend is up and this sandbox did not get there in the time it was given:
+// sandbox_failed, which the scheduler retries without taking the pool for down,
 // where provider_unavailable would have had one slow image pull mark the whole pool
 // unhealthy. A wait cancelled (a shutdown) or one whose reads all failed keeps the
 // error it had.
