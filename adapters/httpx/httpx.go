@@ -54,6 +54,8 @@ type Client struct {
 	// want of room with a status other than 429 (see WithCapacityMessages).
 	capacity         *regexp.Regexp
 	capacityStatuses []int
+	// maxJSON bounds a JSON answer read whole (MaxJSONBody unless set).
+	maxJSON int64
 }
 
 // Option configures a Client.
@@ -63,6 +65,10 @@ type Option func(*Client)
 // bounded by their context; redirects are not followed, so credentials never go
 // elsewhere).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithMaxJSONBody bounds the JSON answers read whole (MaxJSONBody by default).
+// Tests lower it to go over it with little data.
+func WithMaxJSONBody(n int64) Option { return func(c *Client) { c.maxJSON = n } }
 
 // WithHeader sends a header on every request; its value is treated as a secret.
 func WithHeader(name, value string) Option {
@@ -105,7 +111,7 @@ func New(provider, baseURL string, opts ...Option) (*Client, error) {
 	if u.User != nil {
 		return nil, adapters.InvalidRequest("%s: apiURL must not hold credentials", provider)
 	}
-	c := &Client{Provider: provider, base: u}
+	c := &Client{Provider: provider, base: u, maxJSON: MaxJSONBody}
 	for _, o := range opts {
 		o(c)
 	}
@@ -165,33 +171,17 @@ func (c *Client) Send(req *http.Request) (*http.Response, error) {
 // JSON sends in (when not nil) as a JSON body and decodes a 2xx answer into out (when
 // not nil). An empty answer leaves out untouched.
 func (c *Client) JSON(ctx context.Context, method, path string, query url.Values, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("%s: encode request: %w", c.Provider, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := c.NewRequest(ctx, method, path, query, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Send(req)
+	resp, err := c.sendJSON(ctx, method, path, query, in)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxJSONBody+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxJSON+1))
 	if err != nil {
 		return c.TransportError(err)
 	}
-	if len(data) > MaxJSONBody {
-		return adapters.Unavailable("%s: answer to %s %s is over %d MiB", c.Provider, method, path, MaxJSONBody>>20)
+	if int64(len(data)) > c.maxJSON {
+		return adapters.Unavailable("%s: answer to %s %s is over %d MiB", c.Provider, method, path, c.maxJSON>>20)
 	}
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil
@@ -200,6 +190,52 @@ func (c *Client) JSON(ctx context.Context, method, path string, query url.Values
 		return adapters.Unavailable("%s: malformed answer to %s %s: %s", c.Provider, method, path, c.Scrub(err.Error()))
 	}
 	return nil
+}
+
+// JSONObject is JSON for an answer that may be too large to hold, such as a
+// command's output: the 2xx answer, at most limit bytes, must be one JSON object,
+// which ReadObject hands to f as it is read. An error that a writer of f returns
+// is returned as is when it is an *api.Error.
+func (c *Client) JSONObject(ctx context.Context, method, path string, query url.Values, in any, limit int64, f Fields) error {
+	resp, err := c.sendJSON(ctx, method, path, query, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	err = ReadObject(resp.Body, limit, f)
+	var malformed *MalformedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTooLarge):
+		return adapters.Unavailable("%s: answer to %s %s is over %d MiB", c.Provider, method, path, limit>>20)
+	case errors.As(err, &malformed):
+		return adapters.Unavailable("%s: malformed answer to %s %s: %s", c.Provider, method, path, c.Scrub(err.Error()))
+	case api.AsError(err) != nil:
+		return err
+	}
+	return c.TransportError(err)
+}
+
+// sendJSON sends in (when not nil) as a JSON body and returns a 2xx response.
+func (c *Client) sendJSON(ctx context.Context, method, path string, query url.Values, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encode request: %w", c.Provider, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.NewRequest(ctx, method, path, query, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	return c.Send(req)
 }
 
 // StatusError maps a provider's non-2xx answer to the contract's error codes.
