@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/different-ai/differently/adapters/httpx"
 	"github.com/different-ai/differently/adapters/poolconfig"
 )
 
@@ -61,8 +62,9 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 type Option func(*options)
 
 type options struct {
-	http *http.Client
-	poll time.Duration
+	http  *http.Client
+	poll  time.Duration
+	httpx []httpx.Option // tests lower limits with these
 }
 
 // WithHTTPClient replaces the HTTP client used for the API and the toolbox.

@@ -42,6 +42,8 @@ type Adapter struct {
 	api    *httpx.Client
 	http   *http.Client
 	poll   time.Duration
+	// httpx configures every client of the API and the toolbox, after the defaults.
+	httpx []httpx.Option
 }
 
 // New builds an adapter for cfg authenticating with apiKey.
@@ -67,12 +69,20 @@ func New(cfg Config, apiKey string, opts ...Option) (*Adapter, error) {
 		// followed so that the key never travels to another host.
 		o.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	c, err := httpx.New(Kind, cfg.APIURL, httpx.WithBearer(apiKey), httpx.WithHTTPClient(o.http),
-		httpx.WithCapacityMessages(capacityMessages, http.StatusBadRequest, http.StatusForbidden))
+	a := &Adapter{cfg: cfg, apiKey: apiKey, http: o.http, poll: o.poll, httpx: o.httpx}
+	c, err := a.client(cfg.APIURL)
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, apiKey: apiKey, api: c, http: o.http, poll: o.poll}, nil
+	a.api = c
+	return a, nil
+}
+
+// client returns a client of the API or of a toolbox rooted at base.
+func (a *Adapter) client(base string) (*httpx.Client, error) {
+	opts := append([]httpx.Option{httpx.WithBearer(a.apiKey), httpx.WithHTTPClient(a.http),
+		httpx.WithCapacityMessages(capacityMessages, http.StatusBadRequest, http.StatusForbidden)}, a.httpx...)
+	return httpx.New(Kind, base, opts...)
 }
 
 // capacityMessages are how Daytona refuses a create or a start for want of room: an

@@ -37,7 +37,7 @@ func (a *Adapter) toolbox(ctx context.Context, ref string) (*httpx.Client, error
 	}
 	// The toolbox of one sandbox lives under the proxy URL followed by its ID.
 	base := strings.TrimRight(sb.ToolboxProxyURL, "/") + "/" + url.PathEscape(sb.ID)
-	return httpx.New(Kind, base, httpx.WithBearer(a.apiKey), httpx.WithHTTPClient(a.http))
+	return a.client(base)
 }
 
 type executeRequest struct {
@@ -45,11 +45,6 @@ type executeRequest struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	Envs    map[string]string `json:"envs,omitempty"`
 	Timeout int               `json:"timeout"`
-}
-
-type executeResponse struct {
-	ExitCode int    `json:"exitCode"`
-	Result   string `json:"result"`
 }
 
 // Exec runs a command through the toolbox's process/execute. Its output is stdout and
@@ -71,8 +66,14 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 	}
 	body := executeRequest{Command: wrapCommand(req), Cwd: req.Cwd, Envs: req.Env, Timeout: timeout}
 	start := time.Now()
-	var out executeResponse
-	err = tb.JSON(ctx, http.MethodPost, "/process/execute", nil, body, &out)
+	// The answer is {exitCode, result}, result holding all the output: it is read as
+	// it arrives, keeping what the cap allows, so output of any size is a result.
+	var out adapters.OutputBuffer
+	var exitCode int
+	err = tb.JSONObject(ctx, http.MethodPost, "/process/execute", nil, body, httpx.MaxExecAnswer, httpx.Fields{
+		Strings: map[string]io.Writer{"result": &out},
+		Values:  map[string]any{"exitCode": &exitCode},
+	})
 	res := api.ExecResult{DurationMs: time.Since(start).Milliseconds()}
 	if err != nil {
 		if e := api.AsError(err); e != nil && e.Details["status"] == http.StatusRequestTimeout {
@@ -82,9 +83,7 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 		}
 		return api.ExecResult{}, err
 	}
-	var buf adapters.OutputBuffer
-	_, _ = buf.Write([]byte(out.Result))
-	res.ExitCode, res.Stdout, res.Truncated = out.ExitCode, buf.String(), buf.Truncated()
+	res.ExitCode, res.Stdout, res.Truncated = exitCode, out.String(), out.Truncated()
 	return res, nil
 }
 
