@@ -74,8 +74,9 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 type Option func(*options)
 
 type options struct {
-	http *http.Client
-	poll time.Duration
+	http  *http.Client
+	poll  time.Duration
+	httpx []httpx.Option // tests lower limits with these
 }
 
 // WithHTTPClient replaces the HTTP client (tests pass the fake server's).
@@ -105,6 +106,7 @@ func New(cfg Config, apiKey string, opts ...Option) (*Adapter, error) {
 	if o.http != nil {
 		hopts = append(hopts, httpx.WithHTTPClient(o.http))
 	}
+	hopts = append(hopts, o.httpx...)
 	c, err := httpx.New(Kind, parsed.APIURL, hopts...)
 	if err != nil {
 		return nil, err

@@ -3,12 +3,14 @@ package freestyle
 import (
 	"context"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/httpx"
 	"github.com/different-ai/differently/api"
 )
 
@@ -81,13 +83,6 @@ type execBody struct {
 	Stdin     string            `json:"stdin,omitempty"`
 }
 
-type execAnswer struct {
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
-	// StatusCode is null when Freestyle killed the command at its timeout.
-	StatusCode *int `json:"statusCode"`
-}
-
 // Exec runs the command through exec-await. Output over api.MaxExecOutputBytes per
 // stream is cut and Truncated set; a timeout is exit 124 with TimedOut set.
 func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
@@ -111,22 +106,27 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 		body.Stdin = base64.StdEncoding.EncodeToString([]byte(req.Stdin))
 	}
 	start := time.Now()
-	var out execAnswer
-	if err := a.c.JSON(ctx, http.MethodPost, vmPath(ref, "exec-await"), nil, body, &out); err != nil {
+	// The answer is {stdout, stderr, statusCode}: the output is read as it arrives,
+	// keeping what the cap allows, so output of any size is a result. statusCode is
+	// null when Freestyle killed the command at its timeout.
+	var stdout, stderr adapters.OutputBuffer
+	var status *int
+	err := a.c.JSONObject(ctx, http.MethodPost, vmPath(ref, "exec-await"), nil, body, httpx.MaxExecAnswer, httpx.Fields{
+		Strings: map[string]io.Writer{"stdout": &stdout, "stderr": &stderr},
+		Values:  map[string]any{"statusCode": &status},
+	})
+	if err != nil {
 		return api.ExecResult{}, err
 	}
-	var stdout, stderr adapters.OutputBuffer
-	_, _ = stdout.Write([]byte(out.Stdout))
-	_, _ = stderr.Write([]byte(out.Stderr))
 	res := api.ExecResult{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		Truncated:  stdout.Truncated() || stderr.Truncated(),
 		DurationMs: time.Since(start).Milliseconds(),
 	}
-	if out.StatusCode == nil {
+	if status == nil {
 		res.ExitCode, res.TimedOut = api.TimeoutExitCode, true
 	} else {
-		res.ExitCode = *out.StatusCode
+		res.ExitCode = *status
 	}
 	return res, nil
 }

@@ -25,7 +25,7 @@ type env struct {
 	a    *freestyle.Adapter
 }
 
-func newEnv(t *testing.T, cfg freestyle.Config) *env {
+func newEnv(t *testing.T, cfg freestyle.Config, opts ...freestyle.Option) *env {
 	t.Helper()
 	fake, err := freestylefake.New(testKey)
 	if err != nil {
@@ -37,7 +37,8 @@ func newEnv(t *testing.T, cfg freestyle.Config) *env {
 		_ = fake.Close()
 	})
 	cfg.APIURL = srv.URL
-	a, err := freestyle.New(cfg, testKey, freestyle.WithHTTPClient(srv.Client()), freestyle.WithPollInterval(time.Millisecond))
+	opts = append([]freestyle.Option{freestyle.WithHTTPClient(srv.Client()), freestyle.WithPollInterval(time.Millisecond)}, opts...)
+	a, err := freestyle.New(cfg, testKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
