@@ -266,8 +266,8 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, dir string, env
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	var wmu sync.Mutex
-	send := func(ev map[string]any) {
-		ev["timestamp"] = time.Now().UnixMilli()
+	send := func(ev event) {
+		ev.Timestamp = time.Now().UnixMilli()
 		b, _ := json.Marshal(ev)
 		wmu.Lock()
 		defer wmu.Unlock()
@@ -282,12 +282,12 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, dir string, env
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		send(map[string]any{"type": "init", "text": id})
-		send(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError", "evalue": err.Error()}})
+		send(event{Type: "init", Text: id})
+		send(event{Type: "error", Error: &eventError{EName: "CommandExecError", EValue: err.Error()}})
 		return
 	}
-	send(map[string]any{"type": "init", "text": id})
-	send(map[string]any{"type": "ping"})
+	send(event{Type: "init", Text: id})
+	send(event{Type: "ping"})
 	if cut {
 		cancel()
 		_ = cmd.Wait()
@@ -298,7 +298,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, dir string, env
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			splitLines(pipe, func(text string) { send(map[string]any{"type": name, "text": text}) })
+			splitLines(pipe, func(text string) { send(event{Type: name, Text: text}) })
 		}()
 	}
 	wg.Wait()
@@ -306,13 +306,30 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, dir string, env
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
-		send(map[string]any{"type": "execution_complete", "execution_time": time.Since(start).Milliseconds()})
+		send(event{Type: "execution_complete", ExecutionTime: time.Since(start).Milliseconds()})
 	case errors.As(err, &exitErr):
-		send(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError",
-			"evalue": strconv.Itoa(exitErr.ExitCode()), "traceback": []string{err.Error()}}})
+		send(event{Type: "error", Error: &eventError{EName: "CommandExecError",
+			EValue: strconv.Itoa(exitErr.ExitCode()), Traceback: []string{err.Error()}}})
 	default:
-		send(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError", "evalue": err.Error()}})
+		send(event{Type: "error", Error: &eventError{EName: "CommandExecError", EValue: err.Error()}})
 	}
+}
+
+// event is one event of the command stream. Its fields are in the order of
+// execd's own ServerStreamEvent, which encoding/json keeps: the type comes before
+// the text, as on the wire.
+type event struct {
+	Type          string      `json:"type,omitempty"`
+	Text          string      `json:"text,omitempty"`
+	ExecutionTime int64       `json:"execution_time,omitempty"`
+	Timestamp     int64       `json:"timestamp,omitempty"`
+	Error         *eventError `json:"error,omitempty"`
+}
+
+type eventError struct {
+	EName     string   `json:"ename,omitempty"`
+	EValue    string   `json:"evalue,omitempty"`
+	Traceback []string `json:"traceback,omitempty"`
 }
 
 // splitLines calls emit per line as execd does: CR, LF and CRLF end a line, the
