@@ -114,6 +114,8 @@ type objectReader struct {
 	// Values.
 	capturing bool
 	capture   []byte
+	// decoded is str's buffer of characters decoded one at a time.
+	decoded []byte
 }
 
 func (d *objectReader) malformed(format string, args ...any) error {

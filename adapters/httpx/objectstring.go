@@ -11,15 +11,28 @@ import (
 
 // str decodes a string whose opening quote was consumed into w, up to and
 // including its closing quote. Runs of plain characters go to w as they are in
-// the input; escapes and invalid UTF-8 are decoded one at a time.
+// the input; escapes and invalid UTF-8 are decoded one at a time, and written
+// together.
 func (d *objectReader) str(w io.Writer) error {
+	dec := d.decoded[:0]
+	defer func() { d.decoded = dec[:0] }()
+	flush := func() error {
+		if len(dec) == 0 {
+			return nil
+		}
+		_, err := w.Write(dec)
+		dec = dec[:0]
+		return err
+	}
 	for {
 		b, err := d.avail()
 		if err != nil {
 			return err
 		}
-		i := plainPrefix(b)
-		if i > 0 {
+		if i := plainPrefix(b); i > 0 {
+			if err := flush(); err != nil {
+				return err
+			}
 			if _, err := w.Write(b[:i]); err != nil {
 				return err
 			}
@@ -28,12 +41,25 @@ func (d *objectReader) str(w io.Writer) error {
 			}
 			continue
 		}
-		done, err := d.special(w)
-		if done || err != nil {
+		r, done, err := d.special()
+		switch {
+		case err != nil:
 			return err
+		case done:
+			return flush()
+		}
+		dec = utf8.AppendRune(dec, r)
+		if len(dec) >= maxDecoded {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
 }
+
+// maxDecoded is how many bytes of characters decoded one at a time are written
+// together.
+const maxDecoded = 4 << 10
 
 // plainPrefix is the length of b's prefix that is whole, valid UTF-8 characters
 // other than '"', '\\' and control characters.
@@ -74,86 +100,82 @@ func plainASCII(x uint64) bool {
 	return special == 0
 }
 
-// special handles what plainPrefix stops at: the closing quote (done), an escape,
-// a control character or a byte that is not (yet) a valid character.
-func (d *objectReader) special(w io.Writer) (done bool, err error) {
+// special consumes what plainPrefix stops at and returns the character it stands
+// for: an escape, or a byte that is not (yet) a valid character; done is set at the
+// closing quote, and a control character is malformed.
+func (d *objectReader) special() (r rune, done bool, err error) {
 	b, err := d.br.Peek(utf8.UTFMax)
 	if len(b) == 0 {
-		return false, d.fail(err)
+		return 0, false, d.fail(err)
 	}
-	var out []byte
 	n := 1
 	switch c := b[0]; {
 	case c == '"':
-		return true, d.take(b[:1])
+		return 0, true, d.take(b[:1])
 	case c == '\\':
-		if out, n, err = d.escape(); err != nil {
-			return false, err
+		if r, n, err = d.escape(); err != nil {
+			return 0, false, err
 		}
 	case c < 0x20:
-		return false, d.malformed("invalid character %q in a string", c)
+		return 0, false, d.malformed("invalid character %q in a string", c)
 	default:
 		// encoding/json turns each byte of invalid UTF-8 into U+FFFD. A character
 		// cut short by the end of the buffer was read whole by Peek.
-		r, size := utf8.DecodeRune(b)
-		out, n = utf8.AppendRune(nil, r), size
-	}
-	if _, err := w.Write(out); err != nil {
-		return false, err
+		r, n = utf8.DecodeRune(b)
 	}
 	b, _ = d.br.Peek(n)
-	return false, d.take(b)
+	return r, false, d.take(b)
 }
 
-// escape decodes the escape sequence next in the input, returning its UTF-8 and
-// its length in the input.
-func (d *objectReader) escape() ([]byte, int, error) {
+// escape decodes the escape sequence next in the input, returning the character
+// and the sequence's length.
+func (d *objectReader) escape() (rune, int, error) {
 	b, err := d.br.Peek(2)
 	if len(b) < 2 {
-		return nil, 0, d.fail(err)
+		return 0, 0, d.fail(err)
 	}
 	switch b[1] {
 	case '"', '\\', '/':
-		return b[1:2], 2, nil
+		return rune(b[1]), 2, nil
 	case 'b':
-		return []byte{'\b'}, 2, nil
+		return '\b', 2, nil
 	case 'f':
-		return []byte{'\f'}, 2, nil
+		return '\f', 2, nil
 	case 'n':
-		return []byte{'\n'}, 2, nil
+		return '\n', 2, nil
 	case 'r':
-		return []byte{'\r'}, 2, nil
+		return '\r', 2, nil
 	case 't':
-		return []byte{'\t'}, 2, nil
+		return '\t', 2, nil
 	case 'u':
 		return d.unicodeEscape()
 	}
-	return nil, 0, d.malformed("invalid escape %q in a string", b[:2])
+	return 0, 0, d.malformed("invalid escape %q in a string", b[:2])
 }
 
 // unicodeEscape decodes \uXXXX, and the \uXXXX after it when the two make a
 // surrogate pair; a surrogate that is not half of a pair is U+FFFD.
-func (d *objectReader) unicodeEscape() ([]byte, int, error) {
+func (d *objectReader) unicodeEscape() (rune, int, error) {
 	b, err := d.br.Peek(12)
 	switch {
 	case err != nil && err != io.EOF:
-		return nil, 0, err
+		return 0, 0, err
 	case len(b) < 6:
-		return nil, 0, d.malformed("unexpected end of a \\u escape")
+		return 0, 0, d.malformed("unexpected end of a \\u escape")
 	}
 	r := hex4(b[2:6])
 	if r < 0 {
-		return nil, 0, d.malformed("invalid escape %q in a string", b[:6])
+		return 0, 0, d.malformed("invalid escape %q in a string", b[:6])
 	}
 	if !utf16.IsSurrogate(r) {
-		return utf8.AppendRune(nil, r), 6, nil
+		return r, 6, nil
 	}
 	if len(b) == 12 && b[6] == '\\' && b[7] == 'u' {
 		if dec := utf16.DecodeRune(r, hex4(b[8:12])); dec != utf8.RuneError {
-			return utf8.AppendRune(nil, dec), 12, nil
+			return dec, 12, nil
 		}
 	}
-	return utf8.AppendRune(nil, utf8.RuneError), 6, nil
+	return utf8.RuneError, 6, nil
 }
 
 // hex4 decodes four hex digits, or returns -1.
