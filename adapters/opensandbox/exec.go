@@ -126,7 +126,11 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 		case "init":
 			cmdID = ev.Text
 		case "stdout", "stderr":
-			if err := rb.add(ev.Type, ev.Text); err != nil {
+			add := rb.add
+			if ev.more {
+				add = rb.more
+			}
+			if err := add(ev.Type, ev.Text); err != nil {
 				emitErr = err
 				return true, err
 			}
@@ -278,4 +282,13 @@ func (r *rebuilder) add(stream, text string) error {
 		return nil
 	}
 	return r.out(stream, data)
+}
+
+// more passes on a further piece of the line that add began: a long line of output
+// comes in several.
+func (r *rebuilder) more(stream, text string) error {
+	if text == "" {
+		return nil
+	}
+	return r.out(stream, text)
 }

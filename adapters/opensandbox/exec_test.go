@@ -3,6 +3,7 @@ package opensandbox
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/opensandbox/ossfake"
@@ -148,5 +149,66 @@ func TestReadEventsFramings(t *testing.T) {
 	})
 	if err != nil || strings.Join(types, ",") != "init:c1,stdout:hi,stdout:multi,error:" {
 		t.Fatalf("events %v, %v", types, err)
+	}
+}
+
+// TestExecLongLines: a line of output longer than a line of execd's stream may be
+// held is output like any other, in both framings: kept up to
+// api.MaxExecOutputBytes with Truncated set beyond, never a failed exec.
+func TestExecLongLines(t *testing.T) {
+	const mib = api.MaxExecOutputBytes
+	ctrl := strings.Repeat("\x01", 200_000) // escaped as \u0001, so its line is over 1 MiB
+	tests := []struct {
+		command        string
+		exit           int
+		stdout, stderr string
+		truncated      bool
+	}{
+		{"head -c 1200000 /dev/zero | tr '\\0' a", 0, strings.Repeat("a", mib), "", true},
+		{"head -c 1200000 /dev/zero | tr '\\0' b >&2; echo out; exit 3", 3, "out\n", strings.Repeat("b", mib), true},
+		{"printf 'x\\n'; head -c 1200000 /dev/zero | tr '\\0' a; printf '\\ny'", 0, "x\n" + strings.Repeat("a", mib-2), "", true},
+		{"head -c 200000 /dev/zero | tr '\\0' '\\1'; echo; echo end", 0, ctrl + "\nend\n", "", false},
+	}
+	for _, sse := range []bool{false, true} {
+		a, srv, ref := running(t, nil)
+		srv.SetFaults(ossfake.Faults{SSE: sse})
+		for _, tt := range tests {
+			res, err := a.Exec(t.Context(), ref, api.ExecRequest{Command: tt.command})
+			if err != nil {
+				t.Fatalf("sse=%v %s: %v", sse, tt.command, err)
+			}
+			if res.ExitCode != tt.exit || res.Truncated != tt.truncated || res.Stdout != tt.stdout || res.Stderr != tt.stderr {
+				t.Errorf("sse=%v %s: exit %d truncated %v, stdout %.10q (%d bytes), stderr %.10q (%d bytes)", sse, tt.command,
+					res.ExitCode, res.Truncated, res.Stdout, len(res.Stdout), res.Stderr, len(res.Stderr))
+			}
+		}
+	}
+}
+
+// TestExecStreamLongLine: a streamed line longer than a line of execd's stream may
+// be held comes whole, in events of at most maxLineBytes that never cut a
+// character.
+func TestExecStreamLongLine(t *testing.T) {
+	a, _, ref := running(t, nil)
+	var out, errOut strings.Builder
+	events := 0
+	st, err := a.ExecStream(t.Context(), ref, api.ExecRequest{Command: "printf x; yes é | head -n 600000 | tr -d '\\n'; echo; echo end >&2"},
+		func(ev api.ExecEvent) error {
+			if len(ev.Data) > maxLineBytes || !utf8.ValidString(ev.Data) {
+				t.Errorf("an event of %d bytes, valid UTF-8 %v", len(ev.Data), utf8.ValidString(ev.Data))
+			}
+			if ev.Stream == api.StreamStderr {
+				errOut.WriteString(ev.Data)
+			} else {
+				out.WriteString(ev.Data)
+				events++
+			}
+			return nil
+		})
+	if err != nil || st.Code != 0 {
+		t.Fatalf("stream: %+v, %v", st, err)
+	}
+	if want := "x" + strings.Repeat("é", 600_000) + "\n"; out.String() != want || errOut.String() != "end\n" || events < 2 {
+		t.Fatalf("%d bytes of stdout in %d events, stderr %q; want %d bytes in 2 or more", out.Len(), events, errOut.String(), len(want))
 	}
 }

@@ -1,6 +1,7 @@
 package opensandbox
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,8 @@ import (
 // which must never panic and may only fail as provider_unavailable, and a
 // well-formed stream of the fuzzer's texts (one output event per text, in SSE or
 // bare-JSON framing, with comments and CRLF thrown in), which must come back whole
-// and in order.
+// and in order, also when a line limit of 20 bytes sends most of its lines down
+// the long-line path.
 func FuzzExecdEvents(f *testing.F) {
 	for _, s := range []string{
 		"{\"type\":\"init\",\"text\":\"cmd1\"}\n\n{\"type\":\"stdout\",\"text\":\"hi\"}\n\n{\"type\":\"execution_complete\"}\n\n",
@@ -47,27 +49,40 @@ func FuzzExecdEvents(f *testing.F) {
 				fmt.Fprintf(&stream, "%s\n\n", ev)
 			}
 		}
-		var got []string
-		err = readEvents(&stream, func(ev execEvent) (bool, error) {
-			if ev.Type != "stdout" {
-				t.Fatalf("event %+v", ev)
+		// Once as it is, and once with lines over a few bytes read as long ones.
+		for _, read := range []func(string, func(execEvent) (bool, error)) error{
+			func(s string, h func(execEvent) (bool, error)) error { return readEvents(strings.NewReader(s), h) },
+			func(s string, h func(execEvent) (bool, error)) error {
+				r := eventReader{br: bufio.NewReaderSize(strings.NewReader(s), 16), handle: h, maxLine: 20, maxEvent: 1 << 20}
+				return r.read()
+			},
+		} {
+			var got []string
+			err = read(stream.String(), func(ev execEvent) (bool, error) {
+				switch {
+				case ev.Type != "stdout":
+					t.Fatalf("event %+v", ev)
+				case ev.more:
+					got[len(got)-1] += ev.Text
+				default:
+					got = append(got, ev.Text)
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Fatalf("well-formed stream of %q: %v", texts, err)
 			}
-			got = append(got, ev.Text)
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("well-formed stream of %q: %v", texts, err)
-		}
-		if len(got) != len(texts) {
-			t.Fatalf("%d events for %d texts: %q vs %q", len(got), len(texts), got, texts)
-		}
-		for i := range texts {
-			// JSON carries text: invalid UTF-8 arrives as U+FFFD, as in any JSON event.
-			var want string
-			enc, _ := json.Marshal(texts[i])
-			_ = json.Unmarshal(enc, &want)
-			if got[i] != want {
-				t.Fatalf("event %d is %q, want %q", i, got[i], texts[i])
+			if len(got) != len(texts) {
+				t.Fatalf("%d events for %d texts: %q vs %q", len(got), len(texts), got, texts)
+			}
+			for i := range texts {
+				// JSON carries text: invalid UTF-8 arrives as U+FFFD, as in any JSON event.
+				var want string
+				enc, _ := json.Marshal(texts[i])
+				_ = json.Unmarshal(enc, &want)
+				if got[i] != want {
+					t.Fatalf("event %d is %q, want %q", i, got[i], texts[i])
+				}
 			}
 		}
 	})
