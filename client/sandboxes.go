@@ -24,13 +24,21 @@ func (c *Client) CreateSandbox(ctx context.Context, body SandboxCreate, idempote
 // CreateSandboxAndWait creates a sandbox and waits until it is running, like
 // CreateSandbox followed by WaitForState(Running), with the errors of both. The
 // create itself asks the daemon to answer once the sandbox runs (Prefer: wait), so
-// a sandbox that starts within the first wait costs one request.
+// a sandbox that starts within the first wait costs one request. When that answer
+// does not come in time (a transport's ResponseHeaderTimeout, say), the create is
+// sent again without Prefer if idempotencyKey makes that safe, and fails otherwise.
 func (c *Client) CreateSandboxAndWait(ctx context.Context, body SandboxCreate, idempotencyKey string) (*Sandbox, error) {
 	params := CreateSandboxParams{Prefer: c.preferWait(ctx)}
 	if idempotencyKey != "" {
 		params.IdempotencyKey = &idempotencyKey
 	}
 	sb, err := decode[Sandbox](c.API.ClientInterface.CreateSandbox(ctx, &params, body))
+	if err != nil && idempotencyKey != "" && timedOut(ctx, err) {
+		// The key gives back the sandbox the first request made, if it made one;
+		// without Prefer the answer comes at once, and the wait goes on below.
+		params.Prefer = nil
+		sb, err = decode[Sandbox](c.API.ClientInterface.CreateSandbox(ctx, &params, body))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +69,13 @@ func (c *Client) DeleteSandbox(ctx context.Context, id string) (*Sandbox, error)
 // DeleteSandboxAndWait deletes a sandbox and waits until it is terminated, like
 // DeleteSandbox followed by WaitForState(Terminated). The delete itself asks the
 // daemon to answer once the sandbox is gone (Prefer: wait), so a prompt backend
-// costs one request.
+// costs one request. When that answer does not come in time (a transport's
+// ResponseHeaderTimeout, say), the delete, idempotent, is sent again without Prefer.
 func (c *Client) DeleteSandboxAndWait(ctx context.Context, id string) (*Sandbox, error) {
 	sb, err := decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, &DeleteSandboxParams{Prefer: c.preferWait(ctx)}))
+	if err != nil && timedOut(ctx, err) {
+		sb, err = decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, nil))
+	}
 	if err != nil {
 		return nil, err
 	}

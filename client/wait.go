@@ -28,8 +28,9 @@ const maxWaitSeconds = 30
 // reason. When ctx ends first, it returns the last sandbox seen, if any, with the
 // context's error. A daemon out of reach (a restart, a failover: refused
 // connections, 502, 503, 504) does not end the wait: it is asked again, with the
-// client's backoff, until ctx ends. Any other API error (a 404, say) ends the wait
-// at once.
+// client's backoff, until ctx ends; so is a request whose answer did not come in
+// time (the transport's ResponseHeaderTimeout, the http.Client's Timeout). Any other
+// API error (a 404, say) ends the wait at once.
 func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxState) (*Sandbox, error) {
 	if len(states) == 0 {
 		return nil, errors.New("differently: WaitForState needs at least one state")
@@ -46,8 +47,15 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 			}
 		}
 		if err != nil {
-			if ctx.Err() != nil && last != nil {
-				return last, waitTimeout(id, states, last, ctx.Err())
+			if cerr := ctx.Err(); cerr != nil {
+				if last != nil {
+					return last, waitTimeout(id, states, last, cerr)
+				}
+				if !errors.Is(err, cerr) {
+					// The context ended in the pause after a failed request: its end is
+					// the answer, and the failure says why nothing came before it.
+					err = fmt.Errorf("differently: waiting for sandbox %s to be %s: %w (the last request: %w)", id, statesText(states), cerr, err)
+				}
 			}
 			return last, err
 		}
@@ -77,6 +85,9 @@ func daemonAway(ctx context.Context, err error) bool {
 		// passing outage; waiting on it for ever would hide the mistake.
 		return false
 	}
+	if timedOut(ctx, err) {
+		return true
+	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
 		switch ae.Status {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
@@ -87,16 +98,35 @@ func daemonAway(ctx context.Context, err error) bool {
 	return isConnError(ctx, err)
 }
 
+// timedOut reports whether a request failed because its answer did not come in time
+// (the transport's ResponseHeaderTimeout, the http.Client's Timeout) while the caller
+// still waits. On a request the daemon holds for a wait, that says the wait outlasted
+// the client's patience, nothing about the sandbox: it is asked again.
+func timedOut(ctx context.Context, err error) bool {
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout() && ctx.Err() == nil
+}
+
 // waitSeconds is how long one wait request may last: maxWaitSeconds, less when the
-// context or the HTTP client's own timeout ends sooner, and at least a second so
-// that the daemon never answers at once with nothing new.
+// context, the HTTP client's own timeout or its transport's ResponseHeaderTimeout
+// ends sooner, and at least a second so that the daemon never answers at once with
+// nothing new.
 func (c *Client) waitSeconds(ctx context.Context) int {
 	limit := maxWaitSeconds * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(dl))
 	}
-	if hc := c.opts.httpClient; hc != nil && hc.Timeout > 0 {
-		limit = min(limit, hc.Timeout/2)
+	if hc := c.opts.httpClient; hc != nil {
+		if hc.Timeout > 0 {
+			limit = min(limit, hc.Timeout/2)
+		}
+		// The daemon sends no headers until the wait ends, so a transport giving up
+		// on headers sooner would cut every wait short. The margin leaves room for
+		// the round trip and for a daemon answering a little after the wait.
+		if tr, ok := hc.Transport.(*http.Transport); ok && tr.ResponseHeaderTimeout > 0 {
+			rht := tr.ResponseHeaderTimeout
+			limit = min(limit, rht-max(rht/10, time.Second))
+		}
 	}
 	return max(1, int(limit/time.Second))
 }
