@@ -20,7 +20,8 @@ import (
 
 // ErrStreamIncomplete is wrapped by the error ExecStream yields when the stream ends
 // before its final event: the connection dropped or the daemon went away, and the
-// command's outcome is unknown.
+// command's outcome is unknown. The read's own error (a reset, an unexpected EOF),
+// when there was one, is wrapped too.
 var ErrStreamIncomplete = errors.New("exec stream ended without a final event")
 
 // streamAccept asks for frames, which carry output as raw bytes, and takes NDJSON
@@ -60,15 +61,15 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 			return
 		}
 		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == frames.ContentType {
-			readFrames(resp.Body, yield)
+			readFrames(ctx, resp.Body, yield)
 		} else {
-			readLines(resp.Body, yield)
+			readLines(ctx, resp.Body, yield)
 		}
 	}
 }
 
 // readLines yields the events of an NDJSON stream.
-func readLines(body io.Reader, yield func(api.ExecEvent, error) bool) {
+func readLines(ctx context.Context, body io.Reader, yield func(api.ExecEvent, error) bool) {
 	sc := bufio.NewScanner(body)
 	// The limit is the contract's: the daemon never sends a longer line, so one
 	// means a broken or hostile peer, not a reason to buffer without bound.
@@ -91,33 +92,33 @@ func readLines(body io.Reader, yield func(api.ExecEvent, error) bool) {
 	switch err := sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
 		yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: a line is over %d bytes", api.MaxStreamLineBytes))
-	case err != nil:
-		yield(api.ExecEvent{}, transportError(err))
 	default:
-		yield(api.ExecEvent{}, fmt.Errorf("differently: %w", ErrStreamIncomplete))
+		yield(api.ExecEvent{}, cut(ctx, err, false))
 	}
 }
 
 // readFrames yields the events of a framed stream (package frames).
-func readFrames(body io.Reader, yield func(api.ExecEvent, error) bool) {
-	fr := frames.NewReader(body)
+func readFrames(ctx context.Context, body io.Reader, yield func(api.ExecEvent, error) bool) {
+	// A read error says nothing of where the stream broke: a connection closed
+	// between two frames and one closed inside a frame both give an unexpected EOF
+	// from the chunked body. The bytes the body gave, against those of the whole
+	// frames read, tell them apart.
+	counted := &countingReader{r: body}
+	fr := frames.NewReader(counted)
+	var whole int64
 	var dec ndjson.Decoder
 	for {
 		kind, p, err := fr.Next()
 		switch {
-		case err == io.EOF:
-			yield(api.ExecEvent{}, fmt.Errorf("differently: %w", ErrStreamIncomplete))
-			return
-		case err == io.ErrUnexpectedEOF:
-			yield(api.ExecEvent{}, fmt.Errorf("differently: %w (cut inside a frame)", ErrStreamIncomplete))
-			return
 		case errors.Is(err, frames.ErrTooLarge), errors.Is(err, frames.ErrUnknownKind):
 			yield(api.ExecEvent{}, fmt.Errorf("differently: exec stream: %w", err))
 			return
 		case err != nil:
-			yield(api.ExecEvent{}, transportError(err))
+			// The frame reader has taken every byte the body gave before its error.
+			yield(api.ExecEvent{}, cut(ctx, err, counted.n > whole))
 			return
 		}
+		whole += frames.HeaderSize + int64(len(p))
 		var ev api.ExecEvent
 		if kind == frames.Final {
 			if ev, err = dec.Decode(p); err == nil && !ev.IsFinal() {
@@ -134,6 +135,38 @@ func readFrames(body io.Reader, yield func(api.ExecEvent, error) bool) {
 			return
 		}
 	}
+}
+
+// cut is the error of a stream whose body ended, or failed to read, before its final
+// event: ErrStreamIncomplete, with the read's error unless it was the orderly end.
+// The caller's own cancellation is no cut: it gives the context's error.
+func cut(ctx context.Context, err error, inFrame bool) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return transportError(err)
+		}
+		return fmt.Errorf("differently: %w (reading the stream: %w)", cerr, err)
+	}
+	where := ""
+	if inFrame {
+		where = " (cut inside a frame)"
+	}
+	if err == nil || err == io.EOF {
+		return fmt.Errorf("differently: %w%s", ErrStreamIncomplete, where)
+	}
+	return fmt.Errorf("differently: %w%s: %w", ErrStreamIncomplete, where, err)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // yieldEvent yields ev, with an error when it carries one, and reports whether the
