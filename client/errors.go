@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -26,6 +27,9 @@ type APIError struct {
 	// Details carries structured context, such as operation, pool and adapter on a
 	// 501 unsupported_operation.
 	Details map[string]any
+	// RetryAfter is how long the answer's Retry-After header asks the caller to wait
+	// before trying again (a 429 or 503, typically); zero when it asks nothing.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -95,7 +99,19 @@ func newAPIError(resp *http.Response) *APIError {
 			}
 		}
 	}
-	return apiErrorFromBody(resp.StatusCode, body, redact)
+	e := apiErrorFromBody(resp.StatusCode, body, redact)
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), answeredAt(resp))
+	return e
+}
+
+// answeredAt is when the daemon sent resp by its own clock (its Date header), which
+// a Retry-After date is read against so that the client's clock skew does not
+// count; the client's clock when the answer has no Date.
+func answeredAt(resp *http.Response) time.Time {
+	if t, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+		return t
+	}
+	return time.Now()
 }
 
 // minRedactedToken is the shortest token removed from error text on its own.
