@@ -55,8 +55,10 @@ func WithHTTP(hc *http.Client) Option {
 // WithRetry sets how idempotent calls are retried on 429, 503 and connection errors:
 // at most maxAttempts sends in all (1 disables retries), waiting a jittered
 // baseDelay·2ⁿ capped at maxDelay between them, or the answer's Retry-After when that
-// is longer (the server knows best; the caller's context bounds it). The default is 4
-// attempts, 200ms, 5s.
+// is longer (the server knows best; the caller's context bounds it). A Retry-After
+// over a minute (or over maxDelay, when that is longer) is not waited out: that
+// answer is returned at once, its APIError's RetryAfter saying how long it asked
+// for. The default is 4 attempts, 200ms, 5s.
 func WithRetry(maxAttempts int, baseDelay, maxDelay time.Duration) Option {
 	return func(o *options) {
 		o.maxAttempts = max(maxAttempts, 1)

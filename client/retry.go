@@ -59,12 +59,18 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 			retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), t.opts.now())
+			if retryAfter > max(t.opts.maxDelay, maxRetryAfter) {
+				// A wait this long (a proxy's Retry-After: 86400, say) is an outage, not
+				// a pause between attempts: the caller hears of it now, the APIError's
+				// RetryAfter saying how long, instead of a call held for a day.
+				return resp, nil
+			}
 		default:
 			return resp, nil
 		}
 
 		// The server's Retry-After is a floor (coming back sooner is pointless), our own
-		// backoff another; maxDelay caps only the latter. The caller's context is the
+		// backoff another; maxDelay caps only the latter (maxRetryAfter the former). The caller's context is the
 		// real bound: a wait that would outlive its deadline is not started, and the
 		// caller gets the last answer, which says more than "deadline exceeded".
 		wait := max(retryAfter, t.backoff(attempt))
@@ -81,6 +87,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 }
+
+// maxRetryAfter is the longest Retry-After waited out between attempts, unless the
+// backoff's maxDelay is longer: a daemon asks for seconds; more is a proxy's notice
+// of an outage, which the caller should hear about rather than wait on unaware.
+const maxRetryAfter = time.Minute
 
 // backoff is the wait after the given failed attempt (1-based): baseDelay·2^(n-1)
 // capped at maxDelay, with "equal jitter" (half fixed, half random) so that clients

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,5 +318,38 @@ func TestQuotaExceededIsNotRetried(t *testing.T) {
 	}
 	if n := attempts.Load(); n != 1 || len(w.get()) != 0 {
 		t.Fatalf("%d attempts and waits %v, want one attempt and no wait", n, w.get())
+	}
+}
+
+// TestRetryAfterIsCapped: a Retry-After up to a minute (or the backoff's maximum
+// delay, when longer) is waited out; one asking for more (a proxy's day, say) is not
+// waited for at all: the answer comes back at once, saying how long in RetryAfter.
+func TestRetryAfterIsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		retryAfter int // seconds
+		opts       []client.Option
+		waits      []time.Duration
+		attempts   int32
+	}{
+		{"a minute is waited", 60, nil, []time.Duration{time.Minute, time.Minute, time.Minute}, 4},
+		{"a day is not", 86400, nil, nil, 1},
+		{"over a minute is not", 61, nil, nil, 1},
+		{"the maximum delay when longer", 90, []client.Option{client.WithRetry(2, time.Second, 2*time.Minute)}, []time.Duration{90 * time.Second}, 2},
+		{"over the maximum delay", 121, []client.Option{client.WithRetry(2, time.Second, 2*time.Minute)}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFlaky(t, 100, strconv.Itoa(tc.retryAfter), sandboxJSON)
+			var w waits
+			c := newTestClient(t, f.srv.URL, &w, tc.opts...)
+			_, err := c.GetSandbox(t.Context(), "sbx_1")
+			var ae *client.APIError
+			if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.RetryAfter != time.Duration(tc.retryAfter)*time.Second {
+				t.Fatalf("error %#v, want a 503 asking for %d s", err, tc.retryAfter)
+			}
+			if got := w.get(); !slices.Equal(got, tc.waits) || f.attempts.Load() != tc.attempts {
+				t.Fatalf("waits %v after %d attempts, want %v after %d", got, f.attempts.Load(), tc.waits, tc.attempts)
+			}
+		})
 	}
 }
