@@ -66,10 +66,13 @@ func (c *Client) DeleteSandbox(ctx context.Context, id string) (*Sandbox, error)
 	return decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, nil))
 }
 
-// DeleteSandboxAndWait deletes a sandbox and waits until it is terminated, like
-// DeleteSandbox followed by WaitForState(Terminated). The delete itself asks the
-// daemon to answer once the sandbox is gone (Prefer: wait), so a prompt backend
-// costs one request. When that answer does not come in time (a transport's
+// DeleteSandboxAndWait deletes a sandbox and waits until it is gone, like
+// DeleteSandbox followed by WaitForState(Terminated, Failed): a failed sandbox is
+// gone as far as the caller is concerned, since the daemon keeps it failed (a delete
+// answers it unchanged, and the reconciler removes any instance left behind). Both
+// come back with a nil error; the returned State tells them apart. The delete itself
+// asks the daemon to answer once the sandbox is gone (Prefer: wait), so a prompt
+// backend costs one request. When that answer does not come in time (a transport's
 // ResponseHeaderTimeout, say), the delete, idempotent, is sent again without Prefer.
 func (c *Client) DeleteSandboxAndWait(ctx context.Context, id string) (*Sandbox, error) {
 	sb, err := decode[Sandbox](c.API.ClientInterface.DeleteSandbox(ctx, id, &DeleteSandboxParams{Prefer: c.preferWait(ctx)}))
@@ -79,7 +82,7 @@ func (c *Client) DeleteSandboxAndWait(ctx context.Context, id string) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	return c.settle(ctx, sb, Terminated)
+	return c.settle(ctx, sb, Terminated, Failed)
 }
 
 // Exec runs a command and returns its result; a non-zero exit is a result, not an

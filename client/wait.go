@@ -150,11 +150,11 @@ func (c *Client) preferWait(ctx context.Context) *Prefer {
 	return &p
 }
 
-// settle returns sb when it is in state, and otherwise waits for it as WaitForState
-// does (an error for a terminal state other than state).
-func (c *Client) settle(ctx context.Context, sb *Sandbox, state SandboxState) (*Sandbox, error) {
-	if sb.State == state {
+// settle returns sb when it is in one of states, and otherwise waits for them as
+// WaitForState does (an error for a terminal state not among them).
+func (c *Client) settle(ctx context.Context, sb *Sandbox, states ...SandboxState) (*Sandbox, error) {
+	if slices.Contains(states, sb.State) {
 		return sb, nil
 	}
-	return c.WaitForState(ctx, sb.Id, state)
+	return c.WaitForState(ctx, sb.Id, states...)
 }

@@ -201,3 +201,36 @@ func TestWaitForStateGivesUpOnAnUnknownHost(t *testing.T) {
 		t.Fatalf("wait on an unknown host: %v (context %v)", err, ctx.Err())
 	}
 }
+
+// DeleteSandboxAndWait takes a failed sandbox for gone: the daemon keeps a failed
+// sandbox failed (a delete answers it as it is), so waiting for terminated would
+// fail every delete of one.
+func TestDeleteSandboxAndWaitAcceptsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		deleted, waited string // the delete's answer, and the wait route's
+		want            client.SandboxState
+	}{
+		{"failed already", "failed", "failed", client.Failed},
+		{"failed while terminating", "terminating", "failed", client.Failed},
+		{"terminated", "terminating", "terminated", client.Terminated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				state := tc.waited
+				if r.Method == http.MethodDelete {
+					state = tc.deleted
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusAccepted)
+				fmt.Fprint(w, strings.Replace(sandboxJSON, `"state":"running"`, fmt.Sprintf(`"state":%q`, state), 1))
+			}))
+			defer srv.Close()
+			var w waits
+			sb, err := newTestClient(t, srv.URL, &w).DeleteSandboxAndWait(t.Context(), "sbx_1")
+			if err != nil || sb == nil || sb.State != tc.want {
+				t.Fatalf("delete and wait: %+v, %v; want %s", sb, err, tc.want)
+			}
+		})
+	}
+}
