@@ -34,13 +34,14 @@ func (c *Client) PatchPool(ctx context.Context, name string, patch PoolPatch) (*
 }
 
 // DeletePool removes a pool. Without force a pool that still has sandboxes is a 409
-// APIError.
+// APIError. An unknown name is a 404 APIError, except to a retry after a connection
+// broke before the answer: the first attempt removed it.
 func (c *Client) DeletePool(ctx context.Context, name string, force bool) error {
 	var params DeletePoolParams
 	if force {
 		params.Force = &force
 	}
-	return expectOK(c.API.ClientInterface.DeletePool(ctx, name, &params))
+	return expectDeleted(c.API.ClientInterface.DeletePool(ctx, name, &params))
 }
 
 // GetPolicy returns the deployment-wide placement policy.
@@ -67,9 +68,10 @@ func (c *Client) ListTokens(ctx context.Context) ([]Token, error) {
 	return l.Items, nil
 }
 
-// DeleteToken revokes a token.
+// DeleteToken revokes a token. An unknown id is a 404 APIError, except to a retry
+// after a connection broke before the answer: the first attempt revoked it.
 func (c *Client) DeleteToken(ctx context.Context, id string) error {
-	return expectOK(c.API.ClientInterface.DeleteToken(ctx, id))
+	return expectDeleted(c.API.ClientInterface.DeleteToken(ctx, id))
 }
 
 // TrustReport says, pool by pool, where work may go under the current policy.

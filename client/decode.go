@@ -48,4 +48,16 @@ func expectOK(resp *http.Response, err error) error {
 	return nil
 }
 
+// expectDeleted is expectOK for a DELETE the daemon does not repeat (every one but a
+// sandbox's): a 404 answering the client's own replay after a lost answer is the
+// first attempt's success, which removed the thing now not found.
+func expectDeleted(resp *http.Response, err error) error {
+	if err == nil && resp.StatusCode == http.StatusNotFound && resp.Request != nil && replayed(resp.Request) {
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	return expectOK(resp, err)
+}
+
 func ptr[T any](v T) *T { return &v }

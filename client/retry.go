@@ -34,15 +34,22 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return base.RoundTrip(req)
 	}
 	ctx := req.Context()
+	// mayHaveRun says that an earlier attempt may have been carried out: its
+	// connection failed after the request could have reached the daemon.
+	mayHaveRun := false
 	for attempt := 1; ; attempt++ {
 		r := req
 		if attempt > 1 {
 			var err error
-			if r, err = rewind(req); err != nil {
+			if r, err = rewind(req, mayHaveRun); err != nil {
 				return nil, err
 			}
 		}
 		resp, err := base.RoundTrip(r)
+		if resp != nil && resp.Request == nil {
+			// http.Transport sets it; the delete wrappers read the replay mark from it.
+			resp.Request = r
+		}
 		if attempt >= t.opts.maxAttempts {
 			return resp, err
 		}
@@ -53,6 +60,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if !isConnError(ctx, err) {
 				return nil, err
 			}
+			// A refused dial sent nothing; any other broken connection may have
+			// carried the request, and only its answer was lost.
+			mayHaveRun = mayHaveRun || !isDialError(err)
 		case resp.StatusCode == http.StatusTooManyRequests && quotaExceeded(resp):
 			// A full quota stays full until the tenant frees something: asking again
 			// soon only delays the answer.
@@ -125,9 +135,26 @@ func retryable(req *http.Request) bool {
 	return false
 }
 
-// rewind clones req with a fresh copy of its body for another attempt.
-func rewind(req *http.Request) (*http.Request, error) {
-	r := req.Clone(req.Context())
+// replayedKey is the context key marking an attempt sent again after one that may
+// have been carried out (see replayed).
+type replayedKey struct{}
+
+// replayed reports whether req is an attempt sent again after one that may have been
+// carried out, whose answer was lost with its connection. A DELETE the daemon does
+// not repeat answers such a replay 404 when the first attempt did delete.
+func replayed(req *http.Request) bool {
+	v, _ := req.Context().Value(replayedKey{}).(bool)
+	return v
+}
+
+// rewind clones req with a fresh copy of its body for another attempt, marked as a
+// replay when an earlier attempt may have been carried out.
+func rewind(req *http.Request, mayHaveRun bool) (*http.Request, error) {
+	ctx := req.Context()
+	if mayHaveRun {
+		ctx = context.WithValue(ctx, replayedKey{}, true)
+	}
+	r := req.Clone(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
 		body, err := req.GetBody()
 		if err != nil {
@@ -148,8 +175,13 @@ func isConnError(ctx context.Context, err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return true
 	}
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return isDialError(err)
+}
+
+// isDialError reports whether err is a failure to connect: the request was not sent.
+func isDialError(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
 
 // parseRetryAfter reads Retry-After as delay-seconds or an HTTP date; anything else,

@@ -164,9 +164,11 @@ func (c *Client) GetSnapshot(ctx context.Context, snapID string) (*Snapshot, err
 }
 
 // DeleteSnapshot deletes a snapshot. A snapshot already gone is a 404 APIError;
-// callers that want "delete if present" check IsNotFound.
+// callers that want "delete if present" check IsNotFound. A retry after a connection
+// broke before the answer that finds it gone is success: the first attempt deleted
+// it.
 func (c *Client) DeleteSnapshot(ctx context.Context, snapID string) error {
-	return expectOK(c.API.ClientInterface.DeleteSnapshot(ctx, snapID))
+	return expectDeleted(c.API.ClientInterface.DeleteSnapshot(ctx, snapID))
 }
 
 // Fork creates a new sandbox from a snapshot of id.

@@ -27,9 +27,10 @@ func (c *Client) PutProject(ctx context.Context, org, project string, body Proje
 }
 
 // DeleteProject removes the project's declaration (its quota). A project never put is
-// a 404 APIError; one with sandboxes that are not terminated is a 409.
+// a 404 APIError (except to a retry after a connection broke before the answer: the
+// first attempt removed it); one with sandboxes that are not terminated is a 409.
 func (c *Client) DeleteProject(ctx context.Context, org, project string) error {
-	return expectOK(c.API.ClientInterface.DeleteProject(ctx, org, project))
+	return expectDeleted(c.API.ClientInterface.DeleteProject(ctx, org, project))
 }
 
 // ListProfiles returns every profile, sorted by name.
@@ -52,8 +53,9 @@ func (c *Client) PutProfile(ctx context.Context, name string, body ProfileSpec) 
 	return decode[Profile](c.API.ClientInterface.PutProfile(ctx, name, body))
 }
 
-// DeleteProfile removes the named profile; an unknown name is a 404 APIError.
-// Sandboxes made from it keep what it gave them.
+// DeleteProfile removes the named profile; an unknown name is a 404 APIError, except
+// to a retry after a connection broke before the answer: the first attempt removed
+// it. Sandboxes made from it keep what it gave them.
 func (c *Client) DeleteProfile(ctx context.Context, name string) error {
-	return expectOK(c.API.ClientInterface.DeleteProfile(ctx, name))
+	return expectDeleted(c.API.ClientInterface.DeleteProfile(ctx, name))
 }
