@@ -67,6 +67,26 @@ func (r *Redactor) String(s string) string {
 	return s
 }
 
+// TrimPartial returns s without a tail of at least minLen bytes that begins a secret
+// (in any form String removes): what is left of one where s was cut short inside
+// it, which String, matching whole secrets only, would leave in place. Trim a text
+// that was cut before passing it to String.
+func (r *Redactor) TrimPartial(s string, minLen int) string {
+	if r == nil {
+		return s
+	}
+	minLen = max(minLen, 1)
+	for _, f := range r.forms {
+		for n := min(len(f)-1, len(s)); n >= minLen; n-- {
+			if strings.HasSuffix(s, f[:n]) {
+				s = s[:len(s)-n]
+				break
+			}
+		}
+	}
+	return s
+}
+
 // Error returns e with the secrets removed from its message and from the strings of
 // its details (nested maps and lists included); e itself is returned when it holds
 // none.

@@ -48,3 +48,29 @@ func TestRedactor(t *testing.T) {
 		t.Fatal("a nil Redactor changed something")
 	}
 }
+
+// TestRedactorTrimPartial: a text cut inside a secret, in any of its forms, loses the
+// piece of it at its end, from minLen bytes on; shorter pieces, secrets whole (String
+// removes those) and text that is no start of a secret stay.
+func TestRedactorTrimPartial(t *testing.T) {
+	const secret = "s3cr/t+<&>"
+	r := adapters.NewRedactor(secret)
+	for _, tc := range []struct{ in, want string }{
+		{"cut: s3cr", "cut: "},
+		{"cut: s3cr/t+<&", "cut: "},
+		{"cut: s3cr%2Ft%2B", "cut: "}, // query-escaped
+		{`cut: s3cr\/t`, "cut: "},     // an escaped solidus
+		{"cut: s3c", "cut: s3c"},      // under minLen
+		{"whole: " + secret, "whole: " + secret},
+		{"s3cr is here", "s3cr is here"}, // not at the end
+		{"", ""},
+	} {
+		if got := r.TrimPartial(tc.in, 4); got != tc.want {
+			t.Errorf("TrimPartial(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var none *adapters.Redactor
+	if none.TrimPartial("s3cr", 1) != "s3cr" {
+		t.Fatal("a nil Redactor trimmed something")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -117,6 +118,13 @@ func answeredAt(resp *http.Response) time.Time {
 // minRedactedToken is the shortest token removed from error text on its own.
 const minRedactedToken = 8
 
+// minPartialSecret is the shortest piece of a secret removed from the end of a body
+// cut inside it: shorter ones tell too little to matter.
+const minPartialSecret = 4
+
+// maxMessage bounds the message quoted from a body that is not an envelope.
+const maxMessage = 512
+
 func apiErrorFromBody(status int, body []byte, redact *adapters.Redactor) *APIError {
 	e := &APIError{Status: status}
 	var env api.ErrorEnvelope
@@ -127,10 +135,17 @@ func apiErrorFromBody(status int, body []byte, redact *adapters.Redactor) *APIEr
 		e.Details = scrubbed.Details
 		return e
 	}
-	// Scrubbed before it is cut short, so that no piece of the token survives the cut.
-	e.Message = redact.String(strings.TrimSpace(string(body)))
-	if len(e.Message) > 512 {
-		e.Message = e.Message[:512] + "…"
+	// Read up to maxErrorBody, the body may end inside an echoed token, a piece that
+	// String, matching whole secrets, cannot see: it goes first. Then the message is
+	// scrubbed before it is cut short, so that no piece of the token survives that cut.
+	e.Message = redact.String(strings.TrimSpace(redact.TrimPartial(string(body), minPartialSecret)))
+	if len(e.Message) > maxMessage {
+		// Cut on a character's start, so the message stays valid UTF-8.
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(e.Message[cut]) {
+			cut--
+		}
+		e.Message = e.Message[:cut] + "…"
 	}
 	if e.Message == "" {
 		e.Message = http.StatusText(status)

@@ -21,3 +21,6 @@ func WithClock(now func() time.Time) Option {
 func WithJitter(f func() float64) Option {
 	return func(o *options) { o.jitter = f }
 }
+
+// MaxErrorBody is how much of an error answer the client reads.
+const MaxErrorBody = maxErrorBody
