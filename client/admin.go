@@ -23,7 +23,10 @@ func (c *Client) CreatePool(ctx context.Context, spec PoolSpec) (*Pool, error) {
 	return decode[Pool](c.API.ClientInterface.CreatePool(ctx, spec))
 }
 
-// PutPool creates or replaces the pool called name.
+// PutPool replaces the definition of the existing pool called name; use CreatePool
+// for a new one. An unknown name is a 404 APIError; a spec naming another pool or
+// another adapter (neither can change) is a 400, and a pool the daemon's config file
+// defines is a 409.
 func (c *Client) PutPool(ctx context.Context, name string, spec PoolSpec) (*Pool, error) {
 	return decode[Pool](c.API.ClientInterface.PutPool(ctx, name, spec))
 }

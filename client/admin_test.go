@@ -48,6 +48,10 @@ func TestAdmin(t *testing.T) {
 		p.Trust != client.PoolTrustExternal {
 		t.Fatalf("put pool: %+v, %v", p, err)
 	}
+	// PUT only replaces: a name the daemon does not know is not created.
+	if _, err := c.PutPool(ctx, "unknown", client.PoolSpec{Name: "unknown", Adapter: "fake"}); !client.IsNotFound(err) {
+		t.Fatalf("put an unknown pool: %v, want a 404", err)
+	}
 	if p, err := c.PatchPool(ctx, "extra", client.PoolPatch{Region: ptr("eu")}); err != nil ||
 		p.Region == nil || *p.Region != "eu" || p.Trust != client.PoolTrustExternal {
 		t.Fatalf("patch pool: %+v, %v", p, err)
