@@ -142,8 +142,11 @@ func readFrames(ctx context.Context, body io.Reader, yield func(api.ExecEvent, e
 // The caller's own cancellation is no cut: it gives the context's error.
 func cut(ctx context.Context, err error, inFrame bool) error {
 	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(err, cerr) {
+		switch {
+		case errors.Is(err, cerr):
 			return transportError(err)
+		case err == nil || err == io.EOF:
+			return transportError(cerr)
 		}
 		return fmt.Errorf("differently: %w (reading the stream: %w)", cerr, err)
 	}
