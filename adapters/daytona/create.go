@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/httpx"
@@ -128,7 +129,12 @@ func (a *Adapter) reason(sb sandbox) string {
 // its way (httpx.WaitState).
 func (a *Adapter) waitFor(ctx context.Context, id string, want ...string) (sandbox, error) {
 	var last sandbox
-	still := func() string { return fmt.Sprintf("daytona: sandbox %s was still %s", id, last.State) }
+	still := func() string {
+		if last.State == "" {
+			return fmt.Sprintf("daytona: sandbox %s was not %s yet", id, strings.Join(want, " or "))
+		}
+		return fmt.Sprintf("daytona: sandbox %s was still %s", id, last.State)
+	}
 	err := httpx.WaitState(ctx, a.poll, still, func(ctx context.Context) (bool, error) {
 		sb, err := a.getSandbox(ctx, id)
 		if err != nil {

@@ -81,9 +81,15 @@ func New(cfg Config, apiKey string, opts ...Option) (*Adapter, error) {
 // client returns a client of the API or of a toolbox rooted at base.
 func (a *Adapter) client(base string) (*httpx.Client, error) {
 	opts := append([]httpx.Option{httpx.WithBearer(a.apiKey), httpx.WithHTTPClient(a.http),
-		httpx.WithCapacityMessages(capacityMessages, http.StatusBadRequest, http.StatusForbidden)}, a.httpx...)
+		httpx.WithMessageCode(api.CodeInvalidRequest, oversizedMessages, http.StatusBadRequest, http.StatusForbidden),
+		httpx.WithMessageCode(api.CodeInsufficientCapacity, capacityMessages, http.StatusBadRequest, http.StatusForbidden)}, a.httpx...)
 	return httpx.New(Kind, base, opts...)
 }
+
+// oversizedMessages are how Daytona refuses a sandbox bigger than its organisation
+// allows any one sandbox ("CPU request 8 exceeds maximum allowed per sandbox (4)",
+// 403): no retry can fit it, and the pool is not at fault.
+var oversizedMessages = regexp.MustCompile(`(?i)exceeds maximum allowed per sandbox`)
 
 // capacityMessages are how Daytona refuses a create or a start for want of room: an
 // organisation over its CPU, memory or disk quota (403 on current releases, 400 on

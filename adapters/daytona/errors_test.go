@@ -60,6 +60,8 @@ func TestCreateWithoutRoom(t *testing.T) {
 		{http.StatusForbidden, "Total memory limit exceeded. Maximum allowed: 10GiB.", api.CodeInsufficientCapacity},
 		{http.StatusBadRequest, "Total disk limit exceeded. Maximum allowed: 30GiB.", api.CodeInsufficientCapacity},
 		{http.StatusBadRequest, "Invalid snapshot name", api.CodeInvalidRequest},
+		// One sandbox bigger than the organisation allows any: no retry can fit it.
+		{http.StatusForbidden, "CPU request 8 exceeds maximum allowed per sandbox (4)", api.CodeInvalidRequest},
 		{http.StatusForbidden, "Forbidden resource", api.CodeProviderUnavailable},
 	} {
 		a, fake := setup(t, ClassContainer)
@@ -135,15 +137,25 @@ func TestTimeout(t *testing.T) {
 // the pool stays healthy); a cancellation (a shutdown) says nothing about the
 // sandbox and stays provider_unavailable.
 func TestCreateWaitBoundedByContext(t *testing.T) {
-	a, _ := setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 }) // never starts
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	// The polls of the sandbox are held until the caller gives up, so the deadline
+	// passes in the wait whatever the machine's speed.
+	holdPolls := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/sandbox/") {
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	}
+	a, fake := setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 }) // never starts
+	fake.SetIntercept(holdPolls)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	_, err := a.Create(ctx, request(ids.New("inst")))
-	if !api.IsCode(err, api.CodeSandboxFailed) || !strings.Contains(err.Error(), "still creating") {
-		t.Fatalf("got %v, want sandbox_failed saying the sandbox is still creating", err)
+	if !api.IsCode(err, api.CodeSandboxFailed) || !strings.Contains(err.Error(), "when the wait ended") {
+		t.Fatalf("got %v, want sandbox_failed saying the wait ended", err)
 	}
 
-	a, fake := setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 })
+	a, fake = setup(t, ClassContainer, func(f *daytonafake.Server) { f.Settle = 1 << 30 })
 	ctx, cancel = context.WithCancel(t.Context())
 	defer cancel()
 	reads := 0

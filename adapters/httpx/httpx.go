@@ -8,8 +8,8 @@
 // provider_unavailable ("credentials were rejected", never echoing the key), and every
 // other status or transport failure provider_unavailable. Adapters refine it where a
 // provider means something else by a status (a 409 on create that means "exists"), or
-// name the messages by which it says "no room" under a status other than 429
-// (WithCapacityMessages).
+// name the messages by which it means something its status does not say
+// (WithMessageCode: "no room" under a 403, say).
 package httpx
 
 import (
@@ -50,12 +50,18 @@ type Client struct {
 	authorize func(*http.Request)
 	// redact scrubs the credentials from every error message.
 	redact adapters.Redactor
-	// capacity, when set, recognises the messages by which a provider refuses for
-	// want of room with a status other than 429 (see WithCapacityMessages).
-	capacity         *regexp.Regexp
-	capacityStatuses []int
+	// rules recognise the messages by which a provider means something its status
+	// does not say (WithMessageCode), tried in order.
+	rules []messageRule
 	// maxJSON bounds a JSON answer read whole (MaxJSONBody unless set).
 	maxJSON int64
+}
+
+// messageRule gives code to an answer with one of statuses whose message matches re.
+type messageRule struct {
+	code     api.Code
+	re       *regexp.Regexp
+	statuses []int
 }
 
 // Option configures a Client.
@@ -92,14 +98,15 @@ func WithBearer(token string) Option {
 	}
 }
 
-// WithCapacityMessages makes an answer with one of statuses whose message matches re
-// insufficient_capacity instead of what the status alone would give. Some providers
-// refuse for a full account or cluster with a 400 or a 403 (Daytona's "Total CPU
-// limit exceeded", "No available runners"); read by status alone, the first failed
-// the sandbox for good and the second marked the pool's credentials as rejected,
-// where the contract wants a requeue that leaves the pool healthy.
-func WithCapacityMessages(re *regexp.Regexp, statuses ...int) Option {
-	return func(c *Client) { c.capacity, c.capacityStatuses = re, statuses }
+// WithMessageCode gives code to an answer with one of statuses whose message
+// matches re, instead of the code the status alone would give. Some providers refuse
+// for a full account or cluster with a 400 or a 403 (Daytona's "Total CPU limit
+// exceeded", "No available runners"): read by status alone, the first failed the
+// sandbox for good and the second marked the pool's credentials as rejected, where
+// the contract wants insufficient_capacity, a requeue that leaves the pool healthy.
+// Rules are tried in the order given, before the status mapping.
+func WithMessageCode(code api.Code, re *regexp.Regexp, statuses ...int) Option {
+	return func(c *Client) { c.rules = append(c.rules, messageRule{code: code, re: re, statuses: statuses}) }
 }
 
 // New builds a client for an API rooted at baseURL (http or https).
@@ -246,10 +253,13 @@ func (c *Client) StatusError(status int, body []byte) *api.Error {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
+	for _, r := range c.rules {
+		if slices.Contains(r.statuses, status) && r.re.MatchString(msg) {
+			return api.Errorf(r.code, "%s: %s", c.Provider, msg).WithDetail("status", status)
+		}
+	}
 	var e *api.Error
 	switch {
-	case c.capacity != nil && slices.Contains(c.capacityStatuses, status) && c.capacity.MatchString(msg):
-		e = api.Errorf(api.CodeInsufficientCapacity, "%s: no room: %s", c.Provider, msg)
 	case status == http.StatusNotFound:
 		e = api.Errorf(api.CodeNotFound, "%s: %s", c.Provider, msg)
 	case status == http.StatusTooManyRequests:
@@ -349,23 +359,19 @@ func Poll(ctx context.Context, interval time.Duration, check func(context.Contex
 	}
 }
 
-// WaitState polls like Poll for a sandbox on its way to a state; what describes where
-// it was, for the message ("daytona: sandbox X was still creating").
+// WaitState polls like Poll for a sandbox on its way to a state, after the provider
+// answered the request that set it on its way (a create, a start); what describes
+// where it was, for the message ("daytona: sandbox X was still creating").
 //
-// When the caller's deadline ends the wait after the provider had answered, the
-// backend is up and this sandbox did not get there in the time it was given:
-// sandbox_failed, which the scheduler retries without taking the pool for down,
-// where provider_unavailable would have had one slow image pull mark the whole pool
-// unhealthy. A wait cancelled (a shutdown) or one whose reads all failed keeps the
-// error it had.
+// When the caller's deadline ends the wait, during a pause or a read, the backend
+// was up and this sandbox did not get there in the time it was given:
+// sandbox_failed, which the scheduler retries without taking the pool for down, where
+// provider_unavailable would have had one slow image pull mark the whole pool
+// unhealthy. A read that fails before the deadline, and a wait cancelled (a
+// shutdown), keep the error they had.
 func WaitState(ctx context.Context, interval time.Duration, what func() string, check func(context.Context) (bool, error)) error {
-	answered := false
-	err := Poll(ctx, interval, func(ctx context.Context) (bool, error) {
-		done, err := check(ctx)
-		answered = answered || err == nil
-		return done, err
-	})
-	if err != nil && answered && api.CodeOf(err) == api.CodeProviderUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	err := Poll(ctx, interval, check)
+	if err != nil && api.CodeOf(err) == api.CodeProviderUnavailable && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return adapters.SandboxFailed("%s when the wait ended: %v", what(), ctx.Err())
 	}
 	return err

@@ -222,7 +222,8 @@ func TestPathsAreEscapedOnce(t *testing.T) {
 
 // TestCapacityMessages: a provider's refusal for want of room under a status other
 // than 429 is insufficient_capacity when the adapter names its messages, and only
-// then; the credential is still scrubbed from what is quoted.
+// then (a message of another rule gets that rule's code); the credential is still
+// scrubbed from what is quoted.
 func TestCapacityMessages(t *testing.T) {
 	re := regexp.MustCompile(`(?i)limit exceeded|no available runners`)
 	tests := []struct {
@@ -234,6 +235,7 @@ func TestCapacityMessages(t *testing.T) {
 		{403, `{"statusCode":403,"message":"Total CPU limit exceeded. Maximum allowed: 10."}`, api.CodeInsufficientCapacity, "Total CPU limit exceeded"},
 		{400, `{"message":"No available runners"}`, api.CodeInsufficientCapacity, "No available runners"},
 		{403, `{"message":"Total memory limit exceeded for ` + secret + `"}`, api.CodeInsufficientCapacity, "[redacted]"},
+		{403, `{"message":"CPU request 8 exceeds maximum allowed per sandbox (4)"}`, api.CodeInvalidRequest, "per sandbox"},
 		{403, `{"message":"Forbidden"}`, api.CodeProviderUnavailable, "credentials were rejected"},
 		{400, `{"message":"bad snapshot name"}`, api.CodeInvalidRequest, "bad snapshot name"},
 		// Not one of the statuses named: the status decides.
@@ -245,7 +247,8 @@ func TestCapacityMessages(t *testing.T) {
 			w.Write([]byte(tt.body))
 		}))
 		c, err := httpx.New("prov", srv.URL, httpx.WithBearer(secret),
-			httpx.WithCapacityMessages(re, http.StatusBadRequest, http.StatusForbidden))
+			httpx.WithMessageCode(api.CodeInvalidRequest, regexp.MustCompile(`per sandbox`), http.StatusForbidden),
+			httpx.WithMessageCode(api.CodeInsufficientCapacity, re, http.StatusBadRequest, http.StatusForbidden))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,8 +263,9 @@ func TestCapacityMessages(t *testing.T) {
 	}
 }
 
-// TestWaitState: a deadline that ends a wait while the provider answers "not yet" is
-// the sandbox's failure; a cancellation, or a wait whose reads fail, is not.
+// TestWaitState: a deadline that ends a wait after the provider answered is the
+// sandbox's failure, whether it passes in a pause or during a read; a cancellation,
+// or a read that fails before the deadline, is not.
 func TestWaitState(t *testing.T) {
 	still := func() string { return "prov: sandbox x was still pending" }
 	expired := func() context.Context {
@@ -274,6 +278,7 @@ func TestWaitState(t *testing.T) {
 		cancel()
 		return ctx
 	}
+	down := api.Errorf(api.CodeProviderUnavailable, "down")
 	for _, tc := range []struct {
 		name  string
 		ctx   context.Context
@@ -281,9 +286,10 @@ func TestWaitState(t *testing.T) {
 		want  api.Code
 		text  string
 	}{
-		{"deadline while answered", expired(), nil, api.CodeSandboxFailed, "still pending when the wait ended"},
-		{"cancelled while answered", cancelled(), nil, api.CodeProviderUnavailable, "gave up waiting"},
-		{"reads fail", expired(), api.Errorf(api.CodeProviderUnavailable, "down"), api.CodeProviderUnavailable, "down"},
+		{"deadline in a pause", expired(), nil, api.CodeSandboxFailed, "still pending when the wait ended"},
+		{"deadline during a read", expired(), down, api.CodeSandboxFailed, "still pending when the wait ended"},
+		{"cancelled", cancelled(), nil, api.CodeProviderUnavailable, "gave up waiting"},
+		{"read fails in time", t.Context(), down, api.CodeProviderUnavailable, "down"},
 		{"sandbox failed", expired(), api.Errorf(api.CodeSandboxFailed, "image pull"), api.CodeSandboxFailed, "image pull"},
 	} {
 		err := httpx.WaitState(tc.ctx, time.Millisecond, still, func(context.Context) (bool, error) {

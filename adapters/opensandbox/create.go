@@ -206,7 +206,7 @@ func (a *Adapter) getSnapshot(ctx context.Context, ref string) (snapshotWire, er
 // still on its way when the caller's deadline passed (httpx.WaitState).
 func (a *Adapter) waitRunning(ctx context.Context, ref string) (adapters.Instance, error) {
 	var inst adapters.Instance
-	last := "unseen"
+	last := "not running" // until a read says more
 	still := func() string { return fmt.Sprintf("opensandbox: sandbox %s was still %s", ref, last) }
 	err := httpx.WaitState(ctx, a.poll, still, func(ctx context.Context) (bool, error) {
 		var sb sandbox
