@@ -363,13 +363,14 @@ func (a *Adapter) Get(ctx context.Context, ref string) (adapters.Instance, error
 }
 
 // Delete removes the VM's public routes, then the VM; a missing VM is a success.
+// The routes go first and at best effort: a failure to list or remove them must not
+// keep a VM, which costs money, alive, and no answer about them may pass for the
+// VM's own (a not_found from Delete would have the caller take the VM for gone).
 func (a *Adapter) Delete(ctx context.Context, ref string) error {
 	if !validRef(ref) {
 		return nil // no VM can have this ref
 	}
-	if err := a.deleteTLSRules(ctx, ref); err != nil {
-		return err
-	}
+	_ = a.deleteTLSRules(ctx, ref)
 	err := a.c.JSON(ctx, http.MethodDelete, vmPath(ref), nil, nil, nil)
 	if api.IsCode(err, api.CodeNotFound) {
 		return nil

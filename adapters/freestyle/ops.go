@@ -208,6 +208,9 @@ func (a *Adapter) tlsRules(ctx context.Context, vmID string) ([]tlsRule, error) 
 		Rules []tlsRule `json:"rules"`
 	}
 	err := a.c.JSON(ctx, http.MethodGet, "/v5/tls", url.Values{"vmId": {vmID}}, nil, &out)
+	if api.IsCode(err, api.CodeNotFound) {
+		return nil, nil // no rules for a VM Freestyle does not know
+	}
 	// The filter is the provider's; checked again so that a rule of another VM is
 	// never taken for this one's.
 	return slices.DeleteFunc(out.Rules, func(r tlsRule) bool { return r.Destination.VMID != vmID }), err

@@ -2,6 +2,7 @@ package freestyle_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/different-ai/differently/adapters"
@@ -78,6 +79,32 @@ func TestDeleteRemovesRoutes(t *testing.T) {
 	rules := e.fake.TLSRules()
 	if len(rules) != 2 || rules[0].Destination.VMID != keep.Ref || rules[1].Destination.VMID != keep.Ref {
 		t.Fatalf("rules after deleting %s: %+v, want only %s's two", gone.Ref, rules, keep.Ref)
+	}
+}
+
+// TestDeleteWhenRoutesCannotBeListed: the VM goes whatever the TLS listing answers,
+// and no answer of the listing passes for the VM's (a not_found would have the
+// caller take a running VM for gone).
+func TestDeleteWhenRoutesCannotBeListed(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusForbidden, http.StatusInternalServerError} {
+		e := newEnv(t, freestyle.Config{})
+		inst, err := e.a.Create(t.Context(), request("sbx_tls"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.fake.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method == http.MethodGet && r.URL.Path == "/v5/tls" {
+				w.WriteHeader(status)
+				return true
+			}
+			return false
+		})
+		if err := e.a.Delete(t.Context(), inst.Ref); err != nil {
+			t.Errorf("listing answered %d: delete: %v", status, err)
+		}
+		if vms := e.fake.VMs(); len(vms) != 0 {
+			t.Errorf("listing answered %d: %d VMs left", status, len(vms))
+		}
 	}
 }
 
