@@ -206,6 +206,21 @@ func TestFailedSnapshotIsRemoved(t *testing.T) {
 			}
 			return false
 		}},
+		// Daytona registers the snapshot only after the caller has given up: the
+		// clean-up looks for it until it appears.
+		{"registered late", func() func(http.ResponseWriter, *http.Request, *daytonafake.Server, func()) bool {
+			hidden := 0
+			return func(w http.ResponseWriter, r *http.Request, fake *daytonafake.Server, cancel func()) bool {
+				if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/snapshots/") || hidden == 3 {
+					return false
+				}
+				if hidden++; hidden == 2 {
+					cancel()
+				}
+				daytonafake.WriteError(w, http.StatusNotFound, "snapshot not found")
+				return true
+			}
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, fake := setup(t, ClassContainer)

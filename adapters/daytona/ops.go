@@ -93,13 +93,10 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 		return adapters.Snapshot{}, adapters.InvalidState("daytona: a memory snapshot needs a started sandbox; %s is %s", ref, sb.State)
 	}
 	name := ids.New("dly-snap")
-	if err := a.snapshot(ctx, ref, sb, name, memory); err != nil {
-		// Nobody will ever hear of this name, so a snapshot made under it would be
-		// kept, and billed, for ever: removed on the way out, whether the request's
-		// answer was lost, the snapshot failed, or the wait ran out of time.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = a.DeleteSnapshot(cctx, name)
+	if sent, err := a.snapshot(ctx, ref, sb, name, memory); err != nil {
+		if sent {
+			a.removeSnapshot(ctx, name)
+		}
 		return adapters.Snapshot{}, err
 	}
 	out := adapters.Snapshot{Ref: name, Kind: adapters.SnapshotDisk}
@@ -110,15 +107,16 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 }
 
 // snapshot takes the snapshot name of sb and waits for it to turn active and for the
-// sandbox to return to the state it was in.
-func (a *Adapter) snapshot(ctx context.Context, ref string, sb sandbox, name string, memory bool) error {
+// sandbox to return to the state it was in. sent reports whether Daytona may have
+// taken the request: it answered it, or the answer was lost or was a 5xx.
+func (a *Adapter) snapshot(ctx context.Context, ref string, sb sandbox, name string, memory bool) (sent bool, err error) {
 	body := snapshotBody{Name: name, IncludeMemory: memory}
 	if err := a.api.JSON(ctx, http.MethodPost, "/sandbox/"+url.PathEscape(sb.ID)+"/snapshot", nil, body, nil); err != nil {
-		return err
+		return api.IsCode(err, api.CodeProviderUnavailable), err
 	}
 	// Snapshotting is asynchronous: the snapshot turns active, and the sandbox returns
 	// to the state it was in.
-	err := httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
+	err = httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
 		s, err := a.getSnapshot(ctx, name)
 		switch {
 		case api.IsCode(err, api.CodeNotFound):
@@ -137,10 +135,28 @@ func (a *Adapter) snapshot(ctx context.Context, ref string, sb sandbox, name str
 		return false, nil
 	})
 	if err != nil {
-		return err
+		return true, err
 	}
 	_, err = a.waitFor(ctx, sb.ID, sb.State)
-	return err
+	return true, err
+}
+
+// removeSnapshot deletes the snapshot name that a failed Snapshot may have left:
+// nobody will ever hear of the name, so Daytona would keep it, and bill it, for
+// ever. Daytona may register it a while after the request, so it is looked for
+// until found and deleted, or until cleanupTimeout, after the caller's own context
+// has ended if it has: best effort, on the failure's path only.
+func (a *Adapter) removeSnapshot(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_ = httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
+		s, err := a.getSnapshot(ctx, name)
+		if err != nil {
+			return false, nil // not registered yet, or Daytona away: look again
+		}
+		err = a.api.JSON(ctx, http.MethodDelete, "/snapshots/"+url.PathEscape(s.ID), nil, nil, nil)
+		return err == nil || api.IsCode(err, api.CodeNotFound), nil
+	})
 }
 
 // cleanupTimeout bounds the removal of what a failed operation left behind.
