@@ -42,7 +42,7 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 		sb, err := decode[Sandbox](c.API.ClientInterface.WaitSandbox(ctx, id, &WaitSandboxParams{State: states, TimeoutSeconds: &secs}))
 		if err != nil && ctx.Err() == nil && daemonAway(ctx, err) {
 			failures++
-			if serr := c.opts.sleep(ctx, c.opts.backoff(failures)); serr == nil {
+			if serr := c.opts.sleep(ctx, max(c.opts.backoff(failures), minWaitPause)); serr == nil {
 				continue
 			}
 		}
@@ -76,6 +76,11 @@ func (c *Client) WaitForState(ctx context.Context, id string, states ...SandboxS
 		}
 	}
 }
+
+// minWaitPause is the least a wait pauses before asking a daemon that is away again,
+// whatever the retry settings: WithRetry(1, 0, 0), which turns retries off, would
+// otherwise have the wait ask in a tight loop.
+const minWaitPause = 100 * time.Millisecond
 
 // daemonAway reports whether a failed request says only that the daemon could not
 // answer for now, nothing about the sandbox.

@@ -185,6 +185,36 @@ func TestWaitForStateOutlastsADaemonAway(t *testing.T) {
 	}
 }
 
+// A wait pauses between asking a daemon that is away even when retries are turned
+// off (a zero backoff), instead of asking in a tight loop.
+func TestWaitForStatePausesWithoutRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if calls.Add(1) <= 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"code":"provider_unavailable","message":"away"}}`)
+			return
+		}
+		fmt.Fprint(w, sandboxJSON)
+	}))
+	defer srv.Close()
+	var w waits
+	c := newTestClient(t, srv.URL, &w, client.WithRetry(1, 0, 0))
+	if _, err := c.WaitForState(t.Context(), "sbx_1", client.Running); err != nil {
+		t.Fatal(err)
+	}
+	got := w.get()
+	if len(got) != 3 {
+		t.Fatalf("%d pauses, want 3: %v", len(got), got)
+	}
+	for _, d := range got {
+		if d < 100*time.Millisecond {
+			t.Errorf("paused %v between asks, want at least 100ms", d)
+		}
+	}
+}
+
 // A host name that does not resolve ends the wait: it is a wrong endpoint, not a
 // daemon that is away.
 func TestWaitForStateGivesUpOnAnUnknownHost(t *testing.T) {
