@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,10 @@ func (e *MalformedError) Error() string { return fmt.Sprintf("%s (at byte %d)", 
 
 // Fields says what ReadObject does with the members of an object. Members are
 // handled in the order they come, so a writer of Strings can rely on the Values
-// decoded before it. A member named in neither map is skipped without being kept.
+// decoded before it. A key names an entry as encoding/json matches keys to struct
+// fields: exactly, or else ignoring case. A member named in neither map is skipped
+// without being kept. Unlike encoding/json, which keeps the last, a key given twice
+// is handled twice: a string's writer gets both values, one after the other.
 type Fields struct {
 	// Strings maps a key to the writer its value is decoded into as it is read, so a
 	// string of any length is never held whole. Each write is whole characters, of at
@@ -283,13 +287,29 @@ func (d *objectReader) member(depth int, top bool) error {
 	if !top || key.long {
 		return d.value(depth + 1)
 	}
-	if w, ok := d.f.Strings[string(key.b)]; ok {
-		return d.stringField(string(key.b), w)
+	if name, w, ok := field(d.f.Strings, key.b); ok {
+		return d.stringField(name, w)
 	}
-	if v, ok := d.f.Values[string(key.b)]; ok {
-		return d.valueField(string(key.b), v)
+	if name, v, ok := field(d.f.Values, key.b); ok {
+		return d.valueField(name, v)
 	}
 	return d.value(depth + 1)
+}
+
+// field finds the entry of m a key names as encoding/json matches a key to a struct
+// field: exactly, or else ignoring case, so that an answer ReadObject replaced the
+// struct decoding of reads the same.
+func field[T any](m map[string]T, key []byte) (string, T, bool) {
+	if v, ok := m[string(key)]; ok {
+		return string(key), v, true
+	}
+	for name, v := range m {
+		if bytes.EqualFold([]byte(name), key) {
+			return name, v, true
+		}
+	}
+	var zero T
+	return "", zero, false
 }
 
 // stringField decodes a member of Strings into w.

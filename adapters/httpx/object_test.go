@@ -53,6 +53,7 @@ func TestReadObjectDecodes(t *testing.T) {
 		{"invalid UTF-8", "{\"out\":\"a\xffb\xe2\x82\",\"code\":0}", "a\uFFFDb\uFFFD\uFFFD", "", 0},
 		{"a long key matches nothing", `{"` + strings.Repeat("out", 100) + `":"no","code":2}`, "", "", 2},
 		{"escaped key", `{"\u006fut":"o","code":0}`, "o", "", 0},
+		{"keys in another case, as encoding/json matches them", `{"OUT":"o","Err":"e","CODE":5}`, "o", "e", 5},
 	}
 	for _, tt := range tests {
 		for rname, reader := range readers {
