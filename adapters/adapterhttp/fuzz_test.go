@@ -197,6 +197,7 @@ func FuzzHandlerRequests(f *testing.F) {
 			target += "/" + inst.Ref + "/exec?stream=1"
 		}
 		req := httptest.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+		req.Host = "127.0.0.1" // a tokenless adapter answers loopback hosts only
 		req.Header.Set("Content-Type", contentTypeJSON)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -88,6 +90,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, errPanic)
 		}
 	}()
+	if err := h.fromBrowser(r); err != nil {
+		h.writeError(w, err)
+		return
+	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="differently-adapter"`)
 		h.writeError(w, api.Errorf(api.CodeUnauthenticated, "missing or wrong bearer token"))
@@ -111,6 +117,38 @@ func (h *handler) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(presented)))
 	return subtle.ConstantTimeCompare(sum[:], h.tokenSum) == 1
+}
+
+// fromBrowser refuses what a web browser sends on a page's behalf. Only a control
+// plane calls an adapter, and it never sends Origin or Sec-Fetch-Site; a browser
+// sends one of them with every request a page makes. Without this, a page the
+// operator merely visits could post text/plain "simple" requests, which no CORS
+// preflight stops, to a plugin served without a token on loopback, and run commands
+// on the host. Without a token the Host must also name a loopback address, so that
+// a page whose name the attacker points at 127.0.0.1 (DNS rebinding) cannot read
+// the answers either.
+func (h *handler) fromBrowser(r *http.Request) error {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
+		return api.Errorf(api.CodeForbidden, "the adapter protocol is not for browsers: requests with Origin or Sec-Fetch-Site are refused")
+	}
+	if h.tokenSum == nil && !loopbackHost(r.Host) {
+		return api.Errorf(api.CodeForbidden, "without a token the adapter answers only requests addressed to a loopback host, not %q", r.Host)
+	}
+	return nil
+}
+
+// loopbackHost reports whether a Host header names this machine by a loopback
+// address or as localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // probeMethods are the methods the protocol uses, tried to tell a wrong method (405)

@@ -237,3 +237,53 @@ func TestPanickingAdapter(t *testing.T) {
 		t.Fatalf("health after panics: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestBrowsersAreRefused: a web page cannot reach an adapter through the operator's
+// browser, with or without a token: a request carrying Origin or Sec-Fetch-Site is
+// refused before it reaches the adapter, and a tokenless adapter answers only
+// requests addressed to a loopback host (DNS rebinding names it otherwise).
+func TestBrowsersAreRefused(t *testing.T) {
+	const create = `{"id":"sbx_evil","installation":"inst_evil"}`
+	for _, tok := range []string{"", token} {
+		mem := newMem()
+		srv, _ := serve(t, mem, tok)
+		base := srv.URL + adapterhttp.BasePath
+		auth := []string{}
+		if tok != "" {
+			auth = []string{"Authorization", "Bearer " + tok}
+		}
+		for name, hdr := range map[string][]string{
+			"cross-site form post": {"Content-Type", "text/plain", "Origin", "https://evil.example"},
+			"same-origin fetch":    {"Content-Type", "application/json", "Origin", srv.URL},
+			"fetch metadata only":  {"Content-Type", "application/json", "Sec-Fetch-Site", "cross-site"},
+		} {
+			resp, raw := do(t, http.MethodPost, base+"/instances", strings.NewReader(create), append(hdr, auth...)...)
+			wantEnvelope(t, resp, raw, http.StatusForbidden, api.CodeForbidden)
+			if n := mem.count(); n != 0 {
+				t.Fatalf("token %q, %s: %d instances made", tok, name, n)
+			}
+		}
+		// A request addressed to another name: refused without a token, served with one.
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/health", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "evil.example:80"
+		for i := 0; i+1 < len(auth); i += 2 {
+			req.Header.Set(auth[i], auth[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{true: http.StatusForbidden, false: http.StatusOK}[tok == ""]; resp.StatusCode != want {
+			t.Fatalf("token %q, Host evil.example: %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+	// The control plane's own client, without a token, on loopback, is served.
+	_, c := serve(t, newMem(), "")
+	if err := c.Health(t.Context()); err != nil {
+		t.Fatalf("the client without a token: %v", err)
+	}
+}

@@ -362,3 +362,10 @@ func rawServer(t *testing.T, fn http.HandlerFunc) *adapterhttp.Client {
 	}
 	return c
 }
+
+// count is how many instances the adapter holds.
+func (m *memAdapter) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.instances)
+}
