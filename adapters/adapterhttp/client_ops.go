@@ -118,11 +118,17 @@ func (c *Client) Delete(ctx context.Context, ref string) error {
 	return ignoreNotFound(c.call(ctx, http.MethodDelete, p, nil, nil, nil))
 }
 
+// ignoreNotFound takes a not_found from a delete for success, as the protocol says a
+// plugin may answer for what is already gone; but not one that says the path is no
+// route at all, which is a misconfigured endpoint with the instance still running.
 func ignoreNotFound(err error) error {
-	if api.IsCode(err, api.CodeNotFound) {
-		return nil
+	if !api.IsCode(err, api.CodeNotFound) {
+		return err
 	}
-	return err
+	if e := api.AsError(err); e.Details[NoRouteDetail] == true {
+		return adapters.Unavailable("the adapter has no such route (%s): is the pool's endpoint the adapter's root?", e.Message)
+	}
+	return nil
 }
 
 // Exec runs a command to completion. Only the caller's context bounds how long it

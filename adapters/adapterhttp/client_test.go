@@ -224,3 +224,31 @@ func TestListNullIsNotEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteOnAWrongEndpoint: a pool whose endpoint has the wrong base path gets "no
+// route" for everything; Delete must say so instead of taking it for an instance
+// already gone, which would strand the instance. A plain not_found is still success.
+func TestDeleteOnAWrongEndpoint(t *testing.T) {
+	mem := newMem()
+	srv, c := serve(t, mem, token)
+	inst, err := c.Create(t.Context(), adapters.CreateRequest{ID: "sbx_1", Installation: "inst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := adapterhttp.NewClient(srv.URL+"/extra", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wrong.Delete(t.Context(), inst.Ref); !api.IsCode(err, api.CodeProviderUnavailable) {
+		t.Fatalf("delete through a wrong endpoint: %v, want provider_unavailable", err)
+	}
+	if mem.count() != 1 {
+		t.Fatal("the instance went")
+	}
+	if err := c.Delete(t.Context(), inst.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(t.Context(), inst.Ref); err != nil {
+		t.Fatalf("delete of an instance already gone: %v", err)
+	}
+}

@@ -25,6 +25,10 @@ const (
 	// ProtocolHeader carries adapters.ProtocolVersion on every response.
 	ProtocolHeader = "Differently-Adapter-Protocol"
 
+	// NoRouteDetail marks a not_found that says the path is no route of the
+	// protocol, not that an instance or a snapshot is missing.
+	NoRouteDetail = "noRoute"
+
 	contentTypeJSON   = "application/json"
 	contentTypeNDJSON = ndjson.ContentType
 	contentTypeBytes  = "application/octet-stream"
@@ -165,7 +169,9 @@ func (h *handler) unrouted(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allowed) == 0 {
-		h.writeError(w, adapters.NotFound("no route for %s %s", r.Method, r.URL.Path))
+		// Marked, so that a client can tell a path that is not the protocol's (an
+		// endpoint configured with the wrong base path) from an instance that is gone.
+		h.writeError(w, adapters.NotFound("no route for %s %s", r.Method, r.URL.Path).WithDetail(NoRouteDetail, true))
 		return
 	}
 	if slices.Contains(allowed, http.MethodGet) {

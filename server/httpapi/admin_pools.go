@@ -383,9 +383,9 @@ func (s *Server) emptyBackend(ctx context.Context, name string, force bool) erro
 	left := 0
 	for _, inst := range insts {
 		dctx, cancel := context.WithTimeout(ctx, poolCallTimeout)
-		err := v.Adapter.Delete(dctx, inst.Ref)
+		err := adapters.DeleteInstance(dctx, v.Adapter, inst.Ref)
 		cancel()
-		if err != nil && !api.IsCode(err, api.CodeNotFound) {
+		if err != nil {
 			s.log.Warn("delete instance of a pool being deleted", "pool", name, "ref", inst.Ref, "error", err)
 			left++
 		}

@@ -451,7 +451,7 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 	case DeleteOrphan, DeleteDuplicate:
 		callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 		defer cancel()
-		if err := v.Adapter.Delete(callCtx, a.Ref); err != nil && !api.IsCode(err, api.CodeNotFound) {
+		if err := adapters.DeleteInstance(callCtx, v.Adapter, a.Ref); err != nil {
 			return false, err
 		}
 		r.opts.Logger.Info("reconcile deleted instance", "sandbox", a.SandboxID, "pool", v.Pool.Name, "ref", a.Ref, "action", a.Kind, "why", a.Reason)

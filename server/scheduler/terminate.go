@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/store"
 )
@@ -154,9 +155,9 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 		return o, row, errors.Join(err, errPoolDown)
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
-	err := view.Adapter.Delete(dctx, sb.BackendRef)
+	err := adapters.DeleteInstance(dctx, view.Adapter, sb.BackendRef)
 	cancel()
-	if err != nil && !api.IsCode(err, api.CodeNotFound) {
+	if err != nil {
 		log.Warn("delete failed", "ref", sb.BackendRef, "error", err)
 		o, row, ferr := s.deleteFailed(ctx, sb, message(err))
 		if api.IsCode(err, api.CodeProviderUnavailable) || errors.Is(err, context.DeadlineExceeded) {

@@ -86,6 +86,41 @@ func TestTerminateRetriesFailedDelete(t *testing.T) {
 	}
 }
 
+// notFoundDelete answers not_found to Delete and deletes nothing, as a misrouted
+// endpoint does; once fixed, it deletes.
+type notFoundDelete struct {
+	*fake.Adapter
+	fixed atomic.Bool
+}
+
+func (f *notFoundDelete) Delete(ctx context.Context, ref string) error {
+	if !f.fixed.Load() {
+		return adapters.NotFound("no route for DELETE /instances/%s", ref)
+	}
+	return f.Adapter.Delete(ctx, ref)
+}
+
+// A Delete that answers not_found while the instance is still there does not end
+// the sandbox: the contract forbids that answer, and taken at its word it would
+// leave the instance running, out of sight.
+func TestTerminateDoesNotTakeNotFoundForDeleted(t *testing.T) {
+	fk := &notFoundDelete{Adapter: fake.New(fake.Config{})}
+	e := newEnv(t, Options{}, view("fake", fk))
+	sb := running(t, e, store.Sandbox{})
+	e.set(t, sb.ID, toTerminating)
+	if r := e.terminate(t); r.Terminated != 0 || r.Errors != 1 {
+		t.Fatalf("pass with a not_found Delete = %+v", r)
+	}
+	if got := e.get(t, sb.ID); got.State != store.StateTerminating || fk.Instances() != 1 {
+		t.Fatalf("state %s, instances %d; want terminating and 1", got.State, fk.Instances())
+	}
+	fk.fixed.Store(true)
+	if r := e.terminate(t); r.Terminated != 1 {
+		t.Fatalf("pass once Delete works = %+v", r)
+	}
+	wantState(t, e.get(t, sb.ID), store.StateTerminated)
+}
+
 func TestTerminateWithoutInstance(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{})))
 	never := e.create(t, store.Sandbox{ID: "sbx_never"})
