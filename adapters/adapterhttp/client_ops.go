@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -140,7 +141,24 @@ func (c *Client) Exec(ctx context.Context, ref string, req api.ExecRequest) (api
 		return out, err
 	}
 	err = c.call(ctx, http.MethodPost, p, nil, req, &out)
+	// The contract caps each stream at MaxExecOutputBytes; a plugin that sends more
+	// must not hand a tenant more than any other adapter would.
+	out.Stdout, out.Truncated = capOutput(out.Stdout, out.Truncated)
+	out.Stderr, out.Truncated = capOutput(out.Stderr, out.Truncated)
 	return out, err
+}
+
+// capOutput cuts s to the contract's output cap, on a character boundary, and
+// reports whether anything of the stream was ever dropped.
+func capOutput(s string, truncated bool) (string, bool) {
+	if len(s) <= api.MaxExecOutputBytes {
+		return s, truncated
+	}
+	n := api.MaxExecOutputBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
 }
 
 // ExecStream runs a streamed exec. A failure the remote reports after the stream
@@ -199,8 +217,10 @@ func (c *Client) ReadFile(ctx context.Context, ref, path string) ([]byte, error)
 		return nil, fileTooLarge()
 	}
 	var buf bytes.Buffer
+	// Sized ahead on the plugin's word only up to a MiB: a Content-Length of 100 MiB
+	// whose body never comes would otherwise be allocated at once.
 	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
+		buf.Grow(int(min(resp.ContentLength, 1<<20)))
 	}
 	// One byte more than allowed tells an oversized file from one of exactly the limit
 	// without reading the rest.

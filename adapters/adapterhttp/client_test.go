@@ -2,14 +2,18 @@ package adapterhttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/adapterhttp"
@@ -250,5 +254,66 @@ func TestDeleteOnAWrongEndpoint(t *testing.T) {
 	}
 	if err := c.Delete(t.Context(), inst.Ref); err != nil {
 		t.Fatalf("delete of an instance already gone: %v", err)
+	}
+}
+
+// hostilePlugin answers every request with answer, behind the protocol header.
+func hostilePlugin(t *testing.T, answer http.HandlerFunc) *adapterhttp.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(adapterhttp.ProtocolHeader, adapters.ProtocolVersion)
+		answer(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return try(adapterhttp.NewClient(srv.URL, "")).ok(t)
+}
+
+// TestHostilePluginIsBounded: what a plugin answers is held to the contract's
+// limits before it reaches a tenant or memory: exec output is cut at the cap and
+// marked truncated, a file's declared length is not allocated on the plugin's word,
+// and output on a stream that does not exist ends the stream.
+func TestHostilePluginIsBounded(t *testing.T) {
+	big := strings.Repeat("é", api.MaxExecOutputBytes) // twice the cap, in bytes
+	c := hostilePlugin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(api.ExecResult{ExitCode: 0, Stdout: big, Stderr: "short"})
+	})
+	res, err := c.Exec(t.Context(), "i-1", api.ExecRequest{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stdout) > api.MaxExecOutputBytes || len(res.Stdout) < api.MaxExecOutputBytes-1 || !utf8.ValidString(res.Stdout) ||
+		!res.Truncated || res.Stderr != "short" {
+		t.Fatalf("stdout %d bytes (valid %v), stderr %q, truncated %v", len(res.Stdout), utf8.ValidString(res.Stdout), res.Stderr, res.Truncated)
+	}
+
+	c = hostilePlugin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(api.MaxFileBytes))
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("a few bytes, then the plugin hangs up"))
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := c.ReadFile(t.Context(), "i-1", "/f"); err == nil {
+		t.Fatal("a cut file read succeeded")
+	}
+	runtime.ReadMemStats(&after)
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 16<<20 {
+		t.Fatalf("a file declared at %d MiB that never came allocated %d MiB", api.MaxFileBytes>>20, grown>>20)
+	}
+
+	c = hostilePlugin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintln(w, `{"stream":"system","data":"injected"}`)
+		fmt.Fprintln(w, `{"exitCode":0}`)
+	})
+	var got []api.ExecEvent
+	_, err = c.ExecStream(t.Context(), "i-1", api.ExecRequest{Command: "true"}, func(ev api.ExecEvent) error {
+		got = append(got, ev)
+		return nil
+	})
+	if !api.IsCode(err, api.CodeProviderUnavailable) || len(got) != 0 {
+		t.Fatalf("a made-up stream: %v, events %+v", err, got)
 	}
 }

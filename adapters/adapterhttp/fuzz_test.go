@@ -36,6 +36,9 @@ func streamOracle(body []byte, stopAfter int) (events []api.ExecEvent, status *a
 		if ev.Data == "" {
 			continue
 		}
+		if ev.Stream != "stdout" && ev.Stream != "stderr" {
+			return events, nil, false // only the two streams exist
+		}
 		events = append(events, api.ExecEvent{Stream: ev.Stream, Data: ev.Data})
 		if len(events) == stopAfter {
 			return events, nil, true
@@ -64,7 +67,8 @@ func TestReadStreamLineLimit(t *testing.T) {
 
 // FuzzReadStream feeds arbitrary bytes to the NDJSON reader of the adapter client.
 // It never panics; it emits output events only (data set, no exit code or error),
-// never anything after a final event, and exactly what a line-by-line reading says;
+// never anything after a final event, and exactly what a line-by-line reading says
+// (output on a stream other than stdout and stderr ends it);
 // it returns nil only when a final exit event was read, and otherwise
 // provider_unavailable (or the emit callback's own error, which it returns as is).
 // The 8 MiB line limit is TestReadStreamLineLimit's.

@@ -60,6 +60,11 @@ func readStream(body io.Reader, emit func(api.ExecEvent) error) (adapters.ExitSt
 		if ev.Data == "" {
 			continue
 		}
+		if ev.Stream != "stdout" && ev.Stream != "stderr" {
+			// Passed on, a made-up stream would reach NDJSON tenants as it is and
+			// break framed ones, whose frames know only the two.
+			return adapters.ExitStatus{}, adapters.Unavailable("adapter sent output on a stream named %q; only stdout and stderr exist", ev.Stream)
+		}
 		if err := emit(api.ExecEvent{Stream: ev.Stream, Data: ev.Data}); err != nil {
 			return adapters.ExitStatus{}, err
 		}
