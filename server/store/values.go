@@ -144,15 +144,27 @@ func NormalizeSandbox(now time.Time, sb Sandbox) (Sandbox, error) {
 	return NormalizeSandboxTimes(sb), nil
 }
 
+// MaxReasonBytes bounds a sandbox's reason as stored.
+const MaxReasonBytes = 2 << 10
+
 // storableText makes text that may come from a backend (a sandbox's reason quotes
 // adapters' errors and instance messages) fit for either store: PostgreSQL's text
 // refuses NUL and invalid UTF-8, and a write refused for a backend's words would
-// leave the sandbox's outcome unrecorded. Both become U+FFFD.
+// leave the sandbox's outcome unrecorded. Both become U+FFFD. It is also cut to
+// MaxReasonBytes: a plugin's error may run to megabytes, which every read of the
+// sandbox, and every answer about it, would carry.
 func storableText(s string) string {
-	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
-		return s
+	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) > MaxReasonBytes {
+		n := MaxReasonBytes - len("…")
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
 }
 
 // NormalizeSandboxTimes applies Timestamp to every time of sb.
