@@ -17,7 +17,10 @@
 // claim and ProvisionTimeout plus the reconciler's margin have passed with no
 // outcome recorded (the replica died), the reconciler adopts the instance the
 // backend reports or requeues the sandbox (package reconcile). A queued sandbox
-// waits for a claim and is bounded by its TTL.
+// waits for a claim for as long as it takes: its TTL runs only once it is running,
+// and insufficient_capacity, which the contract has requeued uncounted, is asked
+// again every RequeueDelay (with other pools tried first) until a Create succeeds
+// or the sandbox is deleted.
 //
 // Direct work (direct.go): the API hands a create or a delete straight to the
 // replica that answered when nothing waits before it (Reserve, ReserveDelete); the
