@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +142,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if budget, ok := timeoutBudget(ctx); ok {
+		req.Header.Set(TimeoutHeader, strconv.FormatInt(budget.Milliseconds(), 10))
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.transportError(ctx, r, err)
@@ -185,6 +189,21 @@ func checkProtocol(got string) *api.Error {
 			ProtocolHeader, adapters.ProtocolVersion)
 	}
 	return adapters.Unavailable("adapter protocol mismatch: server speaks %q, this client speaks %q", got, adapters.ProtocolVersion)
+}
+
+// timeoutBudget is how long the plugin may work on a request whose context has a
+// deadline: the time left, less a margin for the answer to travel back. The plugin
+// then meets its own deadline first and answers what it makes of it (a sandbox still
+// starting is sandbox_failed), where a request cut by ours would be an outage of the
+// pool.
+func timeoutBudget(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	left := time.Until(dl)
+	left -= min(left/10, 2*time.Second)
+	return max(left, time.Millisecond), true
 }
 
 // responseError reads the error envelope of a non-2xx answer. Without one, the status

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
@@ -315,5 +316,31 @@ func TestHostilePluginIsBounded(t *testing.T) {
 	})
 	if !api.IsCode(err, api.CodeProviderUnavailable) || len(got) != 0 {
 		t.Fatalf("a made-up stream: %v, events %+v", err, got)
+	}
+}
+
+// slowStart is an adapter whose Create waits for its context to end and then says
+// what a hosted adapter says: a sandbox still starting at the deadline failed, a
+// cancelled wait is an outage.
+type slowStart struct{ *memAdapter }
+
+func (slowStart) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+	<-ctx.Done()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return adapters.Instance{}, adapters.SandboxFailed("sandbox %s was still starting when the wait ended", req.ID)
+	}
+	return adapters.Instance{}, adapters.Unavailable("cancelled")
+}
+
+// TestThePluginMeetsTheCallersDeadline: the caller's deadline travels to the plugin,
+// which meets it first and answers sandbox_failed for a sandbox still starting,
+// instead of having its request cut, which the control plane reads as the pool down.
+func TestThePluginMeetsTheCallersDeadline(t *testing.T) {
+	_, c := serve(t, slowStart{newMem()}, token)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	_, err := c.Create(ctx, adapters.CreateRequest{ID: "sbx_slow", Installation: "inst"})
+	if !api.IsCode(err, api.CodeSandboxFailed) {
+		t.Fatalf("create past the deadline: %v, want sandbox_failed", err)
 	}
 }

@@ -1,6 +1,7 @@
 package adapterhttp
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -12,7 +13,9 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -24,6 +27,12 @@ const (
 	BasePath = "/adapter/v1"
 	// ProtocolHeader carries adapters.ProtocolVersion on every response.
 	ProtocolHeader = "Differently-Adapter-Protocol"
+
+	// TimeoutHeader carries, in milliseconds, how long the caller will wait for the
+	// answer; the handler bounds the adapter's context by it.
+	TimeoutHeader = "Differently-Timeout-Ms"
+	// maxTimeoutMs bounds what TimeoutHeader can ask for (a day).
+	maxTimeoutMs = 24 * 60 * 60 * 1000
 
 	// NoRouteDetail marks a not_found that says the path is no route of the
 	// protocol, not that an instance or a snapshot is missing.
@@ -102,6 +111,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="differently-adapter"`)
 		h.writeError(w, api.Errorf(api.CodeUnauthenticated, "missing or wrong bearer token"))
 		return
+	}
+	// The caller's deadline, so that the adapter meets it as a deadline (and says
+	// what it means, sandbox_failed for a sandbox still starting) instead of seeing
+	// its request cancelled. A malformed value is ignored: the request still ends
+	// when the caller hangs up.
+	if ms, err := strconv.ParseInt(r.Header.Get(TimeoutHeader), 10, 64); err == nil && ms > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(min(ms, maxTimeoutMs))*time.Millisecond)
+		defer cancel()
+		r = r.WithContext(ctx)
 	}
 	h.mux.ServeHTTP(w, r)
 }
