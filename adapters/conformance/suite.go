@@ -125,10 +125,15 @@ func newSuite(a adapters.ExecutionAdapter, opts Options) *suite {
 	return &suite{a: a, opts: opts, created: map[string]string{}}
 }
 
-func (s *suite) runCheck(ctx context.Context, c check) (res Result) {
-	res.Name = c.name
+func (s *suite) runCheck(ctx context.Context, c check) Result {
+	return runOne(ctx, s.opts.CheckTimeout, c.name, func(ctx context.Context) error { return c.run(ctx, s) })
+}
+
+// runOne runs one check under its time limit and turns its error into a result.
+func runOne(ctx context.Context, timeout time.Duration, name string, run func(context.Context) error) (res Result) {
+	res.Name = name
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, s.opts.CheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer func() {
 		res.Duration = time.Since(start)
@@ -136,7 +141,7 @@ func (s *suite) runCheck(ctx context.Context, c check) (res Result) {
 			res.Status, res.Message = Fail, fmt.Sprintf("panic: %v", p)
 		}
 	}()
-	err := c.run(ctx, s)
+	err := run(ctx)
 	var skip skipError
 	switch {
 	case err == nil:

@@ -184,7 +184,8 @@ func adapterConformance(ctx context.Context, args []string, stdout, stderr io.Wr
 	if *endpoint == "" {
 		return false, errors.New("--endpoint is required")
 	}
-	client, err := adapterhttp.NewClient(*endpoint, getenv(adapterTokenEnv))
+	token := getenv(adapterTokenEnv)
+	client, err := adapterhttp.NewClient(*endpoint, token)
 	if err != nil {
 		return false, err
 	}
@@ -193,7 +194,13 @@ func adapterConformance(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	info := client.Info()
 	fmt.Fprintf(stdout, "adapter %s %s (protocol %s) at %s\n", info.Kind, info.Version, info.Protocol, *endpoint)
-	report := conformance.Run(ctx, client, opts)
+	if token == "" {
+		fmt.Fprintf(stdout, "no token (%s is empty): the authentication checks are skipped\n", adapterTokenEnv)
+	}
+	// The raw HTTP checks first: they see what the client hides (statuses, headers,
+	// refusals of requests the client would never send).
+	report := conformance.RunHTTP(ctx, *endpoint, token, opts)
+	report.Results = append(report.Results, conformance.Run(ctx, client, opts).Results...)
 	var pass, fail, skip int
 	for _, r := range report.Results {
 		line := fmt.Sprintf("%-4s %s (%s)", strings.ToUpper(string(r.Status)), r.Name, r.Duration.Round(time.Millisecond))

@@ -114,8 +114,14 @@ func TestServeAndConformance(t *testing.T) {
 			env := []string{"DIFFERENTLY_ADAPTER_TOKEN=" + tt.token}
 			url := serve(t, env, args...)
 			out, code := runTool(t, env, append([]string{"adapter", "conformance", "--endpoint", url}, tt.checkArgs...)...)
-			if code != 0 || strings.Contains(out, "FAIL") || !strings.Contains(out, "PASS create/idempotent") {
+			if code != 0 || strings.Contains(out, "FAIL") || !strings.Contains(out, "PASS create/idempotent") ||
+				!strings.Contains(out, "PASS http/delete-missing") || !strings.Contains(out, "PASS http/unknown-path") {
 				t.Fatalf("conformance exited %d:\n%s", code, out)
+			}
+			authRan := strings.Contains(out, "PASS http/auth/no-token") && strings.Contains(out, "PASS http/auth/wrong-token")
+			authSkipped := strings.Contains(out, "SKIP http/auth/no-token") && strings.Contains(out, "authentication checks are skipped")
+			if (tt.token != "" && !authRan) || (tt.token == "" && !authSkipped) {
+				t.Errorf("token %t: the authentication checks did not run or skip as they should:\n%s", tt.token != "", out)
 			}
 		})
 	}
@@ -132,6 +138,16 @@ func TestConformanceFailsOnWrongToken(t *testing.T) {
 	}
 	if strings.Contains(out, "right-token") || strings.Contains(out, "wrong-token") {
 		t.Errorf("output leaks a token:\n%s", out)
+	}
+}
+
+// TestConformanceFailsOpenPlugin: a plugin that answers without checking the token
+// the operator gave must fail the raw authentication checks.
+func TestConformanceFailsOpenPlugin(t *testing.T) {
+	url := serve(t, []string{"DIFFERENTLY_ADAPTER_TOKEN="}, "--adapter", "fake")
+	out, code := runTool(t, []string{"DIFFERENTLY_ADAPTER_TOKEN=operator-token"}, "adapter", "conformance", "--endpoint", url, "--simulated-exec")
+	if code != 1 || !strings.Contains(out, "FAIL http/auth/no-token") || !strings.Contains(out, "FAIL http/auth/wrong-token") {
+		t.Fatalf("exit %d, want 1 with the authentication checks failing:\n%s", code, out)
 	}
 }
 
