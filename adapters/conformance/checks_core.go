@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 
@@ -147,19 +148,42 @@ func checkCreateIdempotent(ctx context.Context, s *suite) error {
 	return s.expectOneInstance(ctx, req)
 }
 
-// checkCreateAfterDiscard models a response lost on the way back: the caller never
-// saw the first answer, so all it can do is ask again with the same ID.
+// checkCreateAfterDiscard models a response lost on the way back, or a control plane
+// that gave up and crashed: the first Create is cancelled while in flight, so the
+// caller never sees its answer and all it can do is ask again with the same ID.
 func checkCreateAfterDiscard(ctx context.Context, s *suite) error {
 	req := s.request(s.opts.Installation)
-	_, _ = s.a.Create(ctx, req)
+	first, firstErr := s.abandonedCreate(ctx, req)
+	if firstErr == nil && first.Ref != "" {
+		s.mu.Lock()
+		s.created[first.Ref] = req.Installation
+		s.mu.Unlock()
+	}
 	inst, err := s.create(ctx, req)
 	if err != nil {
-		return fmt.Errorf("retry after a discarded response: %w", err)
+		return fmt.Errorf("retry after an abandoned create: %w", err)
 	}
 	if inst.SandboxID != "" && inst.SandboxID != req.ID {
 		return fmt.Errorf("retry returned sandbox %q, want %q", inst.SandboxID, req.ID)
 	}
+	if firstErr == nil && first.Ref != "" && first.Ref != inst.Ref {
+		return fmt.Errorf("retry returned ref %q, the abandoned create %q", inst.Ref, first.Ref)
+	}
 	return s.expectOneInstance(ctx, req)
+}
+
+// abandonedCreate calls Create and cancels its context as soon as the adapter has
+// sent an HTTP request: over the protocol the connection to the plugin is dropped
+// after the plugin has the request, and an adapter calling an HTTP backend is cut
+// off after the backend has it. An adapter that sends no HTTP request runs to the end
+// and only its answer is discarded.
+func (s *suite) abandonedCreate(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { cancel() },
+	})
+	return s.a.Create(ctx, req)
 }
 
 func checkCreateConcurrent(ctx context.Context, s *suite) error {

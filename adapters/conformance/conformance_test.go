@@ -2,8 +2,11 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/different-ai/differently/adapters"
@@ -80,6 +83,76 @@ func (s strictDelete) Delete(ctx context.Context, ref string) error {
 	return s.ExecutionAdapter.Delete(ctx, ref)
 }
 
+// forgetful is an adapter in front of an HTTP backend that creates an instance not
+// keyed by the sandbox ID, then asks the backend whether it booted, and remembers the
+// ID only when its caller is still there: a caller that goes away mid-create leaves
+// an instance the retry does not find.
+type forgetful struct {
+	*fake.Adapter
+	backend string
+	mu      sync.Mutex
+	calls   map[string]int
+	byID    map[string]string
+}
+
+func newForgetful(t *testing.T) *forgetful {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	return &forgetful{Adapter: fake.New(fake.Config{}), backend: srv.URL, calls: map[string]int{}, byID: map[string]string{}}
+}
+
+func (f *forgetful) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+	f.mu.Lock()
+	ref, known := f.byID[req.ID]
+	f.calls[req.ID]++
+	n := f.calls[req.ID]
+	f.mu.Unlock()
+	if known {
+		return f.Get(ctx, ref)
+	}
+	inner := req
+	inner.ID = fmt.Sprintf("%s#%d", req.ID, n)
+	inst, err := f.Adapter.Create(context.WithoutCancel(ctx), inner)
+	if err != nil {
+		return inst, err
+	}
+	if err := f.waitBooted(ctx); err != nil {
+		return adapters.Instance{}, adapters.Unavailable("abandoned while booting: %v", err)
+	}
+	f.mu.Lock()
+	f.byID[req.ID] = inst.Ref
+	f.mu.Unlock()
+	inst.SandboxID = req.ID
+	return inst, nil
+}
+
+func (f *forgetful) waitBooted(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.backend, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return ctx.Err()
+}
+
+func (f *forgetful) Get(ctx context.Context, ref string) (adapters.Instance, error) {
+	inst, err := f.Adapter.Get(ctx, ref)
+	inst.SandboxID, _, _ = strings.Cut(inst.SandboxID, "#")
+	return inst, err
+}
+
+func (f *forgetful) List(ctx context.Context, installation string) ([]adapters.Instance, error) {
+	list, err := f.Adapter.List(ctx, installation)
+	for i := range list {
+		list[i].SandboxID, _, _ = strings.Cut(list[i].SandboxID, "#")
+	}
+	return list, err
+}
+
 type leakyList struct{ adapters.ExecutionAdapter }
 
 func (l leakyList) List(ctx context.Context, installation string) ([]adapters.Instance, error) {
@@ -114,6 +187,7 @@ func TestSuiteFailsBrokenAdapters(t *testing.T) {
 		failing   string
 	}{
 		{"create not idempotent", func(t *testing.T) adapters.ExecutionAdapter { return nonIdempotent{newFake(t)} }, true, "create/idempotent"},
+		{"create forgets an abandoned request", func(t *testing.T) adapters.ExecutionAdapter { return newForgetful(t) }, true, "create/after-discarded-response"},
 		{"delete of missing fails", func(t *testing.T) adapters.ExecutionAdapter { return strictDelete{newFake(t)} }, true, "delete/idempotent"},
 		{"list ignores installation", func(t *testing.T) adapters.ExecutionAdapter { return leakyList{newDevhost(t)} }, false, "list/filters-by-installation"},
 		{"undeclared operations work", func(*testing.T) adapters.ExecutionAdapter { return overclaiming{fake.New(fake.Config{})} }, true, "undeclared-operations"},

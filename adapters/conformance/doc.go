@@ -11,7 +11,7 @@
 //
 // The suite creates real instances under a fresh installation ID and deletes them at
 // the end. It covers the checklist of the adapter specification: idempotent Create
-// (sequential, after a discarded response, and concurrent), Get and Delete of missing
+// (sequential, after a call cancelled in flight, and concurrent), Get and Delete of missing
 // instances, List filtered by installation, Exec semantics (exit codes, stderr, env,
 // cwd, stdin, timeouts, output caps), and one check per declared feature. For every
 // optional interface the adapter implements but does not declare, the call must answer
