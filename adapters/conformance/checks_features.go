@@ -244,6 +244,24 @@ func (s *suite) expectState(ctx context.Context, ref string, want adapters.Insta
 	return nil
 }
 
+// expectListed checks that List shows ref in state want: it lists every instance in
+// any non-deleted state, and the reconciler takes a missing one for lost.
+func (s *suite) expectListed(ctx context.Context, ref string, want adapters.InstanceState) error {
+	list, err := s.a.List(ctx, s.opts.Installation)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	for _, inst := range list {
+		if inst.Ref == ref {
+			if inst.State != want {
+				return fmt.Errorf("list shows %s %q, want %q", ref, inst.State, want)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("list does not show %s while it is %s: List returns instances in every non-deleted state", ref, want)
+}
+
 // transition calls op twice (the second must be a no-op) and checks the state after.
 func (s *suite) transition(ctx context.Context, name string, op func(context.Context, string) error, ref string, want adapters.InstanceState) error {
 	for i := range 2 {
@@ -268,6 +286,9 @@ func checkStopStart(ctx context.Context, s *suite) error {
 		return fmt.Errorf("write marker: %w", err)
 	}
 	if err := s.transition(ctx, "stop", lc.Stop, inst.Ref, adapters.StateStopped); err != nil {
+		return err
+	}
+	if err := s.expectListed(ctx, inst.Ref, adapters.StateStopped); err != nil {
 		return err
 	}
 	if _, err := s.a.Exec(ctx, inst.Ref, api.ExecRequest{Command: "true"}); expectCode(err, api.CodeInvalidState, "exec on a stopped instance") != nil {
@@ -299,6 +320,9 @@ func checkPauseResume(ctx context.Context, s *suite) error {
 		return err
 	}
 	if err := s.transition(ctx, "pause", p.Pause, inst.Ref, adapters.StatePaused); err != nil {
+		return err
+	}
+	if err := s.expectListed(ctx, inst.Ref, adapters.StatePaused); err != nil {
 		return err
 	}
 	if _, err := s.a.Exec(ctx, inst.Ref, api.ExecRequest{Command: "true"}); expectCode(err, api.CodeInvalidState, "exec on a paused instance") != nil {

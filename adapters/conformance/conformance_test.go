@@ -153,6 +153,20 @@ func (f *forgetful) List(ctx context.Context, installation string) ([]adapters.I
 	return list, err
 }
 
+// runningOnly lists only running instances, hiding stopped and paused ones.
+type runningOnly struct{ *fake.Adapter }
+
+func (r runningOnly) List(ctx context.Context, installation string) ([]adapters.Instance, error) {
+	list, err := r.Adapter.List(ctx, installation)
+	out := []adapters.Instance{}
+	for _, inst := range list {
+		if inst.State == adapters.StateRunning {
+			out = append(out, inst)
+		}
+	}
+	return out, err
+}
+
 type leakyList struct{ adapters.ExecutionAdapter }
 
 func (l leakyList) List(ctx context.Context, installation string) ([]adapters.Instance, error) {
@@ -188,6 +202,8 @@ func TestSuiteFailsBrokenAdapters(t *testing.T) {
 	}{
 		{"create not idempotent", func(t *testing.T) adapters.ExecutionAdapter { return nonIdempotent{newFake(t)} }, true, "create/idempotent"},
 		{"create forgets an abandoned request", func(t *testing.T) adapters.ExecutionAdapter { return newForgetful(t) }, true, "create/after-discarded-response"},
+		{"list hides stopped", func(*testing.T) adapters.ExecutionAdapter { return runningOnly{fake.New(fake.Config{})} }, true, "feature/lifecycle.stop-start"},
+		{"list hides paused", func(*testing.T) adapters.ExecutionAdapter { return runningOnly{fake.New(fake.Config{})} }, true, "feature/lifecycle.pause-resume"},
 		{"delete of missing fails", func(t *testing.T) adapters.ExecutionAdapter { return strictDelete{newFake(t)} }, true, "delete/idempotent"},
 		{"list ignores installation", func(t *testing.T) adapters.ExecutionAdapter { return leakyList{newDevhost(t)} }, false, "list/filters-by-installation"},
 		{"undeclared operations work", func(*testing.T) adapters.ExecutionAdapter { return overclaiming{fake.New(fake.Config{})} }, true, "undeclared-operations"},
