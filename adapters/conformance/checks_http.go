@@ -39,15 +39,7 @@ func TestHTTP(t *testing.T, endpoint, token string, opts Options) {
 	t.Helper()
 	h := newHTTPSuite(endpoint, token, opts)
 	for _, c := range httpChecks() {
-		t.Run(c.name, func(t *testing.T) {
-			res := h.runCheck(t.Context(), c)
-			switch res.Status {
-			case Fail:
-				t.Fatal(res.Message)
-			case Skip:
-				t.Skip(res.Message)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { report(t, h.runCheck(t.Context(), c)) })
 	}
 }
 

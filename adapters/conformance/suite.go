@@ -92,15 +92,18 @@ func Test(t *testing.T, a adapters.ExecutionAdapter, opts Options) {
 	s := newSuite(a, opts)
 	all := append(checks(), check{"cleanup", cleanup})
 	for _, c := range all {
-		t.Run(c.name, func(t *testing.T) {
-			res := s.runCheck(t.Context(), c)
-			switch res.Status {
-			case Fail:
-				t.Fatal(res.Message)
-			case Skip:
-				t.Skip(res.Message)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { report(t, s.runCheck(t.Context(), c)) })
+	}
+}
+
+// report ends a Go test the way a check's result says.
+func report(t *testing.T, res Result) {
+	t.Helper()
+	switch res.Status {
+	case Fail:
+		t.Fatal(res.Message)
+	case Skip:
+		t.Skip(res.Message)
 	}
 }
 
