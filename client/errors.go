@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/textcut"
 )
 
 // APIError is a non-2xx answer from the daemon. Every wrapper returns it, so
@@ -140,12 +140,7 @@ func apiErrorFromBody(status int, body []byte, redact *adapters.Redactor) *APIEr
 	// scrubbed before it is cut short, so that no piece of the token survives that cut.
 	e.Message = redact.String(strings.TrimSpace(redact.TrimPartial(string(body), minPartialSecret)))
 	if len(e.Message) > maxMessage {
-		// Cut on a character's start, so the message stays valid UTF-8.
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(e.Message[cut]) {
-			cut--
-		}
-		e.Message = e.Message[:cut] + "…"
+		e.Message = textcut.Prefix(e.Message, maxMessage) + "…"
 	}
 	if e.Message == "" {
 		e.Message = http.StatusText(status)

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/textcut"
 )
 
 // Info returns what the last Capabilities or Refresh fetched, or a placeholder of kind
@@ -154,11 +154,7 @@ func capOutput(s string, truncated bool) (string, bool) {
 	if len(s) <= api.MaxExecOutputBytes {
 		return s, truncated
 	}
-	n := api.MaxExecOutputBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
+	return textcut.Prefix(s, api.MaxExecOutputBytes), true
 }
 
 // ExecStream runs a streamed exec. A failure the remote reports after the stream

@@ -25,11 +25,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/safeurl"
+	"github.com/different-ai/differently/internal/textcut"
 )
 
 // Limits on what is read from a provider.
@@ -331,11 +331,7 @@ func cut(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	n := maxMessage
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Prefix(s, maxMessage) + "…"
 }
 
 // maxMessage bounds the provider text quoted in an error.

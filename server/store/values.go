@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/textcut"
 )
 
 // Timestamp is how every driver normalises a time before storing it: UTC, truncated to
@@ -158,11 +159,7 @@ func storableText(s string) string {
 		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	}
 	if len(s) > MaxReasonBytes {
-		n := MaxReasonBytes - len("…")
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
+		s = textcut.Prefix(s, MaxReasonBytes-len("…")) + "…"
 	}
 	return s
 }
