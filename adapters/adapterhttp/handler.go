@@ -153,15 +153,16 @@ func (h *handler) fromBrowser(r *http.Request) error {
 	if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
 		return api.Errorf(api.CodeForbidden, "the adapter protocol is not for browsers: requests with Origin or Sec-Fetch-Site are refused")
 	}
-	if h.tokenSum == nil && !loopbackHost(r.Host) {
+	if h.tokenSum == nil && !IsLoopbackHost(r.Host) {
 		return api.Errorf(api.CodeForbidden, "without a token the adapter answers only requests addressed to a loopback host, not %q", r.Host)
 	}
 	return nil
 }
 
-// loopbackHost reports whether a Host header names this machine by a loopback
-// address or as localhost.
-func loopbackHost(host string) bool {
+// IsLoopbackHost reports whether host, with or without a port (a Host header, a
+// listen address), names this machine by a loopback address or as localhost. An
+// empty host, which a listener takes for every interface, does not.
+func IsLoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/frames"
 	"github.com/different-ai/differently/internal/ndjson"
 )
 
@@ -60,7 +61,7 @@ func readStream(body io.Reader, emit func(api.ExecEvent) error) (adapters.ExitSt
 		if ev.Data == "" {
 			continue
 		}
-		if ev.Stream != "stdout" && ev.Stream != "stderr" {
+		if _, ok := frames.OutputKind(ev.Stream); !ok {
 			// Passed on, a made-up stream would reach NDJSON tenants as it is and
 			// break framed ones, whose frames know only the two.
 			return adapters.ExitStatus{}, adapters.Unavailable("adapter sent output on a stream named %q; only stdout and stderr exist", ev.Stream)

@@ -158,15 +158,8 @@ func dataDirFor(getenv func(string) string) (string, error) {
 // isLoopback reports whether addr (host:port) can only be reached from this machine.
 // An empty host means every interface.
 func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	_, _, err := net.SplitHostPort(addr)
+	return err == nil && adapterhttp.IsLoopbackHost(addr)
 }
 
 func adapterConformance(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (failed bool, err error) {
