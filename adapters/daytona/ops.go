@@ -150,12 +150,9 @@ func (a *Adapter) removeSnapshot(ctx context.Context, name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_ = httpx.Poll(ctx, a.poll, func(ctx context.Context) (bool, error) {
-		s, err := a.getSnapshot(ctx, name)
-		if err != nil {
-			return false, nil // not registered yet, or Daytona away: look again
-		}
-		err = a.api.JSON(ctx, http.MethodDelete, "/snapshots/"+url.PathEscape(s.ID), nil, nil, nil)
-		return err == nil || api.IsCode(err, api.CodeNotFound), nil
+		found, err := a.deleteNamed(ctx, name)
+		// Not registered yet, or Daytona away: look again.
+		return found && err == nil, nil
 	})
 }
 
@@ -168,18 +165,25 @@ func (a *Adapter) DeleteSnapshot(ctx context.Context, snapshotRef string) error 
 	if snapshotRef == "" {
 		return nil
 	}
-	s, err := a.getSnapshot(ctx, snapshotRef)
-	if api.IsCode(err, api.CodeNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
+	_, err := a.deleteNamed(ctx, snapshotRef)
+	return err
+}
+
+// deleteNamed deletes the snapshot called name and reports whether Daytona had one
+// by that name; one that goes between the lookup and the delete counts as deleted.
+func (a *Adapter) deleteNamed(ctx context.Context, name string) (found bool, err error) {
+	s, err := a.getSnapshot(ctx, name)
+	switch {
+	case api.IsCode(err, api.CodeNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
 	err = a.api.JSON(ctx, http.MethodDelete, "/snapshots/"+url.PathEscape(s.ID), nil, nil, nil)
 	if api.IsCode(err, api.CodeNotFound) {
-		return nil
+		err = nil
 	}
-	return err
+	return true, err
 }
 
 type signedPreview struct {
