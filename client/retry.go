@@ -80,9 +80,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 
 		// The server's Retry-After is a floor (coming back sooner is pointless), our own
-		// backoff another; maxDelay caps only the latter (maxRetryAfter the former). The caller's context is the
-		// real bound: a wait that would outlive its deadline is not started, and the
-		// caller gets the last answer, which says more than "deadline exceeded".
+		// backoff another; maxDelay caps only the latter, and a Retry-After over
+		// maxRetryAfter was answered above. The caller's context is the real bound: a
+		// wait that would outlive its deadline is not started, and the caller gets the
+		// last answer, which says more than "deadline exceeded".
 		wait := max(retryAfter, t.backoff(attempt))
 		if deadline, ok := ctx.Deadline(); ok && t.opts.now().Add(wait).After(deadline) {
 			return resp, err
