@@ -76,6 +76,7 @@ func WithUserAgent(ua string) Option {
 // New returns a client for the daemon at endpoint (an http or https URL, optionally
 // with a path prefix) that authenticates every request with token as a bearer token.
 // An empty token sends no Authorization header, which only the health endpoints accept.
+// Whitespace around the token, such as a token file's trailing newline, is dropped.
 // The token is kept only inside the request editor: it is never part of the
 // client's printed form or of any error.
 func New(endpoint, token string, opts ...Option) (*Client, error) {
@@ -93,6 +94,10 @@ func New(endpoint, token string, opts ...Option) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, errors.New("differently: endpoint must not carry user info, a query or a fragment")
 	}
+	// A token file ends in a newline (echo and most editors write one), so the
+	// whitespace around the token is not part of it; a line break inside still is,
+	// and would split the Authorization header.
+	token = strings.TrimSpace(token)
 	if strings.ContainsAny(token, "\r\n") {
 		return nil, errors.New("differently: token must be a single line")
 	}
