@@ -77,12 +77,12 @@ func (c *Client) DeleteToken(ctx context.Context, id string) error {
 	return expectDeleted(c.API.ClientInterface.DeleteToken(ctx, id))
 }
 
-// TrustReport says, pool by pool, where work may go under the current policy.
-func (c *Client) TrustReport(ctx context.Context) (*TrustReport, error) {
+// GetTrustReport says, pool by pool, where work may go under the current policy.
+func (c *Client) GetTrustReport(ctx context.Context) (*TrustReport, error) {
 	return decode[TrustReport](c.API.ClientInterface.GetTrustReport(ctx))
 }
 
-// Reconcile runs one reconciliation of every pool against its backend now.
-func (c *Client) Reconcile(ctx context.Context) (*ReconcileReport, error) {
+// ReconcileNow runs one reconciliation of every pool against its backend now.
+func (c *Client) ReconcileNow(ctx context.Context) (*ReconcileReport, error) {
 	return decode[ReconcileReport](c.API.ClientInterface.ReconcileNow(ctx))
 }

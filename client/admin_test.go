@@ -64,7 +64,7 @@ func TestAdmin(t *testing.T) {
 	if pol, err = c.GetPolicy(ctx); err != nil || pol.ExternalPools == nil || !slices.Equal(*pol.ExternalPools, []string{"extra"}) {
 		t.Fatalf("get policy: %+v, %v", pol, err)
 	}
-	report, err := c.TrustReport(ctx)
+	report, err := c.GetTrustReport(ctx)
 	if err != nil || !report.AllowExternal {
 		t.Fatalf("trust report: %+v, %v", report, err)
 	}
@@ -76,7 +76,7 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("trust report does not let extra receive work: %+v", report.Pools)
 	}
 
-	rec, err := c.Reconcile(ctx)
+	rec, err := c.ReconcileNow(ctx)
 	if err != nil || len(rec.Pools) == 0 {
 		t.Fatalf("reconcile: %+v, %v", rec, err)
 	}

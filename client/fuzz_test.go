@@ -19,7 +19,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // FuzzExecStream answers a streamed exec with arbitrary bytes (and, for some inputs,
-// an error status) and ranges over ExecStream, stopping early after stopAfter events
+// an error status) and ranges over ExecSandboxStream, stopping early after stopAfter events
 // when it is not zero. The sequence never panics and never yields after a final
 // event or an error; it ends with exactly one error unless the last event yielded is
 // a final exit event; an event carrying Error comes with an error; a refused request
@@ -70,7 +70,7 @@ func FuzzExecStreamFrames(f *testing.F) {
 }
 
 // checkExecStream answers a streamed exec with body, as okType when status is 200,
-// and ranges over ExecStream, checking the invariants FuzzExecStream states.
+// and ranges over ExecSandboxStream, checking the invariants FuzzExecStream states.
 func checkExecStream(t *testing.T, okType string, body []byte, stopAfter, statusSel uint8) {
 	statuses := []int{http.StatusOK, http.StatusNotFound, http.StatusBadRequest, http.StatusInternalServerError}
 	status := statuses[int(statusSel)%len(statuses)]
@@ -94,7 +94,7 @@ func checkExecStream(t *testing.T, okType string, body []byte, stopAfter, status
 		ended   bool // a final event or an error was yielded
 		lastFin bool
 	)
-	for ev, err := range c.ExecStream(context.Background(), "sbx_1", api.ExecRequest{Command: "x"}) {
+	for ev, err := range c.ExecSandboxStream(context.Background(), "sbx_1", api.ExecRequest{Command: "x"}) {
 		if ended {
 			t.Fatalf("yielded %+v, %v after the end", ev, err)
 		}

@@ -161,10 +161,10 @@ func TestRetryBackoffGivesUpAfterMaxAttempts(t *testing.T) {
 
 func TestRetryOnlyIdempotentCalls(t *testing.T) {
 	var w waits
-	// Exec is a POST without an idempotency key: one attempt, the 503 comes back.
+	// ExecSandbox is a POST without an idempotency key: one attempt, the 503 comes back.
 	f := newFlaky(t, 1, "1", `{"exitCode":0,"stdout":"","stderr":"","durationMs":1,"truncated":false}`)
 	c := newTestClient(t, f.srv.URL, &w)
-	if _, err := c.Exec(t.Context(), "sbx_1", api.ExecRequest{Command: "true"}); !isStatus(err, 503) {
+	if _, err := c.ExecSandbox(t.Context(), "sbx_1", api.ExecRequest{Command: "true"}); !isStatus(err, 503) {
 		t.Fatalf("exec: %v", err)
 	}
 	if n := f.attempts.Load(); n != 1 || len(w.get()) != 0 {
@@ -174,7 +174,7 @@ func TestRetryOnlyIdempotentCalls(t *testing.T) {
 	// A lifecycle POST is not retried either.
 	f = newFlaky(t, 1, "1", sandboxJSON)
 	c = newTestClient(t, f.srv.URL, &w)
-	if _, err := c.Stop(t.Context(), "sbx_1"); !isStatus(err, 503) || f.attempts.Load() != 1 {
+	if _, err := c.StopSandbox(t.Context(), "sbx_1"); !isStatus(err, 503) || f.attempts.Load() != 1 {
 		t.Fatalf("stop: %v after %d attempts", err, f.attempts.Load())
 	}
 
@@ -196,7 +196,7 @@ func TestRetryOnlyIdempotentCalls(t *testing.T) {
 	// PUT of file bytes is idempotent and its body is re-sent too.
 	f = newFlaky(t, 2, "", "")
 	c = newTestClient(t, f.srv.URL, &w)
-	if err := c.WriteFile(t.Context(), "sbx_1", "a.txt", []byte("payload")); err != nil {
+	if err := c.WriteSandboxFile(t.Context(), "sbx_1", "a.txt", []byte("payload")); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.bodies) != 3 || f.bodies[2] != "payload" {

@@ -85,14 +85,14 @@ func (c *Client) DeleteSandboxAndWait(ctx context.Context, id string) (*Sandbox,
 	return c.settle(ctx, sb, Terminated, Failed)
 }
 
-// Exec runs a command and returns its result; a non-zero exit is a result, not an
+// ExecSandbox runs a command and returns its result; a non-zero exit is a result, not an
 // error. It is never retried, since a command may not be safe to run twice.
-func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
+func (c *Client) ExecSandbox(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
 	return decode[api.ExecResult](c.API.ClientInterface.ExecSandbox(ctx, id, nil, req))
 }
 
-// ReadFile returns a file's bytes (at most api.MaxFileBytes).
-func (c *Client) ReadFile(ctx context.Context, id, path string) ([]byte, error) {
+// ReadSandboxFile returns a file's bytes (at most api.MaxFileBytes).
+func (c *Client) ReadSandboxFile(ctx context.Context, id, path string) ([]byte, error) {
 	resp, err := c.API.ClientInterface.ReadSandboxFile(ctx, id, &ReadSandboxFileParams{Path: path})
 	if err != nil {
 		return nil, transportError(err)
@@ -111,15 +111,15 @@ func (c *Client) ReadFile(ctx context.Context, id, path string) ([]byte, error) 
 	return data, nil
 }
 
-// WriteFile creates or replaces a file. A PUT of the same bytes is idempotent, so it
+// WriteSandboxFile creates or replaces a file. A PUT of the same bytes is idempotent, so it
 // is retried like the other idempotent calls.
-func (c *Client) WriteFile(ctx context.Context, id, path string, data []byte) error {
+func (c *Client) WriteSandboxFile(ctx context.Context, id, path string, data []byte) error {
 	return expectOK(c.API.ClientInterface.WriteSandboxFileWithBody(ctx, id,
 		&WriteSandboxFileParams{Path: path}, "application/octet-stream", bytes.NewReader(data)))
 }
 
-// ListFiles returns a directory's entries.
-func (c *Client) ListFiles(ctx context.Context, id, path string) ([]FileInfo, error) {
+// ListSandboxFiles returns a directory's entries.
+func (c *Client) ListSandboxFiles(ctx context.Context, id, path string) ([]FileInfo, error) {
 	l, err := decode[FileList](c.API.ClientInterface.ListSandboxFiles(ctx, id, &ListSandboxFilesParams{Path: path}))
 	if err != nil {
 		return nil, err
@@ -127,24 +127,24 @@ func (c *Client) ListFiles(ctx context.Context, id, path string) ([]FileInfo, er
 	return l.Items, nil
 }
 
-// Stop stops a running sandbox, keeping its disk.
-func (c *Client) Stop(ctx context.Context, id string) (*Sandbox, error) {
+// StopSandbox stops a running sandbox, keeping its disk.
+func (c *Client) StopSandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return decode[Sandbox](c.API.ClientInterface.StopSandbox(ctx, id))
 }
 
-// Start starts a stopped sandbox.
-func (c *Client) Start(ctx context.Context, id string) (*Sandbox, error) {
+// StartSandbox starts a stopped sandbox.
+func (c *Client) StartSandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return decode[Sandbox](c.API.ClientInterface.StartSandbox(ctx, id))
 }
 
-// Pause freezes a sandbox; pools whose adapter cannot pause answer 501
+// PauseSandbox freezes a sandbox; pools whose adapter cannot pause answer 501
 // unsupported_operation.
-func (c *Client) Pause(ctx context.Context, id string) (*Sandbox, error) {
+func (c *Client) PauseSandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return decode[Sandbox](c.API.ClientInterface.PauseSandbox(ctx, id))
 }
 
-// Resume unfreezes a paused sandbox.
-func (c *Client) Resume(ctx context.Context, id string) (*Sandbox, error) {
+// ResumeSandbox unfreezes a paused sandbox.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (*Sandbox, error) {
 	return decode[Sandbox](c.API.ClientInterface.ResumeSandbox(ctx, id))
 }
 
@@ -171,7 +171,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, snapID string) error {
 	return expectDeleted(c.API.ClientInterface.DeleteSnapshot(ctx, snapID))
 }
 
-// Fork creates a new sandbox from a snapshot of id.
-func (c *Client) Fork(ctx context.Context, id string, body ForkRequest) (*Sandbox, error) {
+// ForkSandbox creates a new sandbox from a snapshot of id.
+func (c *Client) ForkSandbox(ctx context.Context, id string, body ForkRequest) (*Sandbox, error) {
 	return decode[Sandbox](c.API.ClientInterface.ForkSandbox(ctx, id, body))
 }

@@ -55,14 +55,14 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("patch: %+v, %v", patched, err)
 	}
 
-	res, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: `echo "$GREETING"; exit 2`})
+	res, err := c.ExecSandbox(ctx, sb.Id, api.ExecRequest{Command: `echo "$GREETING"; exit 2`})
 	if err != nil || res.Stdout != "hello\n" || res.ExitCode != 2 {
 		t.Fatalf("exec: %+v, %v", res, err)
 	}
 
 	var stdout, stderr strings.Builder
 	var final *api.ExecEvent
-	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: "echo one; echo two >&2; exit 3"}) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, api.ExecRequest{Command: "echo one; echo two >&2; exit 3"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,34 +79,34 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("stream: final %+v, stdout %q, stderr %q", final, stdout.String(), stderr.String())
 	}
 	// Breaking out early closes the stream; the client stays usable afterwards.
-	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: "for i in 1 2 3 4 5; do echo $i; done"}) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, api.ExecRequest{Command: "for i in 1 2 3 4 5; do echo $i; done"}) {
 		if err != nil || ev.Data == "" {
 			t.Fatalf("first event: %+v, %v", ev, err)
 		}
 		break
 	}
 
-	if err := c.WriteFile(ctx, sb.Id, "notes/a.txt", []byte("kept\n")); err != nil {
+	if err := c.WriteSandboxFile(ctx, sb.Id, "notes/a.txt", []byte("kept\n")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := c.ReadFile(ctx, sb.Id, "notes/a.txt")
+	data, err := c.ReadSandboxFile(ctx, sb.Id, "notes/a.txt")
 	if err != nil || string(data) != "kept\n" {
 		t.Fatalf("read: %q, %v", data, err)
 	}
-	files, err := c.ListFiles(ctx, sb.Id, "notes")
+	files, err := c.ListSandboxFiles(ctx, sb.Id, "notes")
 	if err != nil || !slices.ContainsFunc(files, func(f client.FileInfo) bool { return f.Name == "a.txt" }) {
 		t.Fatalf("list files: %+v, %v", files, err)
 	}
 
-	if sb, err = c.Stop(ctx, sb.Id); err != nil || sb.State != client.Stopped {
+	if sb, err = c.StopSandbox(ctx, sb.Id); err != nil || sb.State != client.Stopped {
 		t.Fatalf("stop: %+v, %v", sb, err)
 	}
 	var apiErr *client.APIError
-	if _, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "true"}); !errors.As(err, &apiErr) ||
+	if _, err := c.ExecSandbox(ctx, sb.Id, api.ExecRequest{Command: "true"}); !errors.As(err, &apiErr) ||
 		apiErr.Status != http.StatusConflict || apiErr.Code != api.CodeInvalidState || apiErr.Details["state"] != "stopped" {
 		t.Fatalf("exec on a stopped sandbox: %v", err)
 	}
-	if sb, err = c.Start(ctx, sb.Id); err != nil || sb.State != client.Running {
+	if sb, err = c.StartSandbox(ctx, sb.Id); err != nil || sb.State != client.Running {
 		t.Fatalf("start: %+v, %v", sb, err)
 	}
 
@@ -117,14 +117,14 @@ func TestSandboxLifecycle(t *testing.T) {
 	if got, err := c.GetSnapshot(ctx, snap.Id); err != nil || got.Id != snap.Id {
 		t.Fatalf("get snapshot: %+v, %v", got, err)
 	}
-	fork, err := c.Fork(ctx, sb.Id, client.ForkRequest{})
+	fork, err := c.ForkSandbox(ctx, sb.Id, client.ForkRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fork, err = c.WaitForState(ctx, fork.Id, client.Running); err != nil {
 		t.Fatal(err)
 	}
-	if data, err := c.ReadFile(ctx, fork.Id, "notes/a.txt"); err != nil || string(data) != "kept\n" {
+	if data, err := c.ReadSandboxFile(ctx, fork.Id, "notes/a.txt"); err != nil || string(data) != "kept\n" {
 		t.Fatalf("fork's file: %q, %v", data, err)
 	}
 
@@ -181,13 +181,13 @@ func TestAPIErrors(t *testing.T) {
 	if _, err := c.WaitForState(ctx, sb.Id, client.Running); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Pause(ctx, sb.Id)
+	_, err = c.PauseSandbox(ctx, sb.Id)
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotImplemented || apiErr.Code != api.CodeUnsupportedOperation ||
 		apiErr.Details["operation"] != "pause" || apiErr.Details["pool"] != "devhost" || apiErr.Details["adapter"] != "devhost" {
 		t.Fatalf("pause on devhost: %#v", err)
 	}
 	// Resuming what is not paused is a no-op that answers the sandbox as it is.
-	if got, err := c.Resume(ctx, sb.Id); err != nil || got.State != client.Running {
+	if got, err := c.ResumeSandbox(ctx, sb.Id); err != nil || got.State != client.Running {
 		t.Fatalf("resume a running sandbox: %+v, %v", got, err)
 	}
 	if !strings.Contains(apiErr.Error(), string(apiErr.Code)) {

@@ -18,7 +18,7 @@ import (
 	"github.com/different-ai/differently/internal/ndjson"
 )
 
-// ErrStreamIncomplete is wrapped by the error ExecStream yields when the stream ends
+// ErrStreamIncomplete is wrapped by the error ExecSandboxStream yields when the stream ends
 // before its final event: the connection dropped or the daemon went away, and the
 // command's outcome is unknown. The read's own error (a reset, an unexpected EOF),
 // when there was one, is wrapped too.
@@ -28,7 +28,7 @@ var ErrStreamIncomplete = errors.New("exec stream ended without a final event")
 // from a daemon that has no frames.
 var streamAccept = frames.ContentType + ", " + ndjson.ContentType + ";q=0.5"
 
-// ExecStream runs a command and yields its events as they arrive: output events
+// ExecSandboxStream runs a command and yields its events as they arrive: output events
 // (Stream and Data) and then the final event carrying ExitCode. Errors come as the
 // second value and end the sequence: an API refusal (*APIError, before any event), a
 // final event carrying Error and Code (a *StreamError, yielded with that event; the
@@ -43,7 +43,7 @@ var streamAccept = frames.ContentType + ", " + ndjson.ContentType + ";q=0.5"
 //
 // Each range over the sequence sends the request again, running the command again;
 // it is never retried on its own.
-func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest) iter.Seq2[api.ExecEvent, error] {
+func (c *Client) ExecSandboxStream(ctx context.Context, id string, req api.ExecRequest) iter.Seq2[api.ExecEvent, error] {
 	return func(yield func(api.ExecEvent, error) bool) {
 		stream := N1
 		resp, err := c.API.ClientInterface.ExecSandbox(ctx, id, &ExecSandboxParams{Stream: &stream}, req,

@@ -77,7 +77,7 @@ func TestExecStreamCutConnection(t *testing.T) {
 			cut := make(chan struct{})
 			c := cutStream(t, tc.ctype, tc.first, tc.rst, cut)
 			var got collected
-			for ev, err := range c.ExecStream(t.Context(), "sbx_1", api.ExecRequest{Command: "x"}) {
+			for ev, err := range c.ExecSandboxStream(t.Context(), "sbx_1", api.ExecRequest{Command: "x"}) {
 				if len(got.events) == 0 {
 					close(cut)
 				}
@@ -118,7 +118,7 @@ func TestExecStreamCancelledIsNotCut(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			var errs []error
-			for _, err := range c.ExecStream(ctx, "sbx_1", api.ExecRequest{Command: "x"}) {
+			for _, err := range c.ExecSandboxStream(ctx, "sbx_1", api.ExecRequest{Command: "x"}) {
 				cancel()
 				errs = append(errs, err)
 			}

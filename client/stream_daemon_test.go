@@ -30,13 +30,13 @@ func TestExecStreamThroughDaemon(t *testing.T) {
 	// The command waits on a FIFO after its first line; the test opens it only once
 	// that line has arrived, so held-back output would hang until the deadline.
 	var got []string
-	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: `rm -f go; mkfifo go; echo first; read x < go; echo "then $x"`}) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, api.ExecRequest{Command: `rm -f go; mkfifo go; echo first; read x < go; echo "then $x"`}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, ev.Data)
 		if ev.Data == "first\n" {
-			if r, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "echo ack > go"}); err != nil || r.ExitCode != 0 {
+			if r, err := c.ExecSandbox(ctx, sb.Id, api.ExecRequest{Command: "echo ack > go"}); err != nil || r.ExitCode != 0 {
 				t.Fatalf("unblock: %+v, %v", r, err)
 			}
 		}
@@ -48,13 +48,13 @@ func TestExecStreamThroughDaemon(t *testing.T) {
 	// The same with a partial line: bytes without a newline are output too, and must
 	// not wait for one, nor for a buffer to fill.
 	got = nil
-	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: `rm -f go; mkfifo go; printf 'partial'; read x < go; echo " $x"`}) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, api.ExecRequest{Command: `rm -f go; mkfifo go; printf 'partial'; read x < go; echo " $x"`}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, ev.Data)
 		if ev.Data == "partial" {
-			if r, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "echo ack > go"}); err != nil || r.ExitCode != 0 {
+			if r, err := c.ExecSandbox(ctx, sb.Id, api.ExecRequest{Command: "echo ack > go"}); err != nil || r.ExitCode != 0 {
 				t.Fatalf("unblock: %+v, %v", r, err)
 			}
 		}
@@ -74,11 +74,11 @@ func TestExecStreamThroughDaemon(t *testing.T) {
 			content.WriteByte('a' + byte(i%26))
 		}
 	}
-	if err := c.WriteFile(ctx, sb.Id, "blob", content.Bytes()); err != nil {
+	if err := c.WriteSandboxFile(ctx, sb.Id, "blob", content.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	for ev, err := range c.ExecStream(ctx, sb.Id, api.ExecRequest{Command: "cat blob; cat blob >&2"}) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, api.ExecRequest{Command: "cat blob; cat blob >&2"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

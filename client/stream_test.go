@@ -40,7 +40,7 @@ type collected struct {
 
 func collect(c *client.Client, t *testing.T) collected {
 	var out collected
-	for ev, err := range c.ExecStream(t.Context(), "sbx_1", api.ExecRequest{Command: "x"}) {
+	for ev, err := range c.ExecSandboxStream(t.Context(), "sbx_1", api.ExecRequest{Command: "x"}) {
 		out.events = append(out.events, ev)
 		out.errs = append(out.errs, err)
 	}
@@ -152,7 +152,7 @@ func TestExecStreamEarlyBreakCloses(t *testing.T) {
 		}
 	})
 	n := 0
-	for ev, err := range c.ExecStream(t.Context(), "sbx_1", api.ExecRequest{Command: "yes"}) {
+	for ev, err := range c.ExecSandboxStream(t.Context(), "sbx_1", api.ExecRequest{Command: "yes"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

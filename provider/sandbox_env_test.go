@@ -58,7 +58,7 @@ func TestAccSandboxWriteOnlyEnv(t *testing.T) {
 	hasEnv := func(want map[string]string) resource.TestCheckFunc {
 		return func(*terraform.State) error {
 			for name, value := range want {
-				res, err := d.c.Exec(context.Background(), id, client.ExecRequest{Command: `printf %s "$` + name + `"`})
+				res, err := d.c.ExecSandbox(context.Background(), id, client.ExecRequest{Command: `printf %s "$` + name + `"`})
 				if err != nil {
 					return err
 				}

@@ -28,13 +28,13 @@ func transition(ctx context.Context, c *client.Client, sb *client.Sandbox, want 
 		case sb.State == client.Queued || sb.State == client.Provisioning:
 			sb, err = c.WaitForState(ctx, sb.Id, client.Running, client.Stopped, client.Paused)
 		case sb.State == client.Running && want == wantStopped:
-			sb, err = c.Stop(ctx, sb.Id)
+			sb, err = c.StopSandbox(ctx, sb.Id)
 		case sb.State == client.Running && want == wantPaused:
-			sb, err = c.Pause(ctx, sb.Id)
+			sb, err = c.PauseSandbox(ctx, sb.Id)
 		case sb.State == client.Stopped:
-			sb, err = c.Start(ctx, sb.Id)
+			sb, err = c.StartSandbox(ctx, sb.Id)
 		case sb.State == client.Paused:
-			sb, err = c.Resume(ctx, sb.Id)
+			sb, err = c.ResumeSandbox(ctx, sb.Id)
 		default:
 			return sb, fmt.Errorf("the sandbox is %s%s", sb.State, reasonSuffix(sb))
 		}

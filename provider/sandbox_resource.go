@@ -77,7 +77,7 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	save(sb)
 	for i, cmd := range commands {
 		// timeouts.create bounds the commands too, not the adapter's default.
-		res, err := r.c.Exec(ctx, id, client.ExecRequest{Command: cmd, TimeoutSeconds: execTimeout(ctx)})
+		res, err := r.c.ExecSandbox(ctx, id, client.ExecRequest{Command: cmd, TimeoutSeconds: execTimeout(ctx)})
 		if err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("init_commands[%d] could not run in sandbox %s", i, id),
 				redact.String(waitError(err, timeout, "create")))

@@ -87,7 +87,7 @@ func TestAccSandbox(t *testing.T) {
 					resource.TestCheckResourceAttr(addr, "project", "default"),
 					// The init commands ran, in order, with the sandbox's env.
 					func(*terraform.State) error {
-						res, err := d.c.Exec(context.Background(), id, client.ExecRequest{Command: "cat init.txt"})
+						res, err := d.c.ExecSandbox(context.Background(), id, client.ExecRequest{Command: "cat init.txt"})
 						if err != nil {
 							return err
 						}
@@ -133,7 +133,7 @@ func TestAccSandbox(t *testing.T) {
 				// Stopped out of band while the configuration says running: an in-place
 				// update starts it again.
 				PreConfig: func() {
-					if _, err := d.c.Stop(context.Background(), id); err != nil {
+					if _, err := d.c.StopSandbox(context.Background(), id); err != nil {
 						t.Fatal(err)
 					}
 				},
@@ -153,7 +153,7 @@ func TestAccSandbox(t *testing.T) {
 			{
 				// The same, seen by plan alone.
 				PreConfig: func() {
-					if _, err := d.c.Stop(context.Background(), id); err != nil {
+					if _, err := d.c.StopSandbox(context.Background(), id); err != nil {
 						t.Fatal(err)
 					}
 				},

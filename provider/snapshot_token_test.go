@@ -57,7 +57,7 @@ resource "differently_sandbox" "restored" {
 					resource.TestCheckResourceAttr("differently_sandbox.restored", "pool", "devhost"),
 					// The restored sandbox has the snapshot's files.
 					func(s *terraform.State) error {
-						res, err := d.c.Exec(context.Background(), stateID(s, "differently_sandbox.restored"),
+						res, err := d.c.ExecSandbox(context.Background(), stateID(s, "differently_sandbox.restored"),
 							client.ExecRequest{Command: "cat baked.txt"})
 						if err != nil {
 							return err

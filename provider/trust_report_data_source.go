@@ -73,7 +73,7 @@ func (d *trustReportDataSource) Configure(_ context.Context, req datasource.Conf
 }
 
 func (d *trustReportDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
-	rep, err := d.c.TrustReport(ctx)
+	rep, err := d.c.GetTrustReport(ctx)
 	if err != nil {
 		resp.Diagnostics.AddError("Reading the trust report", apiError(err))
 		return

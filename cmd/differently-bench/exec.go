@@ -68,7 +68,7 @@ func (b *bench) execOverhead(ctx context.Context, d *runningDaemon, res *result)
 		return out, nil
 	}
 	viaAPI, err := timed(func() error {
-		r, err := d.client.Exec(ctx, id, req)
+		r, err := d.client.ExecSandbox(ctx, id, req)
 		if err == nil && r.ExitCode != 0 {
 			err = fmt.Errorf("exec true exited %d", r.ExitCode)
 		}
@@ -115,7 +115,7 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 		t0 := time.Now()
 		var got int64
 		exit := -1
-		for ev, err := range d.client.ExecStream(ctx, id, req) {
+		for ev, err := range d.client.ExecSandboxStream(ctx, id, req) {
 			if err != nil {
 				return 0, fmt.Errorf("stream through the API: %w", err)
 			}
@@ -153,7 +153,7 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 	// Three runs each, alternating; the median counts.
 	const file = "bench-stream.dat"
 	mk := api.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x > %s", want, file)}
-	if r, err := d.client.Exec(ctx, id, mk); err != nil || r.ExitCode != 0 {
+	if r, err := d.client.ExecSandbox(ctx, id, mk); err != nil || r.ExitCode != 0 {
 		return fmt.Errorf("write the stream's file through the API: %v %v", r, err)
 	}
 	if r, err := da.Exec(ctx, inst.Ref, mk); err != nil || r.ExitCode != 0 {

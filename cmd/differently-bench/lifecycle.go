@@ -53,7 +53,7 @@ func runLifecycle(ctx context.Context, c *client.Client, t0 time.Time) (lifecycl
 	if running.Pool == nil || *running.Pool != "fake" {
 		return l, fmt.Errorf("sandbox %s was placed on %v, not on the fake pool", sb.Id, running.Pool)
 	}
-	res, err := c.Exec(ctx, sb.Id, api.ExecRequest{Command: "true"})
+	res, err := c.ExecSandbox(ctx, sb.Id, api.ExecRequest{Command: "true"})
 	if err != nil {
 		return l, fmt.Errorf("exec: %w", err)
 	}

@@ -297,7 +297,7 @@ func (w *workload) streamExec(ctx context.Context, via *daemonProc, id string) (
 	defer cancel()
 	call := apiCall{via: via, method: "POST", path: "/v1/sandboxes/" + id + "/exec"}
 	var out strings.Builder
-	for ev, err := range c.ExecStream(ctx, id, api.ExecRequest{Command: "echo ok"}) {
+	for ev, err := range c.ExecSandboxStream(ctx, id, api.ExecRequest{Command: "echo ok"}) {
 		var refused *client.APIError
 		switch {
 		case errors.As(err, &refused):

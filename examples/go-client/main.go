@@ -70,7 +70,7 @@ func run(ctx context.Context, pool string) error {
 	// Events arrive as the command produces them, in chunks that need not be whole
 	// lines; the last one carries the exit code.
 	cmd := api.ExecRequest{Command: "for i in 1 2 3; do echo tick $i; done; echo done >&2"}
-	for ev, err := range c.ExecStream(ctx, sb.Id, cmd) {
+	for ev, err := range c.ExecSandboxStream(ctx, sb.Id, cmd) {
 		if err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}
@@ -85,10 +85,10 @@ func run(ctx context.Context, pool string) error {
 		fmt.Fprint(out, ev.Data)
 	}
 
-	if err := c.WriteFile(ctx, sb.Id, "hello.txt", []byte("hello from go-client\n")); err != nil {
+	if err := c.WriteSandboxFile(ctx, sb.Id, "hello.txt", []byte("hello from go-client\n")); err != nil {
 		return fmt.Errorf("write file: %w", err)
 	}
-	data, err := c.ReadFile(ctx, sb.Id, "hello.txt")
+	data, err := c.ReadSandboxFile(ctx, sb.Id, "hello.txt")
 	if err != nil {
 		return fmt.Errorf("read file: %w", err)
 	}

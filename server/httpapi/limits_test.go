@@ -204,7 +204,7 @@ func TestStreamedLinesStayUnderTheLimit(t *testing.T) {
 		}
 		var out strings.Builder
 		var final bool
-		for ev, err := range c.ExecStream(t.Context(), sb.ID, api.ExecRequest{Command: "x"}) {
+		for ev, err := range c.ExecSandboxStream(t.Context(), sb.ID, api.ExecRequest{Command: "x"}) {
 			if err != nil {
 				t.Fatal(err)
 			}
