@@ -44,6 +44,10 @@ const (
 	// a public API code only (adapters never return it): retry after sandboxes of the
 	// project have ended, or ask an operator for a larger quota.
 	CodeQuotaExceeded Code = "quota_exceeded"
+	// CodeIdempotencyKeyReused: a create repeated an Idempotency-Key of its project
+	// with a different request. It is a public API code only: send the first
+	// request again to get its sandbox, or use a new key for a new one.
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
 	// CodeInternal: anything unclassified. Create treats it like provider_unavailable.
 	CodeInternal Code = "internal"
 )
@@ -75,7 +79,7 @@ func (c Code) Known() bool {
 	case CodeInvalidRequest, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeInvalidState,
 		CodePayloadTooLarge, CodeUnsupportedCapability, CodeUnsupportedOperation,
 		CodeInsufficientCapacity, CodeSandboxFailed, CodeProviderUnavailable, CodeQuotaExceeded,
-		CodeInternal:
+		CodeIdempotencyKeyReused, CodeInternal:
 		return true
 	}
 	return false
@@ -96,7 +100,7 @@ func (c Code) HTTPStatus() int {
 		return http.StatusConflict
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeUnsupportedCapability:
+	case CodeUnsupportedCapability, CodeIdempotencyKeyReused:
 		return http.StatusUnprocessableEntity
 	case CodeUnsupportedOperation:
 		return http.StatusNotImplemented

@@ -27,6 +27,7 @@ func TestHTTPStatus(t *testing.T) {
 		{api.CodeSandboxFailed, http.StatusServiceUnavailable},
 		{api.CodeProviderUnavailable, http.StatusServiceUnavailable},
 		{api.CodeQuotaExceeded, http.StatusTooManyRequests},
+		{api.CodeIdempotencyKeyReused, http.StatusUnprocessableEntity},
 		{api.CodeInternal, http.StatusInternalServerError},
 		{"made_up", http.StatusInternalServerError},
 		{"", http.StatusInternalServerError},

@@ -595,7 +595,7 @@ type ListSandboxesParams struct {
 
 // CreateSandboxParams defines parameters for CreateSandbox.
 type CreateSandboxParams struct {
-	// IdempotencyKey A retried create with the same key (within the project) returns the same sandbox.
+	// IdempotencyKey A retried create with the same key (within the project) and the same body returns the same sandbox, with 200. The same body means the same values: spacing and the order of keys do not count, headers such as Prefer are not part of it. The key used again with a different body is refused with 422 idempotency_key_reused, which names the first request's sandbox.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 
 	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
@@ -4289,7 +4289,7 @@ type CreateSandboxResponse struct {
 	JSON403      *ErrorResponse
 	JSON404      *ErrorResponse
 	JSON413      *ErrorResponse
-	JSON422      *ErrorResponse
+	JSON422      *ErrorEnvelope
 	JSON429      *ErrorEnvelope
 	JSON503      *ErrorEnvelope
 	JSONDefault  *OtherError
@@ -6501,7 +6501,7 @@ func ParseCreateSandboxResponse(rsp *http.Response) (*CreateSandboxResponse, err
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest ErrorResponse
+		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

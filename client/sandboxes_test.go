@@ -23,17 +23,22 @@ func TestSandboxLifecycle(t *testing.T) {
 	c := dd.client(t)
 	ctx := testCtx(t)
 
-	sb, err := c.CreateSandbox(ctx, client.SandboxCreate{
+	create := client.SandboxCreate{
 		Placement: devhost(),
 		Labels:    &map[string]string{"team": "client"},
 		Env:       &map[string]string{"GREETING": "hello"},
-	}, "lifecycle-1")
+	}
+	sb, err := c.CreateSandbox(ctx, create, "lifecycle-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.CreateSandbox(ctx, client.SandboxCreate{Placement: devhost()}, "lifecycle-1")
+	again, err := c.CreateSandbox(ctx, create, "lifecycle-1")
 	if err != nil || again.Id != sb.Id {
 		t.Fatalf("create with the same idempotency key: %v, %v (want %s)", again, err, sb.Id)
+	}
+	// The key used again for another request is refused, not answered with sb.
+	if _, err := c.CreateSandbox(ctx, client.SandboxCreate{Placement: devhost()}, "lifecycle-1"); !client.IsCode(err, api.CodeIdempotencyKeyReused) {
+		t.Fatalf("create with the key of another request: %v", err)
 	}
 	if sb, err = c.WaitForState(ctx, sb.Id, client.Running); err != nil {
 		t.Fatal(err)

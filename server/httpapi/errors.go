@@ -37,7 +37,8 @@ func publicError(err error) (e *api.Error, internal bool) {
 		return &out, false
 	case api.CodeInvalidRequest, api.CodeUnauthenticated, api.CodeForbidden, api.CodeNotFound,
 		api.CodeInvalidState, api.CodePayloadTooLarge, api.CodeUnsupportedCapability,
-		api.CodeUnsupportedOperation, api.CodeProviderUnavailable, api.CodeQuotaExceeded:
+		api.CodeUnsupportedOperation, api.CodeProviderUnavailable, api.CodeQuotaExceeded,
+		api.CodeIdempotencyKeyReused:
 		return e, false
 	}
 	// internal, or a code this version does not know: adapter internals (host paths,

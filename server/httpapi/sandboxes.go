@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -125,6 +127,12 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		FromSnapshot:   deref(body.FromSnapshot),
 		IdempotencyKey: key,
 	}
+	if key != "" {
+		if sb.RequestHash, err = createRequestHash(body); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if pl := body.Placement; pl != nil {
 		sb.Placement = store.Placement{AllowedPools: deref(pl.AllowedPools), Regions: deref(pl.Regions)}
 	}
@@ -162,6 +170,19 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		status = http.StatusOK
 	}
 	s.applyWait(w, r, status, wait, out, store.StateRunning, started)
+}
+
+// createRequestHash names a create request for its Idempotency-Key: SHA-256 of the
+// decoded body encoded again, so that spacing and the order of keys, which
+// change nothing, do not tell two requests apart, while any value that does change
+// something does. Headers (Prefer) are not part of it: a retry may wait differently.
+func createRequestHash(body SandboxCreate) (string, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", errorf("encode create request: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // DefaultTTLSeconds is the lifetime of a sandbox whose create names no TTL, when the
@@ -294,6 +315,14 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		// The store looks keys up within the organisation and project, so this cannot
 		// happen; were it to, another tenant's sandbox must not be revealed.
 		return sb, false, nil, errorf("idempotency key lookup returned another project's sandbox")
+	}
+	// A sandbox stored before request hashes were kept has none, and any request
+	// repeating its key gets it, as before.
+	if !created && out.RequestHash != "" && out.RequestHash != sb.RequestHash {
+		return sb, false, nil, api.Errorf(api.CodeIdempotencyKeyReused,
+			"Idempotency-Key %q was first used by a different create request (sandbox %s); "+
+				"repeat that request unchanged to get its sandbox, or use a new key for a new one",
+			sb.IdempotencyKey, out.ID)
 	}
 	if created {
 		if started = start.Start(out); started == nil {

@@ -133,6 +133,45 @@ func TestCreateIdempotencyKey(t *testing.T) {
 	})
 }
 
+// TestCreateIdempotencyKeyOtherRequest: a key used again with a different request
+// is refused with 422 idempotency_key_reused, naming the first request's sandbox and
+// creating nothing; the same request, however it is spaced and its keys ordered, is
+// still a retry that gets the first sandbox.
+func TestCreateIdempotencyKeyOtherRequest(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		hdr := http.Header{"Idempotency-Key": {"deploy-7"}}
+		create := func(body string) response {
+			return e.request(e.admin, "POST", "/v1/sandboxes", strings.NewReader(body), hdr)
+		}
+		var first, again httpapi.Sandbox
+		create(`{"template":"base","labels":{"a":"1","b":"2"},"ttlSeconds":60}`).want(t, http.StatusAccepted).decode(t, &first)
+		create(`{ "ttlSeconds": 60, "labels": {"b":"2", "a":"1"}, "template": "base" }`).want(t, http.StatusOK).decode(t, &again)
+		if again.Id != first.Id {
+			t.Fatalf("the same request made %s, want %s", again.Id, first.Id)
+		}
+		for _, other := range []string{
+			`{"template":"base","labels":{"a":"1","b":"2"},"ttlSeconds":61}`,
+			`{"template":"base","labels":{"a":"1"},"ttlSeconds":60}`,
+			`{"template":"other","labels":{"a":"1","b":"2"},"ttlSeconds":60}`,
+			`{"template":"base","labels":{"a":"1","b":"2"},"ttlSeconds":60,"env":{"K":"v"}}`,
+		} {
+			ae := create(other).want(t, http.StatusUnprocessableEntity, api.CodeIdempotencyKeyReused).apiError(t)
+			if !strings.Contains(ae.Message, "deploy-7") || !strings.Contains(ae.Message, first.Id) {
+				t.Fatalf("message %q names neither the key nor the first sandbox", ae.Message)
+			}
+		}
+		var list httpapi.SandboxList
+		e.do(e.admin, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK).decode(t, &list)
+		if len(list.Items) != 1 {
+			t.Fatalf("%d sandboxes after refused creates, want 1", len(list.Items))
+		}
+		if n := e.waker.n.Load(); n != 1 {
+			t.Fatalf("scheduler woken %d times, want 1", n)
+		}
+	})
+}
+
 func TestListFiltersAndPaging(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(t, st)

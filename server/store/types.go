@@ -126,7 +126,12 @@ type Sandbox struct {
 	ClaimedBy      string     `json:"-"`
 	ClaimExpiresAt *time.Time `json:"-"`
 	// IdempotencyKey is unique per project when set (the Idempotency-Key header).
-	IdempotencyKey string    `json:"-"`
+	IdempotencyKey string `json:"-"`
+	// RequestHash identifies the create request that made the sandbox (see
+	// httpapi's createRequestHash), so that a create repeating IdempotencyKey with
+	// another request can be told apart from a retry. Empty for sandboxes stored
+	// before it was kept; set at creation and never changed.
+	RequestHash    string    `json:"-"`
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StateChangedAt time.Time `json:"stateChangedAt"`

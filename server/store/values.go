@@ -193,7 +193,7 @@ func ApplyUpdate(cur Sandbox, now time.Time, fn func(*Sandbox) error) (Sandbox, 
 		return cur, api.Errorf(api.CodeInvalidRequest, "unknown sandbox state %q", next.State)
 	}
 	now = Timestamp(now)
-	next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
+	next.ID, next.CreatedAt, next.RequestHash = cur.ID, cur.CreatedAt, cur.RequestHash
 	next.Version = cur.Version + 1
 	next.UpdatedAt = now
 	next.StateChangedAt = cur.StateChangedAt

@@ -16,10 +16,10 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash`
 
 const sandboxParams = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31`
+	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32`
 
 func scanSandbox(row pgx.Row) (store.Sandbox, error) {
 	var sb store.Sandbox
@@ -29,7 +29,7 @@ func scanSandbox(row pgx.Row) (store.Sandbox, error) {
 		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, &sb.ExpiresAt, &sb.FromSnapshot,
 		&placement, &sb.Attempts, &sb.Reason, &sb.NextAttemptAt, &sb.ClaimedBy, &sb.ClaimExpiresAt,
 		&sb.IdempotencyKey, &sb.CreatedAt, &sb.UpdatedAt, &sb.StateChangedAt, &sb.Version,
-		&sb.AvoidPool, &sb.AvoidUntil)
+		&sb.AvoidPool, &sb.AvoidUntil, &sb.RequestHash)
 	if err != nil {
 		return sb, err
 	}
@@ -57,7 +57,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		sb.Template, sb.Profile, js[0], sb.Resources.CPU, sb.Resources.MemoryMiB, sb.Resources.DiskGiB,
 		js[1], js[2], sb.TTLSeconds, sb.ExpiresAt, sb.FromSnapshot, js[3], sb.Attempts, sb.Reason,
 		sb.NextAttemptAt, sb.ClaimedBy, sb.ClaimExpiresAt, sb.IdempotencyKey, sb.CreatedAt,
-		sb.UpdatedAt, sb.StateChangedAt, sb.Version, sb.AvoidPool, sb.AvoidUntil}, nil
+		sb.UpdatedAt, sb.StateChangedAt, sb.Version, sb.AvoidPool, sb.AvoidUntil, sb.RequestHash}, nil
 }
 
 func collectSandboxes(rows pgx.Rows, err error) ([]store.Sandbox, error) {
@@ -365,7 +365,7 @@ func statesArg(states []store.State) []string {
 }
 
 // updateSandboxesSQL writes many sandboxes in one statement, every column but
-// created_at from arrays with a row's values at each index ($1 the IDs): one plan
+// created_at and request_hash, which never change, from arrays with a row's values at each index ($1 the IDs): one plan
 // and one executor for a whole batch where a statement per row pays for its own.
 var updateSandboxesSQL = `UPDATE sandboxes AS s SET org = v.org, project = v.project,
 	state = v.state, pool = v.pool, region = v.region, backend_ref = v.backend_ref,

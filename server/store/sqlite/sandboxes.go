@@ -16,7 +16,7 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash`
 
 func scanSandbox(row scanner) (store.Sandbox, error) {
 	var sb store.Sandbox
@@ -27,7 +27,7 @@ func scanSandbox(row scanner) (store.Sandbox, error) {
 		&placement, &sb.Attempts, &sb.Reason, timeCol{&sb.NextAttemptAt}, &sb.ClaimedBy,
 		nullTimeCol{&sb.ClaimExpiresAt}, &sb.IdempotencyKey, timeCol{&sb.CreatedAt},
 		timeCol{&sb.UpdatedAt}, timeCol{&sb.StateChangedAt}, &sb.Version, &sb.AvoidPool,
-		nullTimeCol{&sb.AvoidUntil})
+		nullTimeCol{&sb.AvoidUntil}, &sb.RequestHash)
 	if err != nil {
 		return sb, err
 	}
@@ -56,7 +56,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		js[1], js[2], sb.TTLSeconds, microsPtr(sb.ExpiresAt), sb.FromSnapshot, js[3], sb.Attempts,
 		sb.Reason, micros(sb.NextAttemptAt), sb.ClaimedBy, microsPtr(sb.ClaimExpiresAt),
 		sb.IdempotencyKey, micros(sb.CreatedAt), micros(sb.UpdatedAt), micros(sb.StateChangedAt),
-		sb.Version, sb.AvoidPool, microsPtr(sb.AvoidUntil)}, nil
+		sb.Version, sb.AvoidPool, microsPtr(sb.AvoidUntil), sb.RequestHash}, nil
 }
 
 func collectSandboxes(rows *sql.Rows, err error) ([]store.Sandbox, error) {
@@ -301,8 +301,9 @@ func updateSandbox(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn
 	if err != nil {
 		return cur, cur, err, nil
 	}
-	// Every column but id (args[0], the key, last here) and created_at (args[25]).
-	set := append(append(append([]any{}, args[1:25]...), args[26:]...), id)
+	// Every column but id (args[0], the key, last here), created_at (args[25]) and
+	// request_hash (the last), which never change.
+	set := append(append(append([]any{}, args[1:25]...), args[26:len(args)-1]...), id)
 	out, err := scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET org = ?, project = ?, state = ?,
 		pool = ?, region = ?, backend_ref = ?, template = ?, profile = ?, capabilities = ?,
 		cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,

@@ -52,6 +52,7 @@ func fullSandbox() store.Sandbox {
 		ClaimedBy:      "replica-1",
 		ClaimExpiresAt: ptr(t0.Add(30 * time.Second)),
 		IdempotencyKey: "key-1",
+		RequestHash:    "sha256:0123abcd",
 		AvoidPool:      "gamma",
 		AvoidUntil:     ptr(t0.Add(time.Minute)),
 	}
@@ -133,6 +134,47 @@ func testSandboxIdempotencyKey(t *testing.T, d Driver) {
 	}
 	mustCreate(t, s, newSandbox("proj1"))
 	mustCreate(t, s, newSandbox("proj1"))
+}
+
+// The hash of the request that created a sandbox is kept with its idempotency key: a
+// repeated key returns the first sandbox with the first request's hash, whichever
+// path the create takes (no quota, a quota, no admission), so that the caller can
+// tell a retry from another request reusing the key.
+func testSandboxRequestHash(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "org1", Name: "limited", Quota: store.Quota{Sandboxes: 5}}))
+	for _, tc := range []struct {
+		name, project string
+		create        func(sb store.Sandbox) (store.Sandbox, bool, error)
+	}{
+		{"plain", "plain", func(sb store.Sandbox) (store.Sandbox, bool, error) { return s.CreateSandbox(ctx, t0, sb) }},
+		{"admitted", "open", func(sb store.Sandbox) (store.Sandbox, bool, error) {
+			return s.CreateSandboxAdmitted(ctx, t0, sb, admitQuota(sb))
+		}},
+		{"admitted under a quota", "limited", func(sb store.Sandbox) (store.Sandbox, bool, error) {
+			return s.CreateSandboxAdmitted(ctx, t0, sb, admitQuota(sb))
+		}},
+	} {
+		first := newSandbox(tc.project)
+		first.ID = ids.New("sbx")
+		first.IdempotencyKey, first.RequestHash = "k", "sha256:first"
+		out, created, err := tc.create(first)
+		if err != nil || !created || out.RequestHash != "sha256:first" {
+			t.Fatalf("%s: first create: created %v, hash %q, %v", tc.name, created, out.RequestHash, err)
+		}
+		other := newSandbox(tc.project)
+		other.ID = ids.New("sbx")
+		other.IdempotencyKey, other.RequestHash = "k", "sha256:other"
+		again, created, err := tc.create(other)
+		if err != nil || created || again.ID != first.ID || again.RequestHash != "sha256:first" {
+			t.Fatalf("%s: repeated key: %s created %v, hash %q, %v; want %s with the first hash",
+				tc.name, again.ID, created, again.RequestHash, err, first.ID)
+		}
+		if got := must[store.Sandbox](t)(d.Reopen(t, s).GetSandbox(ctx, first.ID)); got.RequestHash != "sha256:first" {
+			t.Fatalf("%s: stored hash %q", tc.name, got.RequestHash)
+		}
+	}
 }
 
 func testSandboxIdempotencyKeyConcurrent(t *testing.T, d Driver) {
@@ -253,6 +295,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 		x.Attempts, x.Reason, x.NextAttemptAt = 7, "ünïcode reason", t3.Add(time.Second)
 		x.ClaimedBy, x.ClaimExpiresAt, x.IdempotencyKey = "replica-2", ptr(t3.Add(time.Hour)), "key-2"
 		x.AvoidPool, x.AvoidUntil = "delta", ptr(t3.Add(2*time.Minute))
+		x.RequestHash = "sha256:changed" // never changes: it names the create request
 		return nil
 	}))
 	want = got

@@ -44,6 +44,7 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxCreate", testSandboxCreate},
 		{"SandboxIdempotencyKey", testSandboxIdempotencyKey},
 		{"SandboxIdempotencyKeyConcurrent", testSandboxIdempotencyKeyConcurrent},
+		{"SandboxRequestHash", testSandboxRequestHash},
 		{"SandboxUpdate", testSandboxUpdate},
 		{"SandboxUpdateAbort", testSandboxUpdateAbort},
 		{"SandboxUpdatePanic", testSandboxUpdatePanic},
