@@ -132,12 +132,16 @@ func (a *Adapter) Info() adapters.Info {
 	if a.cfg.Isolation == "microvm" {
 		iso = "microVM per sandbox (OpenSandbox microVM runtime)"
 	}
+	disk := "diskGiB is sent as resourceLimits " + diskResource + " (applied by the Kubernetes runtime)"
+	if !a.sendsDisk() {
+		disk = "diskGiB is not applied (the Docker runtime has no disk limit)"
+	}
 	return adapters.Info{
 		Kind: Kind, Version: Version, Trust: api.TrustPrivate, Isolation: iso + "; declared by config, not checked",
 		Protocol: adapters.ProtocolVersion,
 		Description: "execd delivers output line by line; line ends are rebuilt as " + a.cfg.LineEndings +
 			" (a lone CR becomes a line end); stdin is staged in a temporary file in the sandbox; " +
-			"diskGiB is not sent; the provider timeout is at least 60 s",
+			disk + "; the provider timeout is at least 60 s, and OpenSandbox only moves it later",
 	}
 }
 

@@ -16,6 +16,19 @@ import (
 // minTimeoutSeconds is the shortest timeout OpenSandbox accepts.
 const minTimeoutSeconds = 60
 
+// diskResource is the resourceLimits key that carries diskGiB. The lifecycle API's
+// resourceLimits is an open map of Kubernetes-style resource names; OpenSandbox's
+// Kubernetes runtime hands every key to the sandbox's pod as its request and limit,
+// so this one bounds the pod's local disk (its writable layer, logs and emptyDir
+// volumes), which the kubelet enforces by evicting a pod that goes over.
+const diskResource = "ephemeral-storage"
+
+// sendsDisk reports whether diskGiB goes into the create request. OpenSandbox's
+// Docker runtime reads cpu, memory and gpu only and would ignore the key, so a pool
+// declared runtime: docker does not send it and says so in Info; a pool whose
+// runtime is not declared sends it, for the runtime to apply where it can.
+func (a *Adapter) sendsDisk() bool { return a.cfg.Runtime != "docker" }
+
 // keepAlive is the entrypoint of image sandboxes: execd is injected beside it, and
 // the container has to stay up until it is deleted.
 var keepAlive = []string{"tail", "-f", "/dev/null"}
@@ -136,6 +149,9 @@ func (a *Adapter) createBody(ctx context.Context, req adapters.CreateRequest) (c
 	}
 	if r := req.Resources; r.MemoryMiB > 0 {
 		body.ResourceLimits["memory"] = fmt.Sprintf("%dMi", r.MemoryMiB)
+	}
+	if r := req.Resources; r.DiskGiB > 0 && a.sendsDisk() {
+		body.ResourceLimits[diskResource] = fmt.Sprintf("%dGi", r.DiskGiB)
 	}
 	if req.TTLSeconds > 0 {
 		t := max(req.TTLSeconds, minTimeoutSeconds)

@@ -259,7 +259,7 @@ func TestCreateBody(t *testing.T) {
 	switch {
 	case body["image"].(map[string]any)["uri"] != "python:3.12":
 		t.Errorf("image %v", body["image"])
-	case limits["cpu"] != "1500m" || limits["memory"] != "2048Mi" || len(limits) != 2:
+	case limits["cpu"] != "1500m" || limits["memory"] != "2048Mi" || limits["ephemeral-storage"] != "10Gi" || len(limits) != 3:
 		t.Errorf("resourceLimits %v", limits)
 	case body["timeout"].(interface{ String() string }).String() != "60":
 		t.Errorf("timeout %v, want the 60 s minimum", body["timeout"])
@@ -268,6 +268,49 @@ func TestCreateBody(t *testing.T) {
 		t.Errorf("metadata %v", meta)
 	case body["networkPolicy"] == nil:
 		t.Errorf("no network policy with egress allowlist")
+	}
+}
+
+// TestDiskResource: diskGiB goes to OpenSandbox as the Kubernetes resource
+// ephemeral-storage, which the Kubernetes runtime applies to the pod; a pool on the
+// Docker runtime, which has no disk limit, does not send it and says so in Info.
+func TestDiskResource(t *testing.T) {
+	for _, tc := range []struct {
+		runtime string
+		want    string // the ephemeral-storage limit sent, "" for none
+	}{
+		{"kubernetes", "10Gi"},
+		{"", "10Gi"},
+		{"docker", ""},
+	} {
+		cfg := map[string]any{"image": "ubuntu:24.04"}
+		if tc.runtime != "" {
+			cfg["runtime"] = tc.runtime
+		}
+		a, srv := newAdapter(t, cfg)
+		req := request("sbx_disk_"+tc.runtime+"x", "inst_d")
+		req.Resources = adapters.Resources{CPU: 1, MemoryMiB: 512, DiskGiB: 10}
+		if _, err := a.Create(t.Context(), req); err != nil {
+			t.Fatalf("runtime %q: %v", tc.runtime, err)
+		}
+		noDisk := request("sbx_nodisk_"+tc.runtime+"x", "inst_d")
+		noDisk.Resources = adapters.Resources{CPU: 1, MemoryMiB: 512}
+		if _, err := a.Create(t.Context(), noDisk); err != nil {
+			t.Fatalf("runtime %q: %v", tc.runtime, err)
+		}
+		creates := srv.Creates()
+		limits := creates[0]["resourceLimits"].(map[string]any)
+		if got, _ := limits["ephemeral-storage"].(string); got != tc.want {
+			t.Errorf("runtime %q: ephemeral-storage %q, want %q (limits %v)", tc.runtime, got, tc.want, limits)
+		}
+		if _, ok := creates[1]["resourceLimits"].(map[string]any)["ephemeral-storage"]; ok {
+			t.Errorf("runtime %q: a request without diskGiB sent a disk limit", tc.runtime)
+		}
+		desc := a.Info().Description
+		if sent := strings.Contains(desc, "diskGiB is sent as resourceLimits ephemeral-storage"); sent != (tc.want != "") ||
+			(tc.want == "" && !strings.Contains(desc, "diskGiB is not applied")) {
+			t.Errorf("runtime %q: Info says %q", tc.runtime, desc)
+		}
 	}
 }
 
@@ -292,6 +335,18 @@ func TestRenewTTL(t *testing.T) {
 	}
 	if err := a.RenewTTL(t.Context(), "osb-9999", 60); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("renew of a missing sandbox: %v", err)
+	}
+	// An earlier expiry is refused by the published API, so none is asked for.
+	if err := a.RenewTTL(t.Context(), inst.Ref, 120); err != nil || !srv.ExpiresAt(inst.Ref).Equal(after) {
+		t.Fatalf("a shorter ttl: %v, expiry %v, want %v kept", err, srv.ExpiresAt(inst.Ref), after)
+	}
+	// A sandbox created without a TTL has no backend expiry to move, and gets none.
+	forever, err := a.Create(t.Context(), request("sbx_forever", "inst_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RenewTTL(t.Context(), forever.Ref, 60); err != nil || !srv.ExpiresAt(forever.Ref).IsZero() {
+		t.Fatalf("renew of a sandbox without expiry: %v, expiry %v", err, srv.ExpiresAt(forever.Ref))
 	}
 	// No expiry at all cannot be had once there is one: refused, the backstop kept.
 	if err := a.RenewTTL(t.Context(), inst.Ref, 0); !api.IsCode(err, api.CodeUnsupportedOperation) || !srv.ExpiresAt(inst.Ref).Equal(after) {

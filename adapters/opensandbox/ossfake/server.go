@@ -404,8 +404,14 @@ func (s *Server) sandboxOp(w http.ResponseWriter, r *http.Request, id, rest stri
 		var body struct {
 			ExpiresAt time.Time `json:"expiresAt"`
 		}
+		if sb.ExpiresAt.IsZero() {
+			// A sandbox created without a timeout has no expiry to renew: the
+			// server answers the route's 409 rather than giving it one.
+			writeError(w, http.StatusConflict, "INVALID_EXPIRATION", "sandbox %s does not have automatic expiration enabled", id)
+			return
+		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || !body.ExpiresAt.After(time.Now()) ||
-			(!sb.ExpiresAt.IsZero() && !body.ExpiresAt.After(sb.ExpiresAt)) {
+			!body.ExpiresAt.After(sb.ExpiresAt) {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST", "expiresAt must be in the future and after the current one")
 			return
 		}
