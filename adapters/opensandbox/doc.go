@@ -15,7 +15,7 @@
 //	image           image for requests without a template, and behind templateId
 //	templateId      the one template this pool serves; other templates are refused
 //	isolation       container (default) or microvm; reported, not checked
-//	runtime         docker (pause/resume) or kubernetes (stop/start); empty: neither
+//	runtime         docker (pause/resume, no diskGiB) or kubernetes (stop/start); empty: neither
 //	features        extra declared features: arch.amd64, arch.arm64, snapshots.memory
 //	useServerProxy  reach execd through {apiURL}/sandboxes/{id}/proxy/44772
 //	lineEndings     lf (default), crlf or raw: how execd's output lines are rejoined
