@@ -2,9 +2,15 @@ package client_test
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -81,6 +87,37 @@ func TestDeprecatedNames(t *testing.T) {
 		mu.Unlock()
 		if len(got) != 2 || got[0] != got[1] {
 			t.Errorf("%s and its new name sent %q, want the same single request each", tc.name, got)
+		}
+	}
+}
+
+// TestExamplesUseNewNames: what a new user copies (the example program and this
+// package's README) calls no deprecated method. The deprecated names are read from
+// deprecated.go, so one added there is checked too.
+func TestExamplesUseNewNames(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "deprecated.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Doc != nil &&
+			regexp.MustCompile(`(?m)^Deprecated: `).MatchString(fn.Doc.Text()) {
+			old = append(old, fn.Name.Name)
+		}
+	}
+	if len(old) < 12 {
+		t.Fatalf("found %d deprecated methods in deprecated.go: %v", len(old), old)
+	}
+	calls := regexp.MustCompile(`\bc\.(` + strings.Join(old, "|") + `)\(`)
+	for _, path := range []string{"../examples/go-client/main.go", "README.md"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := calls.FindAll(b, -1); len(m) > 0 {
+			t.Errorf("%s calls deprecated methods: %q", path, m)
 		}
 	}
 }
