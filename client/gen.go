@@ -41,6 +41,13 @@ const (
 	PoolTrustPrivate  PoolTrust = "private"
 )
 
+// Defines values for BreakerState.
+const (
+	BreakerClosed   BreakerState = "closed"
+	BreakerHalfOpen BreakerState = "half-open"
+	BreakerOpen     BreakerState = "open"
+)
+
 // Defines values for PoolPatchTrust.
 const (
 	PoolPatchTrustExternal PoolPatchTrust = "external"
@@ -189,7 +196,13 @@ type Policy struct {
 
 // Pool defines model for Pool.
 type Pool struct {
-	Adapter           string                 `json:"adapter"`
+	Adapter string `json:"adapter"`
+
+	// AdapterRebuilt Only in the answer to a PUT or PATCH, and only when true: the change reached the pool's adapter (its config or credentials), so every replica builds the adapter anew. An adapter that keeps its instances in the daemon's memory (fake) loses them. Any other change keeps the adapter.
+	AdapterRebuilt *bool `json:"adapterRebuilt,omitempty"`
+
+	// Breaker The pool's circuit breaker, as the replica that answers sees it (each replica keeps its own, in memory). It opens after consecutive Creates fail as an outage (provider_unavailable, a timeout, an internal error), whatever the pool's probe says; while open, no sandbox is placed on the pool. Once openUntil passes it is half-open: one Create at a time is let through as a trial, and a success closes it, a failure opens it again for twice as long.
+	Breaker           *PoolBreaker           `json:"breaker,omitempty"`
 	Capacity          *Capacity              `json:"capacity,omitempty"`
 	Config            map[string]interface{} `json:"config"`
 	CostModel         CostModel              `json:"costModel"`
@@ -220,6 +233,22 @@ type PoolOrigin string
 
 // PoolTrust defines model for Pool.Trust.
 type PoolTrust string
+
+// PoolBreaker The pool's circuit breaker, as the replica that answers sees it (each replica keeps its own, in memory). It opens after consecutive Creates fail as an outage (provider_unavailable, a timeout, an internal error), whatever the pool's probe says; while open, no sandbox is placed on the pool. Once openUntil passes it is half-open: one Create at a time is let through as a trial, and a success closes it, a failure opens it again for twice as long.
+type PoolBreaker struct {
+	// ConsecutiveFailures Creates failed as an outage since the last success.
+	ConsecutiveFailures int `json:"consecutiveFailures"`
+
+	// OpenUntil While open, when it turns half-open.
+	OpenUntil *time.Time `json:"openUntil,omitempty"`
+
+	// Reason Why it opened: the last failure. Empty when closed.
+	Reason *string      `json:"reason,omitempty"`
+	State  BreakerState `json:"state"`
+}
+
+// BreakerState defines model for PoolBreaker.state.
+type BreakerState string
 
 // PoolList defines model for PoolList.
 type PoolList struct {

@@ -242,6 +242,10 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string,
 		s.writeError(w, r, err)
 		return
 	}
+	if pools.RebuildsAdapter(cur, stored) {
+		// Said in the answer: an adapter holding its instances in memory lost them.
+		out.AdapterRebuilt = ptr(true)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

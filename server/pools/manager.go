@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -213,9 +214,27 @@ func (m *Manager) MarkUnhealthy(name string, err error) {
 	m.published[name] = true
 }
 
-// sync makes the entries match the store: new pools and pools whose Version changed get
-// a fresh adapter, removed pools are dropped, and a pool whose adapter could not be
-// built is tried again (the cause, such as a directory, may have been fixed).
+// RebuildsAdapter reports whether changing a pool from old to next reaches its
+// adapter, which must then be built anew: the adapter kind, its config or its
+// credentials variable changed. Nothing else of a pool is passed to a factory, so
+// any other change keeps the adapter built for old, with what it holds.
+func RebuildsAdapter(old, next store.Pool) bool {
+	return old.Adapter != next.Adapter || old.CredentialsEnv != next.CredentialsEnv ||
+		!reflect.DeepEqual(nonNilConfig(old.Config), nonNilConfig(next.Config))
+}
+
+// nonNilConfig makes an empty config and a missing one the same.
+func nonNilConfig(c map[string]any) map[string]any {
+	if c == nil {
+		return map[string]any{}
+	}
+	return c
+}
+
+// sync makes the entries match the store: new pools and pools whose change reaches the
+// adapter (RebuildsAdapter) get a fresh adapter, other changes update the view and keep
+// the adapter, removed pools are dropped, and a pool whose adapter could not be built
+// is tried again (the cause, such as a directory, may have been fixed).
 func (m *Manager) sync(ctx context.Context) error {
 	list, err := m.st.ListPools(ctx)
 	if err != nil {
@@ -227,7 +246,7 @@ func (m *Manager) sync(ctx context.Context) error {
 	m.mu.RLock()
 	reuse := map[string]bool{}
 	for _, p := range list {
-		if e, ok := m.entries[p.Name]; ok && e.view.Pool.Version == p.Version && e.view.Adapter != nil {
+		if e, ok := m.entries[p.Name]; ok && e.view.Adapter != nil && !RebuildsAdapter(e.view.Pool, p) {
 			reuse[p.Name] = true
 		}
 	}
@@ -246,7 +265,16 @@ func (m *Manager) sync(ctx context.Context) error {
 	next := make(map[string]*entry, len(list))
 	for _, p := range list {
 		if reuse[p.Name] {
-			next[p.Name] = m.entries[p.Name]
+			e := m.entries[p.Name]
+			if e.view.Pool.Version != p.Version {
+				// A change the adapter never sees (limits, cost, trust, region,
+				// features): the adapter, and the instances it may hold in memory,
+				// stay; only what placement reads of the pool changes.
+				e.view.Pool = p
+				e.view.Trust = effectiveTrust(p, e.view.Info)
+				m.log.Info("pool changed; adapter kept", "pool", p.Name, "version", p.Version)
+			}
+			next[p.Name] = e
 			continue
 		}
 		e := fresh[p.Name]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -296,15 +297,15 @@ func TestPoolsAddedChangedRemoved(t *testing.T) {
 		t.Fatalf("an unchanged pool was rebuilt (%d builds)", h.count())
 	}
 
-	b.Region = "r2"
+	b.Config = map[string]any{"totalCPU": 4}
 	if _, err := e.st.UpdatePool(e.ctx, e.clk.Now(), b); err != nil {
 		t.Fatal(err)
 	}
 	e.refresh(t)
 	v := e.view(t, "b")
-	if v.Adapter == before || v.Pool.Region != "r2" || v.Pool.Version != b.Version+1 || h.count() != 3 || !v.Healthy {
-		t.Fatalf("after changing b: same adapter %v, region %q, version %d, builds %d, healthy %v",
-			v.Adapter == before, v.Pool.Region, v.Pool.Version, h.count(), v.Healthy)
+	if v.Adapter == before || v.Pool.Config["totalCPU"] != float64(4) || v.Pool.Version != b.Version+1 || h.count() != 3 || !v.Healthy {
+		t.Fatalf("after changing b's config: same adapter %v, config %v, version %d, builds %d, healthy %v",
+			v.Adapter == before, v.Pool.Config, v.Pool.Version, h.count(), v.Healthy)
 	}
 
 	if err := e.st.DeletePool(e.ctx, "a"); err != nil {
@@ -545,3 +546,87 @@ func TestCredentialsAllowlist(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A change the adapter never sees keeps the adapter, and so the instances a fake
+// holds in memory: a sandbox running there must stay reachable after an operator
+// raises the pool's maxConcurrency. A change of config still rebuilds it.
+func TestChangesOutsideTheBackendKeepTheAdapter(t *testing.T) {
+	h := &handles{}
+	reg := NewRegistry(false)
+	reg.Register("held", h.factory, false)
+	e := newEnv(t, reg, nil)
+	p := e.create(t, store.Pool{Name: "ci", Adapter: "held", Trust: api.TrustPrivate, Config: map[string]any{"totalCPU": 8}})
+	e.refresh(t)
+	a := e.view(t, "ci").Adapter
+	inst, err := a.Create(e.ctx, adapters.CreateRequest{ID: "sbx_1", Installation: "inst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	changes := []func(*store.Pool){
+		func(p *store.Pool) { p.MaxConcurrency = 10 },
+		func(p *store.Pool) { p.MaxStarting = 3 },
+		func(p *store.Pool) { p.CostModel.CPUHour = 0.5 },
+		func(p *store.Pool) { p.Region = "eu" },
+		func(p *store.Pool) { p.Trust = api.TrustExternal },
+		func(p *store.Pool) { p.Features = []string{"exec"} },
+	}
+	for i, change := range changes {
+		change(&p)
+		var err error
+		if p, err = e.st.UpdatePool(e.ctx, e.clk.Now(), p); err != nil {
+			t.Fatal(err)
+		}
+		e.refresh(t)
+		v := e.view(t, "ci")
+		if v.Adapter != a || h.count() != 1 {
+			t.Fatalf("change %d rebuilt the adapter (%d builds)", i, h.count())
+		}
+		if v.Pool.Version != p.Version || !v.Healthy {
+			t.Fatalf("change %d: view at version %d (want %d), healthy %v", i, v.Pool.Version, p.Version, v.Healthy)
+		}
+		if _, err := v.Adapter.Get(e.ctx, inst.Ref); err != nil {
+			t.Fatalf("change %d lost the instance: %v", i, err)
+		}
+	}
+	v := e.view(t, "ci")
+	if v.Pool.MaxConcurrency != 10 || v.Pool.Region != "eu" || v.Trust != api.TrustExternal || v.Pool.CostModel.CPUHour != 0.5 {
+		t.Fatalf("the view did not take the changes: %+v, trust %s", v.Pool, v.Trust)
+	}
+
+	p.Config = map[string]any{"totalCPU": 16}
+	if _, err := e.st.UpdatePool(e.ctx, e.clk.Now(), p); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	if e.view(t, "ci").Adapter == a || h.count() != 2 {
+		t.Fatalf("a config change kept the adapter (%d builds)", h.count())
+	}
+}
+
+func TestRebuildsAdapter(t *testing.T) {
+	base := store.Pool{Name: "p", Adapter: "fake", Config: map[string]any{"totalCPU": float64(4)}, CredentialsEnv: "K"}
+	for _, c := range []struct {
+		name   string
+		change func(*store.Pool)
+		want   bool
+	}{
+		{"nothing", func(*store.Pool) {}, false},
+		{"maxConcurrency", func(p *store.Pool) { p.MaxConcurrency = 3 }, false},
+		{"version", func(p *store.Pool) { p.Version = 9 }, false},
+		{"adapter", func(p *store.Pool) { p.Adapter = "devhost" }, true},
+		{"config value", func(p *store.Pool) { p.Config = map[string]any{"totalCPU": float64(8)} }, true},
+		{"config key", func(p *store.Pool) { p.Config = map[string]any{"totalCPU": float64(4), "x": true} }, true},
+		{"credentials", func(p *store.Pool) { p.CredentialsEnv = "OTHER" }, true},
+	} {
+		next := base
+		next.Config = maps.Clone(base.Config)
+		c.change(&next)
+		if got := RebuildsAdapter(base, next); got != c.want {
+			t.Errorf("%s: RebuildsAdapter = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if RebuildsAdapter(store.Pool{}, store.Pool{Config: map[string]any{}}) {
+		t.Error("an empty config and none differ")
+	}
+}

@@ -53,7 +53,9 @@ func (c Credentials) GoString() string { return "pools.Credentials{" + c.String(
 func (c Credentials) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Factory builds the adapter of one pool. It must not do slow I/O: the manager probes
-// the adapter afterwards, with a timeout.
+// the adapter afterwards, with a timeout. It may read only the pool's Adapter, Config
+// and credentials: a change to any other field keeps the adapter already built
+// (RebuildsAdapter).
 type Factory func(ctx context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error)
 
 type registration struct {
