@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/different-ai/differently/api"
@@ -65,6 +66,12 @@ func Place(req Request, views []pools.View, policy store.Policy, active map[stri
 	if len(views) == 0 {
 		return Decision{Code: api.CodeInvalidRequest, Reason: "no pools are registered"}
 	}
+	unknown := unknownPools(req.Placement.AllowedPools, views)
+	if len(unknown) > 0 && !slices.ContainsFunc(views, func(v pools.View) bool { return slices.Contains(req.Placement.AllowedPools, v.Pool.Name) }) {
+		// Not one pool named exists: the likely cause is a typo, which every pool
+		// refused as "not in allowedPools" would hide.
+		return Decision{Code: api.CodeInvalidRequest, Reason: "allowedPools " + unknown.String(views)}
+	}
 	d := Decision{Rejected: map[string]string{}}
 	var passed, waiting []pools.View
 	capabilitiesOnly := false
@@ -107,7 +114,88 @@ func Place(req Request, views []pools.View, policy store.Policy, active map[stri
 		}
 		d.Reason = "no pool can place this sandbox: " + listReasons(views, d.Rejected)
 	}
+	if d.Reason != "" && len(unknown) > 0 {
+		d.Reason += "; allowedPools also " + unknown.String(views)
+	}
 	return d
+}
+
+// unknown are names in allowedPools that no pool has.
+type unknown []string
+
+func unknownPools(allowed []string, views []pools.View) unknown {
+	var out unknown
+	for _, name := range allowed {
+		if !slices.ContainsFunc(views, func(v pools.View) bool { return v.Pool.Name == name }) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// String says which names do not exist and, for each, the existing pool name it is
+// most likely a typo of.
+func (u unknown) String(views []pools.View) string {
+	parts := make([]string, 0, len(u))
+	for _, name := range u {
+		part := strconv.Quote(name)
+		if near := nearest(name, views); near != "" {
+			part += " (did you mean " + strconv.Quote(near) + "?)"
+		}
+		parts = append(parts, part)
+	}
+	verb := "names a pool that does not exist: "
+	if len(u) > 1 {
+		verb = "names pools that do not exist: "
+	}
+	return verb + strings.Join(parts, ", ")
+}
+
+// nearest returns the pool name closest to name by edit distance, when it is close
+// enough to be a typo (at most a third of the name's length, and at least one edit
+// allowed); ties go to the first name in order.
+func nearest(name string, views []pools.View) string {
+	names := make([]string, 0, len(views))
+	for _, v := range views {
+		names = append(names, v.Pool.Name)
+	}
+	slices.Sort(names)
+	best, bestDist := "", max(1, len([]rune(name))/3)+1
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(name), n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance: insertions, deletions,
+// substitutions and transpositions of adjacent characters each cost one, so that
+// "devhots" is one edit from "devhost".
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	// d[i][j] is the distance between ra[:i] and rb[:j].
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }
 
 func listReasons(views []pools.View, rejected map[string]string) string {

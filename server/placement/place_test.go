@@ -350,6 +350,27 @@ func TestPlaceWaitOrFail(t *testing.T) {
 			reason: "pool a: not in allowedPools; pool b: adapter not available",
 		},
 		{
+			name:   "a typo in the only pool named",
+			req:    Request{Placement: store.Placement{AllowedPools: []string{"devhots"}}},
+			views:  []pools.View{pool("devhost"), pool("fake")},
+			code:   api.CodeInvalidRequest,
+			reason: `allowedPools names a pool that does not exist: "devhots" (did you mean "devhost"?)`,
+		},
+		{
+			name:   "no pool named exists, none near",
+			req:    Request{Placement: store.Placement{AllowedPools: []string{"gpu-large", "zz"}}},
+			views:  []pools.View{pool("devhost"), pool("fake")},
+			code:   api.CodeInvalidRequest,
+			reason: `allowedPools names pools that do not exist: "gpu-large", "zz"`,
+		},
+		{
+			name:   "one pool named exists: the unknown one is mentioned",
+			req:    Request{Placement: store.Placement{AllowedPools: []string{"devhost", "fkae"}}},
+			views:  []pools.View{pool("devhost", unhealthy("down")), pool("fake")},
+			wait:   true,
+			reason: `waiting for capacity: pool devhost: unhealthy; allowedPools also names a pool that does not exist: "fkae" (did you mean "fake"?)`,
+		},
+		{
 			name:   "external pool refused by policy",
 			views:  []pools.View{pool("ext", external)},
 			code:   api.CodeInvalidRequest,
@@ -366,5 +387,39 @@ func TestPlaceWaitOrFail(t *testing.T) {
 				t.Errorf("reason = %q, want it to contain %q", d.Reason, tt.reason)
 			}
 		})
+	}
+}
+
+func TestUnknownPoolsDoNotStopAPlaceablePool(t *testing.T) {
+	d := Place(Request{Placement: store.Placement{AllowedPools: []string{"fake", "devhots"}}},
+		[]pools.View{pool("devhost"), pool("fake")}, store.Policy{}, nil)
+	if !slices.Equal(d.Pools, []string{"fake"}) || d.Code != "" {
+		t.Fatalf("decision = %+v, want pool fake", d)
+	}
+}
+
+func TestNearestPoolName(t *testing.T) {
+	views := []pools.View{pool("devhost"), pool("fake"), pool("gpu-eu"), pool("gpu-us")}
+	for name, want := range map[string]string{
+		"devhots": "devhost", // two letters swapped
+		"devhos":  "devhost",
+		"DevHost": "devhost",
+		"fak":     "fake",
+		"gpu-ue":  "gpu-eu", // as near to gpu-us: the first in order wins
+		"gpu":     "",
+		"x":       "",
+		"ci":      "",
+	} {
+		if got := nearest(name, views); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"a", "", 1}, {"ab", "ba", 1}, {"kitten", "sitting", 3}, {"devhots", "devhost", 1}, {"héllo", "hello", 1}} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }
