@@ -134,6 +134,7 @@ func toPool(p store.Pool, v *pools.View, sandboxes int) Pool {
 		return out
 	}
 	out.Healthy = ptr(v.Healthy)
+	out.Breaker = toBreaker(v.Breaker)
 	out.EffectiveFeatures = ptr(nonNil(slices.Clone(v.Capabilities.Features)))
 	out.LastError = strPtr(v.LastError)
 	if !v.LastProbeAt.IsZero() {
@@ -146,6 +147,19 @@ func toPool(p store.Pool, v *pools.View, sandboxes int) Pool {
 		i := v.Info
 		out.Info = &AdapterInfo{Kind: strPtr(i.Kind), Version: strPtr(i.Version), Trust: strPtr(string(i.Trust)),
 			Isolation: strPtr(i.Isolation), Protocol: strPtr(i.Protocol), Description: strPtr(i.Description)}
+	}
+	return out
+}
+
+// toBreaker shows a pool's breaker; a view made without one (a pool source that
+// keeps no breaker) reads as closed.
+func toBreaker(b pools.BreakerStatus) *PoolBreaker {
+	out := &PoolBreaker{State: BreakerClosed, ConsecutiveFailures: b.ConsecutiveFailures, Reason: strPtr(b.Reason)}
+	if b.State != "" {
+		out.State = BreakerState(b.State)
+	}
+	if !b.OpenUntil.IsZero() {
+		out.OpenUntil = ptr(b.OpenUntil)
 	}
 	return out
 }

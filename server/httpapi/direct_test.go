@@ -15,6 +15,7 @@ import (
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
+	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 )
@@ -23,6 +24,10 @@ import (
 type schedPools struct{ *testPools }
 
 func (schedPools) MarkUnhealthy(string, error) {}
+
+func (schedPools) BeginCreate(string) (pools.CreateTicket, bool) { return pools.CreateTicket{}, true }
+
+func (schedPools) EndCreate(pools.CreateTicket, pools.CreateOutcome, error) {}
 
 // newEnvScheduled is newEnv with a real scheduler running behind the API, woken by
 // it and taking its direct work, until the test ends.

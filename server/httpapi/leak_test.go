@@ -185,7 +185,10 @@ func newLeakRig(t *testing.T, st store.Store, keys map[string]string) *leakRig {
 	}
 	getenv := func(k string) string { return keys[k] }
 	r.manager = pools.NewManager(st, pools.DefaultRegistry(false), r.clk,
-		pools.Options{Getenv: getenv, Logger: logger, ProbeTimeout: 300 * time.Millisecond})
+		pools.Options{Getenv: getenv, Logger: logger, ProbeTimeout: 300 * time.Millisecond,
+			// Every failure mode meets a Create in turn: the breaker must not pause the
+			// pool after the third.
+			Breaker: pools.BreakerOptions{Threshold: 1000}})
 	// Provisioning waits for the fakes' readiness polls (a second or two); the quick
 	// scheduler gives up on a hanging backend sooner.
 	r.sched, err = scheduler.New(st, r.manager, r.clk, scheduler.Options{Installation: inst, Logger: logger,

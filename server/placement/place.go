@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/pools"
@@ -14,7 +15,8 @@ import (
 
 // filter names one check of Place. Static filters depend only on the request, the
 // pool's definition and the policy: a pool failing one will not take the sandbox
-// later either. Transient filters (health, maxConcurrency, capacity) may pass later,
+// later either. Transient filters (health or an open breaker, maxConcurrency,
+// capacity) may pass later,
 // so a sandbox failing only those waits instead of failing.
 type filter int
 
@@ -295,6 +297,9 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 	switch {
 	case !v.Healthy:
 		return rejection{fHealth, "unhealthy"}, true
+	case v.Breaker.State == pools.BreakerOpen:
+		return rejection{fHealth, fmt.Sprintf("paused after %d failed creates in a row, until %s",
+			v.Breaker.ConsecutiveFailures, v.Breaker.OpenUntil.UTC().Format(time.RFC3339))}, true
 	case v.Pool.MaxConcurrency > 0 && active >= v.Pool.MaxConcurrency:
 		return rejection{fConcurrency, fmt.Sprintf("at maxConcurrency (%d)", v.Pool.MaxConcurrency)}, true
 	case !v.Capacity.Fits(req.Resources):
@@ -304,8 +309,9 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 }
 
 // rank sorts eligible pools: the preferred region (the first requested) first, then
-// the roomiest, then the cheapest, then by name so that equal pools keep a stable
-// order across replicas.
+// pools whose breaker is closed before those trying Creates again after failures
+// (half-open), then the roomiest, then the cheapest, then by name so that equal pools
+// keep a stable order across replicas.
 func rank(vs []pools.View, req Request, active map[string]int) {
 	preferred := ""
 	if len(req.Placement.Regions) > 0 {
@@ -320,6 +326,12 @@ func rank(vs []pools.View, req Request, active map[string]int) {
 				}
 				return 1
 			}
+		}
+		if ta, tb := a.Breaker.State == pools.BreakerHalfOpen, b.Breaker.State == pools.BreakerHalfOpen; ta != tb {
+			if tb {
+				return -1
+			}
+			return 1
 		}
 		if fa, fb := freeCPU(a), freeCPU(b); fa != fb {
 			if fa > fb {

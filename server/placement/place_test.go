@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/fake"
@@ -54,6 +55,15 @@ func noAdapter(msg string) func(*pools.View) {
 }
 
 func kindMissing(v *pools.View) { v.KindMissing = true }
+
+func breakerIn(state pools.BreakerState) func(*pools.View) {
+	return func(v *pools.View) {
+		v.Breaker = pools.BreakerStatus{State: state, ConsecutiveFailures: 3}
+		if state == pools.BreakerOpen {
+			v.Breaker.OpenUntil = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		}
+	}
+}
 
 // awaitingProbe is a pool just built: no capabilities known yet, not yet healthy.
 func awaitingProbe(v *pools.View) {
@@ -242,6 +252,18 @@ func TestPlaceRanking(t *testing.T) {
 			want:   []string{"b", "a"},
 		},
 		{
+			name:  "a pool trying creates again after failures goes after the others",
+			req:   req,
+			views: []pools.View{pool("a", breakerIn(pools.BreakerHalfOpen)), pool("b", bounded(2)), pool("c", breakerIn(pools.BreakerClosed))},
+			want:  []string{"c", "b", "a"},
+		},
+		{
+			name:  "an open breaker leaves the pool out",
+			req:   req,
+			views: []pools.View{pool("a", breakerIn(pools.BreakerOpen)), pool("b")},
+			want:  []string{"b"},
+		},
+		{
 			name: "cheaper first",
 			req:  req,
 			// a: 1*1 + 2*1 = 3; b: 1*2 + 2*0.25 = 2.5.
@@ -348,6 +370,12 @@ func TestPlaceWaitOrFail(t *testing.T) {
 			views:  []pools.View{pool("a", awaitingProbe), pool("b", kindMissing, noAdapter("gone"))},
 			code:   api.CodeInvalidRequest,
 			reason: "pool a: not in allowedPools; pool b: adapter not available",
+		},
+		{
+			name:   "an open breaker: wait, saying until when",
+			views:  []pools.View{pool("a", breakerIn(pools.BreakerOpen))},
+			wait:   true,
+			reason: "waiting for capacity: pool a: paused after 3 failed creates in a row, until 2026-01-02T03:04:05Z",
 		},
 		{
 			name:   "a typo in the only pool named",

@@ -38,10 +38,14 @@ type Options struct {
 	// pool naming another is not built, and its variable is not read.
 	AllowedCredentialsEnv api.EnvAllowlist
 	Logger                *slog.Logger
+	// Breaker tunes every pool's circuit breaker (BeginCreate, EndCreate).
+	Breaker BreakerOptions
 	// Metrics receives differently_pool_healthy{pool}: 1 when the pool's last probe
 	// succeeded and nothing marked it unhealthy since, else 0; refreshed after every
-	// Refresh and on MarkUnhealthy. Nil records it nowhere. NewManager panics when the
-	// metric cannot be registered (another collector took its name).
+	// Refresh and on MarkUnhealthy. And differently_pool_breaker_state{pool} (0
+	// closed, 1 half-open, 2 open) and differently_pool_breaker_opens_total{pool}.
+	// Nil records them nowhere. NewManager panics when a metric cannot be registered
+	// (another collector took its name).
 	Metrics prometheus.Registerer
 }
 
@@ -64,8 +68,10 @@ type Manager struct {
 	entries map[string]*entry
 	nextGen uint64
 
-	healthy *prometheus.GaugeVec
-	// published are the pools healthy has a series for, guarded by mu.
+	healthy      *prometheus.GaugeVec
+	breakerState *prometheus.GaugeVec
+	breakerOpens *prometheus.CounterVec
+	// published are the pools the gauges have a series for, guarded by mu.
 	published map[string]bool
 }
 
@@ -79,6 +85,9 @@ type entry struct {
 	// marks counts MarkUnhealthy calls, so that a probe which began before the
 	// scheduler saw the pool fail cannot declare it healthy again.
 	marks uint64
+	// breaker is fed by the outcomes of the pool's Creates on this replica. It lives
+	// as long as the adapter: a rebuilt adapter starts closed.
+	breaker *breaker
 }
 
 // NewManager returns a manager with no views; call Load or Refresh to fill it.
@@ -97,8 +106,16 @@ func NewManager(st store.Store, reg *Registry, clk clock.Clock, opts Options) *M
 		Name: "differently_pool_healthy",
 		Help: "1 when the pool's last probe on this replica succeeded and no call failed as an outage since, else 0.",
 	}, []string{"pool"}))
+	breakerState := metrics.MustRegister(opts.Metrics, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "differently_pool_breaker_state",
+		Help: "The pool's circuit breaker on this replica: 0 closed, 1 half-open (trial Creates), 2 open (left out of placement).",
+	}, []string{"pool"}))
+	breakerOpens := metrics.MustRegister(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "differently_pool_breaker_opens_total",
+		Help: "Times the pool's circuit breaker opened on this replica after its Creates failed as an outage.",
+	}, []string{"pool"}))
 	return &Manager{st: st, reg: reg, clk: clk, opts: opts, log: log, entries: map[string]*entry{},
-		healthy: healthy, published: map[string]bool{}}
+		healthy: healthy, breakerState: breakerState, breakerOpens: breakerOpens, published: map[string]bool{}}
 }
 
 // Load reads every pool from the store and builds the adapters of new or changed
@@ -124,21 +141,37 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// publishHealth sets differently_pool_healthy from the views and drops the series of
-// removed pools.
+// publishHealth sets differently_pool_healthy and differently_pool_breaker_state from
+// the views and drops the series of removed pools.
 func (m *Manager) publishHealth() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := m.clk.Now()
 	for name, e := range m.entries {
 		m.healthy.WithLabelValues(name).Set(boolValue(e.view.Healthy))
+		m.publishBreaker(name, e, now)
 		m.published[name] = true
 	}
 	for name := range m.published {
 		if _, ok := m.entries[name]; !ok {
 			m.healthy.DeleteLabelValues(name)
+			m.breakerState.DeleteLabelValues(name)
+			m.breakerOpens.DeleteLabelValues(name)
 			delete(m.published, name)
 		}
 	}
+}
+
+// publishBreaker sets the pool's breaker gauge; mu is held.
+func (m *Manager) publishBreaker(name string, e *entry, now time.Time) {
+	v := 0.0
+	switch e.breaker.status(now).State {
+	case BreakerHalfOpen:
+		v = 1
+	case BreakerOpen:
+		v = 2
+	}
+	m.breakerState.WithLabelValues(name).Set(v)
 }
 
 func boolValue(b bool) float64 {
@@ -168,10 +201,11 @@ func (m *Manager) Run(ctx context.Context) {
 
 // Views returns every pool's view, sorted by name. The views are copies.
 func (m *Manager) Views() []View {
+	now := m.clk.Now()
 	m.mu.RLock()
 	out := make([]View, 0, len(m.entries))
 	for _, e := range m.entries {
-		out = append(out, copyView(e.view))
+		out = append(out, e.copyView(now))
 	}
 	m.mu.RUnlock()
 	slices.SortFunc(out, func(a, b View) int { return strings.Compare(a.Pool.Name, b.Pool.Name) })
@@ -186,7 +220,64 @@ func (m *Manager) View(name string) (View, bool) {
 	if !ok {
 		return View{}, false
 	}
-	return copyView(e.view), true
+	return e.copyView(m.clk.Now()), true
+}
+
+// CreateTicket is a Create's pass through its pool's breaker, from BeginCreate to
+// EndCreate.
+type CreateTicket struct {
+	pool  string
+	gen   uint64
+	trial bool
+}
+
+// BeginCreate asks the pool's breaker whether a Create may go to the pool now: always
+// while it is closed, never while it is open, and while it is half-open as a trial,
+// as long as fewer than BreakerOptions.Trials are in flight. Every ticket granted
+// must be handed back to EndCreate, with CreateNeutral when the Create never ran.
+func (m *Manager) BeginCreate(name string) (CreateTicket, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[name]
+	if !ok {
+		return CreateTicket{}, false
+	}
+	now := m.clk.Now()
+	allowed, trial := e.breaker.allow(now)
+	if trial {
+		m.log.Info("pool breaker half-open: trial create", "pool", name)
+	}
+	m.publishBreaker(name, e, now)
+	m.published[name] = true
+	return CreateTicket{pool: name, gen: e.gen, trial: trial}, allowed
+}
+
+// EndCreate reports how a Create begun with BeginCreate ended; err is the failure of
+// an outage, for the breaker's reason. The outcome of a Create on an adapter since
+// rebuilt is dropped.
+func (m *Manager) EndCreate(t CreateTicket, o CreateOutcome, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[t.pool]
+	if !ok || e.gen != t.gen || t.pool == "" {
+		return
+	}
+	reason := ""
+	if err != nil {
+		reason = scrub(message(err), e.secret)
+	}
+	now := m.clk.Now()
+	before := e.breaker.status(now).State
+	if e.breaker.record(now, o, t.trial, reason) {
+		m.breakerOpens.WithLabelValues(t.pool).Inc()
+		st := e.breaker.status(now)
+		m.log.Warn("pool breaker open: creates keep failing", "pool", t.pool,
+			"failures", st.ConsecutiveFailures, "until", st.OpenUntil, "err", reason)
+	} else if before != BreakerClosed && e.breaker.status(now).State == BreakerClosed {
+		m.log.Info("pool breaker closed: a create succeeded", "pool", t.pool)
+	}
+	m.publishBreaker(t.pool, e, now)
+	m.published[t.pool] = true
 }
 
 // MarkUnhealthy records that the pool failed outside a probe (the scheduler saw
@@ -299,7 +390,8 @@ func (m *Manager) sync(ctx context.Context) error {
 }
 
 func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
-	e := &entry{view: View{Pool: p, Trust: p.Trust, Info: adapters.Info{Kind: p.Adapter}}}
+	e := &entry{view: View{Pool: p, Trust: p.Trust, Info: adapters.Info{Kind: p.Adapter}},
+		breaker: newBreaker(m.opts.Breaker)}
 	env := Env{Getenv: m.opts.Getenv, Allowed: m.opts.AllowedCredentialsEnv}
 	a, err := m.reg.Build(ctx, p, env)
 	if err != nil {
@@ -447,6 +539,13 @@ func scrub(msg, secret string) string {
 		return msg
 	}
 	return strings.ReplaceAll(msg, secret, "[redacted]")
+}
+
+// copyView returns the entry's view with the breaker as it stands at now.
+func (e *entry) copyView(now time.Time) View {
+	v := copyView(e.view)
+	v.Breaker = e.breaker.status(now)
+	return v
 }
 
 // copyView copies the slices and the config map too, so a caller changing its copy

@@ -34,6 +34,10 @@ type View struct {
 	Healthy     bool
 	LastError   string
 	LastProbeAt time.Time
+	// Breaker is the pool's circuit breaker on this replica, as it stood when the
+	// view was taken. Placement leaves a pool out while it is open, whatever Healthy
+	// says: probes do not move it, Create outcomes do (Manager.EndCreate).
+	Breaker BreakerStatus
 }
 
 // Supports reports whether the pool serves feature now. Optional operations check it

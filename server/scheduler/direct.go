@@ -36,6 +36,8 @@ type Start struct {
 	ctx  context.Context
 	view pools.View
 	at   time.Time
+	// ticket is the pool breaker's leave for the Create.
+	ticket pools.CreateTicket
 	// used is set once Start or Release gave the slot and the run token away.
 	used bool
 }
@@ -65,15 +67,21 @@ func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
 	}
 	now := s.clk.Now()
 	for _, v := range views {
-		if v.Healthy && v.Adapter != nil && s.acquire(v) {
-			sb.State = store.StateProvisioning
-			sb.Pool, sb.Region = v.Pool.Name, v.Pool.Region
-			sb.Reason = ""
-			sb.NextAttemptAt = now
-			r := &Start{s: s, ctx: ctx, view: v, at: now}
-			r.Claim(sb)
-			return r
+		if !v.Healthy || v.Adapter == nil || !s.acquire(v) {
+			continue
 		}
+		ticket, ok := s.pools.BeginCreate(v.Pool.Name)
+		if !ok {
+			s.unacquire(v.Pool.Name)
+			continue
+		}
+		sb.State = store.StateProvisioning
+		sb.Pool, sb.Region = v.Pool.Name, v.Pool.Region
+		sb.Reason = ""
+		sb.NextAttemptAt = now
+		r := &Start{s: s, ctx: ctx, view: v, at: now, ticket: ticket}
+		r.Claim(sb)
+		return r
 	}
 	s.direct.end()
 	return nil
@@ -114,7 +122,7 @@ func (r *Start) Start(sb store.Sandbox) <-chan store.Sandbox {
 	r.used = true
 	s.m.direct.WithLabelValues("create").Inc()
 	out := make(chan store.Sandbox, 1)
-	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at}
+	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at, ticket: r.ticket}
 	go func() {
 		defer s.direct.end()
 		defer close(out)
@@ -136,6 +144,7 @@ func (r *Start) Release() {
 	}
 	r.used = true
 	r.s.releaseSlot(r.view.Pool.Name)
+	r.s.pools.EndCreate(r.ticket, pools.CreateNeutral, nil)
 	r.s.direct.end()
 }
 

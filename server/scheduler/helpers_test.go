@@ -25,9 +25,10 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // testPools serves fixed views, with capacity read live from the adapter so that
 // placement sees instances made by earlier passes, and records MarkUnhealthy.
 type testPools struct {
-	mu     sync.Mutex
-	views  []pools.View
-	marked []string
+	mu       sync.Mutex
+	views    []pools.View
+	marked   []string
+	outcomes []pools.CreateOutcome
 }
 
 func (p *testPools) Views() []pools.View {
@@ -66,6 +67,16 @@ func (p *testPools) MarkUnhealthy(name string, _ error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.marked = append(p.marked, name)
+}
+
+// BeginCreate lets every Create through: these tests' pools have no breaker.
+func (p *testPools) BeginCreate(string) (pools.CreateTicket, bool) { return pools.CreateTicket{}, true }
+
+// EndCreate records the outcomes reported.
+func (p *testPools) EndCreate(_ pools.CreateTicket, o pools.CreateOutcome, _ error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.outcomes = append(p.outcomes, o)
 }
 
 func (p *testPools) markedPools() []string {

@@ -35,6 +35,8 @@ type job struct {
 	req         adapters.CreateRequest
 	// claimedAt is when this pass claimed the sandbox (differently_provision_seconds).
 	claimedAt time.Time
+	// ticket is the pool breaker's leave for this Create (PoolSource.BeginCreate).
+	ticket pools.CreateTicket
 }
 
 // ProvisionOnce claims due queued sandboxes, places each, and creates their instances
@@ -46,8 +48,10 @@ type job struct {
 // for the sandbox for a minute, on whichever replica claims it next (the row
 // remembers the pool); sandbox_failed counts the
 // attempt and backs off, leaving the pool alone; provider_unavailable and any other
-// error (a timeout included) also mark the pool unhealthy; invalid_request fails the
-// sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox fails once
+// error (a timeout included) also mark the pool unhealthy, count toward its circuit
+// breaker (pools.Manager.EndCreate) and rank the pool last for the sandbox's next
+// attempts, for a minute, so that they go to another eligible pool; invalid_request
+// fails the sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox fails once
 // its attempts reach MaxAttempts.
 //
 // A sandbox whose ranked pools all have maxStarting Creates in flight on this
@@ -233,11 +237,25 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	}
 	ranked := preferOthers(sb, d.Pools, now)
 
+	var trying []string
 	for _, name := range ranked {
-		if view := byName[name]; s.acquire(view) {
-			active[name]++
-			return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef}}
+		view := byName[name]
+		if !s.acquire(view) {
+			continue
 		}
+		ticket, ok := s.pools.BeginCreate(name)
+		if !ok {
+			// Half-open, with its trial Creates in flight (or it just opened).
+			s.unacquire(name)
+			trying = append(trying, name)
+			continue
+		}
+		active[name]++
+		return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef, ticket: ticket}}
+	}
+	if len(trying) == len(ranked) {
+		// The trials' outcomes decide; asking again at once would only be refused.
+		return requeue(fmt.Sprintf("waiting: pools %s are trying creates again after failures", strings.Join(ranked, ", ")))
 	}
 	// Due again at once: the slot that frees first wakes the loop (releaseSlot), and
 	// whichever pass runs then, on this replica or another, takes the sandbox.
@@ -264,6 +282,7 @@ func (s *Scheduler) start(ctx context.Context, j job) (*job, outcome) {
 	})
 	if !ok {
 		s.releaseSlot(pool)
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		if err != nil {
 			s.log.Error("move to provisioning", "sandbox", j.sb.ID, "pool", pool, "error", err)
 			return nil, outError
@@ -313,10 +332,12 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	uctx := context.WithoutCancel(ctx)
 
 	if err == nil {
+		s.pools.EndCreate(j.ticket, pools.CreateSucceeded, nil)
 		s.m.attempts.WithLabelValues(pool, codeOK).Inc()
 		return s.recordRunning(uctx, j, inst)
 	}
 	if ctx.Err() != nil {
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		s.m.attempts.WithLabelValues(pool, codeInterrupted).Inc()
 		// Shutdown, not the backend's fault: retry at once elsewhere, uncounted. Create
 		// is keyed by the sandbox ID, so a retry finds any instance this call made.
@@ -333,21 +354,32 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
 	case api.CodeInsufficientCapacity:
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		now := s.clk.Now()
 		return s.finish(uctx, j.sb.ID, pool, func(cur *store.Sandbox) outcome {
 			toQueued(cur, reason, now.Add(RequeueDelay))
-			until := now.Add(avoidFor)
-			cur.AvoidPool, cur.AvoidUntil = pool, &until
+			avoid(cur, pool, now)
 			return outRequeued
 		})
 	case api.CodeSandboxFailed:
-		return s.retry(uctx, j.sb.ID, pool, reason)
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
+		return s.retry(uctx, j.sb.ID, pool, reason, false)
 	case api.CodeInvalidRequest:
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		return s.fail(uctx, j.sb.ID, pool, reason, true)
 	default:
+		s.pools.EndCreate(j.ticket, pools.CreateOutage, err)
 		s.pools.MarkUnhealthy(pool, err)
-		return s.retry(uctx, j.sb.ID, pool, reason)
+		// The retry goes to another eligible pool first: this one's probe may well
+		// pass before the backoff ends while its Creates still fail.
+		return s.retry(uctx, j.sb.ID, pool, reason, true)
 	}
+}
+
+// avoid ranks pool last for the sandbox, on every replica, for avoidFor.
+func avoid(cur *store.Sandbox, pool string, now time.Time) {
+	until := now.Add(avoidFor)
+	cur.AvoidPool, cur.AvoidUntil = pool, &until
 }
 
 // checkCreated refuses what a Create answered when it cannot be the instance asked
@@ -428,8 +460,9 @@ func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at tim
 	})
 }
 
-// retry counts an attempt and backs off, or fails the sandbox after MaxAttempts.
-func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) (outcome, store.Sandbox) {
+// retry counts an attempt and backs off, or fails the sandbox after MaxAttempts;
+// avoidPool ranks the pool last for the next attempts.
+func (s *Scheduler) retry(ctx context.Context, id, pool, reason string, avoidPool bool) (outcome, store.Sandbox) {
 	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
 		cur.Attempts++
 		if cur.Attempts >= s.opts.MaxAttempts {
@@ -438,7 +471,11 @@ func (s *Scheduler) retry(ctx context.Context, id, pool, reason string) (outcome
 			clearClaim(cur)
 			return outFailed
 		}
-		toQueued(cur, reason, s.clk.Now().Add(Backoff(cur.Attempts)))
+		now := s.clk.Now()
+		toQueued(cur, reason, now.Add(Backoff(cur.Attempts)))
+		if avoidPool {
+			avoid(cur, pool, now)
+		}
 		return outRequeued
 	})
 }
@@ -543,6 +580,16 @@ func (s *Scheduler) acquire(v pools.View) bool {
 	return true
 }
 
+// unacquire gives back a start slot taken for a Create that was never placed there,
+// without waking the loop: nothing that waited for the slot can use it now.
+func (s *Scheduler) unacquire(pool string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting[pool]--; s.starting[pool] <= 0 {
+		delete(s.starting, pool)
+	}
+}
+
 // releaseSlot gives a start slot back and wakes the provisioning loop when it may
 // have left sandboxes queued for want of one (starved).
 func (s *Scheduler) releaseSlot(pool string) {
@@ -565,22 +612,22 @@ func (s *Scheduler) setStarved() {
 }
 
 // freeSlots counts the start slots free on this replica over the pools that can take
-// work (healthy, with an adapter).
+// work (healthy, with an adapter, the breaker not open).
 func (s *Scheduler) freeSlots(views []pools.View) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	free := 0
 	for _, v := range views {
-		if v.Healthy && v.Adapter != nil {
+		if v.Healthy && v.Adapter != nil && v.Breaker.State != pools.BreakerOpen {
 			free += max(0, s.maxStarting(v)-s.starting[v.Pool.Name])
 		}
 	}
 	return free
 }
 
-// preferOthers moves the pool that last answered insufficient_capacity for sb to
-// the end of the ranking while the row says to avoid it; it stays eligible, as the
-// last resort.
+// preferOthers moves the pool that last answered insufficient_capacity, or failed
+// as an outage, for sb to the end of the ranking while the row says to avoid it; it
+// stays eligible, as the last resort.
 func preferOthers(sb store.Sandbox, ranked []string, now time.Time) []string {
 	avoid := sb.AvoidPool
 	if avoid == "" || sb.AvoidUntil == nil || !now.Before(*sb.AvoidUntil) || len(ranked) < 2 || !slices.Contains(ranked, avoid) {

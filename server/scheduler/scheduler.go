@@ -58,6 +58,10 @@ type PoolSource interface {
 	// MarkUnhealthy records that a call to the pool failed as an outage; the pool
 	// stays unhealthy until its next good probe.
 	MarkUnhealthy(name string, err error)
+	// BeginCreate asks the pool's circuit breaker to let a Create through; every
+	// ticket granted goes back to EndCreate with the Create's outcome.
+	BeginCreate(name string) (pools.CreateTicket, bool)
+	EndCreate(t pools.CreateTicket, o pools.CreateOutcome, err error)
 }
 
 // Defaults of Options.

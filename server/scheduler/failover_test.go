@@ -1,0 +1,205 @@
+package scheduler_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/metrics"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
+	"github.com/different-ai/differently/server/store/sqlite"
+)
+
+// forEachStore runs fn on a fresh SQLite file and on a fresh PostgreSQL schema.
+func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db.sqlite"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.SchemaURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, st)
+	})
+}
+
+// Two pools may take a sandbox; the first in placement's order fails every Create
+// with provider_unavailable while its probe passes. A sandbox that failed there is
+// retried on the second pool, though the next probe calls the first healthy again;
+// the first pool's breaker opens after three failed Creates in a row, shows on its
+// view and in the metrics, stays open through passing probes, and after its
+// cool-down lets a trial Create through, whose success closes it.
+func TestCreatesFailOverToTheHealthyPool(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
+		fails := []any{}
+		for range 5 {
+			fails = append(fails, string(api.CodeProviderUnavailable))
+		}
+		for _, p := range []store.Pool{
+			{Name: "a-flaky", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
+			{Name: "b-good", Adapter: "fake", Trust: api.TrustPrivate},
+		} {
+			if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reg := prometheus.NewRegistry()
+		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: reg})
+		refresh := func() {
+			t.Helper()
+			if err := m.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refresh()
+		inst, err := st.InstallationID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		provision := func(want scheduler.Result) {
+			t.Helper()
+			got, err := s.ProvisionOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Pass, want.Claimed = scheduler.PassProvision, got.Claimed
+			if got != want {
+				t.Fatalf("pass: %+v, want %+v", got, want)
+			}
+		}
+		create := func(allowed ...string) string {
+			t.Helper()
+			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
+				ID: ids.At("sbx", clk.Now()), Org: "org_1", Project: "prj_1", State: store.StateQueued,
+				NextAttemptAt: clk.Now(), Placement: store.Placement{AllowedPools: allowed},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sb.ID
+		}
+		wantOn := func(id string, state store.State, pool string) {
+			t.Helper()
+			sb, err := st.GetSandbox(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb.State != state || sb.Pool != pool {
+				t.Fatalf("sandbox %s is %s on %q (%s), want %s on %q", id, sb.State, sb.Pool, sb.Reason, state, pool)
+			}
+		}
+		breaker := func() pools.BreakerStatus {
+			t.Helper()
+			v, ok := m.View("a-flaky")
+			if !ok {
+				t.Fatal("no view of a-flaky")
+			}
+			return v.Breaker
+		}
+		metric := func(name string) float64 {
+			t.Helper()
+			sample, _, err := metrics.Get(reg, name, map[string]string{"pool": "a-flaky"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sample.Value
+		}
+
+		// One sandbox: its Create fails on a-flaky, which its probe calls healthy
+		// again before the backoff ends; the retry goes to b-good.
+		first := create("a-flaky", "b-good")
+		provision(scheduler.Result{Requeued: 1})
+		refresh()
+		if v, _ := m.View("a-flaky"); !v.Healthy {
+			t.Fatalf("a-flaky's probe failed: %s", v.LastError)
+		}
+		clk.Advance(scheduler.Backoff(1))
+		provision(scheduler.Result{Started: 1})
+		wantOn(first, store.StateRunning, "b-good")
+		if b := breaker(); b.State != pools.BreakerClosed || b.ConsecutiveFailures != 1 {
+			t.Fatalf("breaker after one failure: %+v", b)
+		}
+
+		// Three more, placed together on a-flaky: the breaker opens at the third
+		// failure in a row.
+		more := []string{create("a-flaky", "b-good"), create("a-flaky", "b-good"), create("a-flaky", "b-good")}
+		provision(scheduler.Result{Requeued: 3})
+		b := breaker()
+		if b.State != pools.BreakerOpen || b.ConsecutiveFailures != 4 || b.Reason == "" ||
+			!b.OpenUntil.Equal(clk.Now().Add(pools.DefaultBreakerCoolDown)) {
+			t.Fatalf("breaker after four failures: %+v", b)
+		}
+		if got := metric("differently_pool_breaker_opens_total"); got != 1 {
+			t.Fatalf("opens_total = %v", got)
+		}
+		// A passing probe makes the pool healthy, not its breaker closed.
+		refresh()
+		if v, _ := m.View("a-flaky"); !v.Healthy || v.Breaker.State != pools.BreakerOpen {
+			t.Fatalf("after a passing probe: healthy %v, breaker %+v", v.Healthy, v.Breaker)
+		}
+		if got := metric("differently_pool_breaker_state"); got != 2 {
+			t.Fatalf("breaker_state = %v, want 2 (open)", got)
+		}
+		// A new sandbox, which no failure of its own steers away from a-flaky, is
+		// kept off it by the breaker.
+		fresh := create("a-flaky", "b-good")
+		clk.Advance(scheduler.Backoff(1))
+		provision(scheduler.Result{Started: 4})
+		for _, id := range append(more, fresh) {
+			wantOn(id, store.StateRunning, "b-good")
+		}
+
+		// Only a-flaky may take this one. While the breaker is open it waits; after
+		// the cool-down it is the trial, which fails and opens the breaker again for
+		// twice as long; the next trial succeeds (the fake's injected failures are
+		// used up) and closes it.
+		only := create("a-flaky")
+		provision(scheduler.Result{Requeued: 1})
+		wantOn(only, store.StateQueued, "")
+		clk.Advance(pools.DefaultBreakerCoolDown)
+		refresh()
+		if b := breaker(); b.State != pools.BreakerHalfOpen {
+			t.Fatalf("breaker after the cool-down: %+v", b)
+		}
+		provision(scheduler.Result{Requeued: 1})
+		if b := breaker(); b.State != pools.BreakerOpen || !b.OpenUntil.Equal(clk.Now().Add(2*pools.DefaultBreakerCoolDown)) {
+			t.Fatalf("breaker after a failed trial: %+v", b)
+		}
+		if got := metric("differently_pool_breaker_opens_total"); got != 2 {
+			t.Fatalf("opens_total = %v", got)
+		}
+		clk.Advance(2 * pools.DefaultBreakerCoolDown)
+		refresh() // the failed trial marked the pool unhealthy until a probe passes
+		provision(scheduler.Result{Started: 1})
+		wantOn(only, store.StateRunning, "a-flaky")
+		if b := breaker(); b.State != pools.BreakerClosed || b.ConsecutiveFailures != 0 {
+			t.Fatalf("breaker after the trial succeeded: %+v", b)
+		}
+		if got := metric("differently_pool_breaker_state"); got != 0 {
+			t.Fatalf("breaker_state = %v, want 0 (closed)", got)
+		}
+	})
+}
