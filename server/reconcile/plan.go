@@ -39,19 +39,21 @@ type Action struct {
 	Reason string
 }
 
-// DefaultAdoptMargin is how long past ProvisionTimeout a provisioning sandbox must be
-// before the reconciler adopts or requeues it. The scheduler's Create ends at
-// ProvisionTimeout, and recording its outcome takes a moment more (its claim lasts as
-// long): a sandbox whose Create was still in flight at exactly the timeout is left to
-// it, rather than adopted on an instance the Create is about to abort.
-const DefaultAdoptMargin = 30 * time.Second
+// DefaultAdoptMargin is how long past ProvisionTimeout a provisioning sandbox that
+// no replica claims must be before the reconciler adopts or requeues it. The
+// scheduler always claims the sandboxes it provisions, and for those the claim
+// decides (stale); this margin is for a row without one, which no scheduler of this
+// build writes. It matches the scheduler's claim margin: the Create ends at
+// ProvisionTimeout, and an adapter may take a moment more to abort a half-made
+// instance.
+const DefaultAdoptMargin = 10 * time.Second
 
 // Timing bounds what the plan may touch.
 type Timing struct {
 	Now time.Time
-	// ProvisionTimeout and AdoptMargin: a sandbox provisioning for longer than their
-	// sum, and under no live claim, is stale: no Create for it is in flight any more.
-	// A zero AdoptMargin means DefaultAdoptMargin.
+	// ProvisionTimeout and AdoptMargin decide when a provisioning sandbox is stale,
+	// with no Create for it in flight any more (stale). A zero AdoptMargin means
+	// DefaultAdoptMargin.
 	ProvisionTimeout time.Duration
 	AdoptMargin      time.Duration
 	// Grace: sandboxes changed more recently are not failed or followed, so the
@@ -245,18 +247,30 @@ func requeuePending(sb store.Sandbox) Action {
 	return Action{Kind: Requeue, SandboxID: sb.ID, Reason: "provisioning timed out with the instance still pending on the backend; requeued"}
 }
 
-// stale reports whether no Create for the provisioning sandbox can be in flight: its
-// claim (which outlives the Create) has lapsed and ProvisionTimeout plus the margin
-// have passed since it entered provisioning.
+// stale reports whether no Create for the provisioning sandbox can be in flight, as
+// of when the pool's List began (the List must show what the Create left, not an
+// instance it may yet abort).
+//
+// A claimed sandbox is stale once its claim had lapsed when the List began, and it
+// had been provisioning for longer than ProvisionTimeout. The claim is the scheduler's
+// word: it lasts the Create's deadline plus a margin for the adapter to return and
+// for clock skew, and the Create is cut short to end within it (package scheduler).
+// No margin of the reconciler's own is stacked on it. A sandbox without a claim is
+// stale after ProvisionTimeout plus AdoptMargin.
 func stale(sb store.Sandbox, t Timing) bool {
+	at := t.ListedAt
+	if at.IsZero() {
+		at = t.Now
+	}
+	age := at.Sub(sb.StateChangedAt)
+	if sb.ClaimedBy != "" && sb.ClaimExpiresAt != nil {
+		return !sb.ClaimExpiresAt.After(at) && age > t.ProvisionTimeout
+	}
 	margin := t.AdoptMargin
 	if margin <= 0 {
 		margin = DefaultAdoptMargin
 	}
-	if sb.ClaimedBy != "" && sb.ClaimExpiresAt != nil && sb.ClaimExpiresAt.After(t.Now) {
-		return false
-	}
-	return t.Now.Sub(sb.StateChangedAt) > t.ProvisionTimeout+margin
+	return age > t.ProvisionTimeout+margin
 }
 
 // settled reports whether the sandbox last changed at least Grace before its pool's

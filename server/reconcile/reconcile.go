@@ -33,8 +33,9 @@ type Options struct {
 	Interval time.Duration
 	// ProvisionTimeout after which a provisioning sandbox is stale: 120 s.
 	ProvisionTimeout time.Duration
-	// AdoptMargin is added to ProvisionTimeout before a provisioning sandbox is
-	// adopted or requeued: DefaultAdoptMargin.
+	// AdoptMargin is added to ProvisionTimeout before a provisioning sandbox under no
+	// claim is adopted or requeued: DefaultAdoptMargin. A claimed one waits for its
+	// claim to lapse instead.
 	AdoptMargin time.Duration
 	// Grace protects recent changes from being failed or followed: 30 s.
 	Grace time.Duration

@@ -90,7 +90,8 @@ func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
 // Claim claims sb for this replica's Create, until ProvisionTimeout and a margin from
 // now. Reserve calls it; the API calls it again inside the transaction that stores
 // sb, so that time spent waiting there (for a connection, a project's lock, SQLite's
-// writer) does not come out of the margin the Create's outcome is recorded in.
+// writer) does not come out of the Create's time, which ends a margin before the
+// claim (create).
 func (r *Start) Claim(sb *store.Sandbox) {
 	exp := r.s.clk.Now().Add(r.s.opts.ProvisionTimeout + provisionLeaseMargin)
 	sb.ClaimedBy = r.s.opts.ReplicaID
@@ -185,7 +186,7 @@ func (d *Delete) Prepare(cur *store.Sandbox, now time.Time) {
 		}
 	case d != nil && cur.BackendRef != "" && !claimLive(cur, now):
 		cur.ClaimedBy = d.s.opts.ReplicaID
-		exp := now.Add(d.s.opts.TerminateTimeout + provisionLeaseMargin)
+		exp := now.Add(d.s.opts.TerminateTimeout + deleteLeaseMargin)
 		cur.ClaimExpiresAt = &exp
 		d.claimed = true
 	}

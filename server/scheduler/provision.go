@@ -320,7 +320,20 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	pool := j.view.Pool.Name
 	log := s.log.With("sandbox", j.sb.ID, "pool", pool)
 	log.Debug("creating instance", "attempts", j.sb.Attempts)
-	cctx, cancel := context.WithTimeout(ctx, s.opts.ProvisionTimeout)
+	timeout := s.opts.ProvisionTimeout
+	if exp := j.sb.ClaimExpiresAt; exp != nil {
+		// The Create ends provisionLeaseMargin before the claim does, however long
+		// the write that moved the sandbox to provisioning took: once the claim has
+		// lapsed the reconciler may adopt or requeue the sandbox, and must find no
+		// Create still in flight.
+		timeout = min(timeout, exp.Sub(s.clk.Now())-provisionLeaseMargin)
+	}
+	if timeout <= 0 {
+		s.releaseSlot(pool)
+		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
+		return s.requeue(context.WithoutCancel(ctx), j.sb.ID, pool, "provisioning began too late for its claim; retrying", s.clk.Now())
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	inst, err := j.view.Adapter.Create(cctx, j.req)
 	cancel()
 	s.releaseSlot(pool)

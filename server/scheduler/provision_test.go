@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -548,5 +549,62 @@ func TestProvisionRefusesAnAnswerWithoutItsInstance(t *testing.T) {
 		if inst, err := fk.Inspect(got.BackendRef); err != nil || inst.SandboxID != sb.ID || fk.Instances() != 1 {
 			t.Errorf("backendRef %q: %+v, %v; %d instances", got.BackendRef, inst, err, fk.Instances())
 		}
+	}
+}
+
+// deadlineCreate records the deadline of each Create's context.
+type deadlineCreate struct {
+	*fake.Adapter
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (d *deadlineCreate) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+	dl, _ := ctx.Deadline()
+	d.mu.Lock()
+	d.deadlines = append(d.deadlines, dl)
+	d.mu.Unlock()
+	return d.Adapter.Create(ctx, req)
+}
+
+// The Create ends provisionLeaseMargin before its claim does, however late it began:
+// once the claim lapses the reconciler may adopt or requeue the sandbox. One that
+// would have less than nothing left is not made, and the sandbox is requeued
+// uncounted.
+func TestCreateEndsBeforeItsClaim(t *testing.T) {
+	a := &deadlineCreate{Adapter: fake.New(fake.Config{})}
+	e := newEnv(t, Options{ProvisionTimeout: time.Minute}, view("p", a))
+	claimedFor := func(d time.Duration) job {
+		sb := e.create(t, store.Sandbox{})
+		exp := e.clk.Now().Add(d)
+		e.set(t, sb.ID, func(cur *store.Sandbox) {
+			cur.State, cur.Pool, cur.ClaimedBy, cur.ClaimExpiresAt = store.StateProvisioning, "p", "replica-1", &exp
+		})
+		sb = e.get(t, sb.ID)
+		v, _ := e.pools.View("p")
+		e.s.acquire(v)
+		return job{sb: sb, view: v, req: e.s.createRequest(sb, "")}
+	}
+
+	before := time.Now()
+	if o, _ := e.s.create(t.Context(), claimedFor(provisionLeaseMargin+20*time.Second)); o != outStarted {
+		t.Fatalf("outcome %v", o)
+	}
+	after := time.Now()
+	if dl := a.deadlines[0]; dl.Before(before.Add(20*time.Second)) || dl.After(after.Add(20*time.Second)) {
+		t.Fatalf("Create's deadline %v from now, want 20 s (the claim's time left less the margin)", dl.Sub(before))
+	}
+
+	j := claimedFor(provisionLeaseMargin - time.Second)
+	if o, _ := e.s.create(t.Context(), j); o != outRequeued {
+		t.Fatalf("outcome %v, want requeued", o)
+	}
+	if len(a.deadlines) != 1 {
+		t.Fatal("a Create was made with no time left on its claim")
+	}
+	sb := e.get(t, j.sb.ID)
+	wantState(t, sb, store.StateQueued)
+	if sb.Attempts != 0 || sb.ClaimedBy != "" {
+		t.Fatalf("requeued with %d attempts, claimed by %q", sb.Attempts, sb.ClaimedBy)
 	}
 }

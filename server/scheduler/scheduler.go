@@ -13,10 +13,11 @@
 // TerminateGiveUp (default an hour) since it entered terminating is failed with a
 // reason saying its instance may still exist; the reconciler then treats any instance
 // left as an orphan and keeps deleting it. A provisioning sandbox is never reaped
-// here: while its claim lives a Create is in flight on some replica, and once the
-// claim and ProvisionTimeout plus the reconciler's margin have passed with no
-// outcome recorded (the replica died), the reconciler adopts the instance the
-// backend reports or requeues the sandbox (package reconcile). A queued sandbox
+// here: while its claim lives a Create may be in flight on some replica (the claim
+// lasts ProvisionTimeout + 10 s, and the Create's deadline comes 10 s before the
+// claim's end), and once the claim has lapsed with no outcome recorded (the replica
+// died), the reconciler adopts the instance the backend reports or requeues the
+// sandbox (package reconcile). A queued sandbox
 // waits for a claim for as long as it takes: its TTL runs only once it is running,
 // and insufficient_capacity, which the contract has requeued uncounted, is asked
 // again every RequeueDelay (with other pools tried first) until a Create succeeds
@@ -82,8 +83,17 @@ const (
 	// placement found no room or the adapter answered insufficient_capacity.
 	RequeueDelay = 2 * time.Second
 	// provisionLeaseMargin is how much longer than ProvisionTimeout the claim of a
-	// provisioning sandbox lasts: the Create, then recording its outcome.
-	provisionLeaseMargin = 30 * time.Second
+	// provisioning sandbox lasts. The Create's own deadline is kept this far before
+	// the claim's expiry (create), so the margin is what an adapter may take to
+	// return after its context ended (aborting a half-made instance) and the clock
+	// skew between this replica and the reconciler's, which adopts or requeues the
+	// sandbox once the claim has lapsed (package reconcile). Recording the outcome
+	// needs none of it: a write that lands late finds the sandbox still claimed by
+	// this replica, or changed by the reconciler and so left alone.
+	provisionLeaseMargin = 10 * time.Second
+	// deleteLeaseMargin is how much longer than TerminateTimeout a deletion claim
+	// lasts: the Delete, then recording its outcome.
+	deleteLeaseMargin = 30 * time.Second
 	// avoidFor is how long a pool that answered insufficient_capacity is ranked last
 	// for that sandbox, by every replica.
 	avoidFor = time.Minute
@@ -110,7 +120,7 @@ type Options struct {
 	// those sandboxes from the others. A claim lost to a slow placement does no harm:
 	// placement's guard sees the new claimer and leaves the sandbox alone. Default
 	// DefaultClaimLease. Once provisioning, the claim is extended to cover the Create
-	// (ProvisionTimeout + 30 s), so that the terminator waits for its outcome.
+	// (ProvisionTimeout + 10 s), so that the terminator waits for its outcome.
 	ClaimLease time.Duration
 	// BatchSize is how many sandboxes one provisioning pass claims.
 	BatchSize int
