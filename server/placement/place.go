@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/textcut"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -135,16 +136,30 @@ func unknownPools(allowed []string, views []pools.View) unknown {
 	return out
 }
 
+// Bounds on what unknown.String quotes of the request: the names are the caller's,
+// of any length and number.
+const (
+	maxUnknownShown = 5
+	maxNameShown    = 80
+)
+
 // String says which names do not exist and, for each, the existing pool name it is
 // most likely a typo of.
 func (u unknown) String(views []pools.View) string {
-	parts := make([]string, 0, len(u))
-	for _, name := range u {
-		part := strconv.Quote(name)
+	parts := make([]string, 0, min(len(u), maxUnknownShown)+1)
+	for _, name := range u[:min(len(u), maxUnknownShown)] {
+		shown := textcut.Prefix(name, maxNameShown)
+		if shown != name {
+			shown += "..."
+		}
+		part := strconv.Quote(shown)
 		if near := nearest(name, views); near != "" {
 			part += " (did you mean " + strconv.Quote(near) + "?)"
 		}
 		parts = append(parts, part)
+	}
+	if len(u) > maxUnknownShown {
+		parts = append(parts, fmt.Sprintf("and %d more", len(u)-maxUnknownShown))
 	}
 	verb := "names a pool that does not exist: "
 	if len(u) > 1 {
@@ -157,6 +172,11 @@ func (u unknown) String(views []pools.View) string {
 // enough to be a typo (at most a third of the name's length, and at least one edit
 // allowed); ties go to the first name in order.
 func nearest(name string, views []pools.View) string {
+	if len(name) > maxNameShown {
+		// Far longer than any pool name (a DNS label): no typo of one, and the
+		// distance would cost its length times each name's.
+		return ""
+	}
 	names := make([]string, 0, len(views))
 	for _, v := range views {
 		names = append(names, v.Pool.Name)

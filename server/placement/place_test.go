@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -423,6 +424,19 @@ func TestUnknownPoolsDoNotStopAPlaceablePool(t *testing.T) {
 		[]pools.View{pool("devhost"), pool("fake")}, store.Policy{}, nil)
 	if !slices.Equal(d.Pools, []string{"fake"}) || d.Code != "" {
 		t.Fatalf("decision = %+v, want pool fake", d)
+	}
+}
+
+// Names are the caller's: however long and many, the reason stays short.
+func TestUnknownPoolsAreQuotedWithinBounds(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	names := []string{long}
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("p%d", i))
+	}
+	d := Place(Request{Placement: store.Placement{AllowedPools: names}}, []pools.View{pool("devhost")}, store.Policy{}, nil)
+	if d.Code != api.CodeInvalidRequest || len(d.Reason) > 1000 || !strings.Contains(d.Reason, "and 16 more") {
+		t.Fatalf("decision: code %q, reason of %d bytes: %.300s", d.Code, len(d.Reason), d.Reason)
 	}
 }
 
