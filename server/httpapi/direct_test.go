@@ -260,7 +260,8 @@ func (h *hookStore) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb
 }
 
 // A direct create's claim runs from its transaction, not from before it: time it
-// waited to be stored does not come out of the margin its outcome is recorded in.
+// waited to be stored does not come out of its Create's time, which ends a margin
+// (10 s) before the claim.
 func TestDirectCreateClaimsFromTheInsert(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		var e *env
@@ -268,7 +269,7 @@ func TestDirectCreateClaimsFromTheInsert(t *testing.T) {
 		e = newEnvScheduledWith(t, st, func(o *httpapi.Options) { o.Store = hs })
 		e.createSandbox(e.admin, "fake", nil)
 		in := hs.inserted
-		want := e.clk.Now().Add(scheduler.DefaultProvisionTimeout + 30*time.Second)
+		want := e.clk.Now().Add(scheduler.DefaultProvisionTimeout + 10*time.Second)
 		if in.State != store.StateProvisioning || in.ClaimExpiresAt == nil || !in.ClaimExpiresAt.Equal(want) {
 			t.Fatalf("inserted %s, claimed until %v; want provisioning, claimed until %v", in.State, in.ClaimExpiresAt, want)
 		}
