@@ -29,8 +29,8 @@ func TestReplicasProvisionExactlyOnce(t *testing.T) {
 		interval    = time.Second
 		leasePeriod = 3 * interval // reconcile.Run's lease: three intervals
 		// budget bounds the whole test. A typical run takes about 50 s under -race: the
-		// killed replica's sandboxes wait out the provision timeout plus the reconciler's
-		// 30 s adoption margin before another replica takes them over.
+		// killed replica's sandboxes wait out their claims (the provision timeout plus
+		// the scheduler's 10 s margin) before another replica takes them over.
 		budget = 240 * time.Second
 	)
 	deadline := time.Now().Add(budget)
