@@ -150,6 +150,8 @@ func (m *Manager) publishHealth() {
 	for name, e := range m.entries {
 		m.healthy.WithLabelValues(name).Set(boolValue(e.view.Healthy))
 		m.publishBreaker(name, e, now)
+		// At 0 from the start, so that a rate over it sees the first opening.
+		m.breakerOpens.WithLabelValues(name)
 		m.published[name] = true
 	}
 	for name := range m.published {

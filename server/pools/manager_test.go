@@ -630,3 +630,67 @@ func TestRebuildsAdapter(t *testing.T) {
 		t.Error("an empty config and none differ")
 	}
 }
+
+// A pool's breaker lives as long as its adapter: a change that keeps the adapter
+// keeps the breaker open, one that rebuilds it starts closed, and the outcome of a
+// Create begun on the old adapter is dropped. A passing probe never closes it.
+func TestBreakerFollowsTheAdapter(t *testing.T) {
+	h := &handles{}
+	reg := NewRegistry(false)
+	reg.Register("held", h.factory, false)
+	e := newEnv(t, reg, nil)
+	p := e.create(t, store.Pool{Name: "p", Adapter: "held"})
+	e.refresh(t)
+	open := func() {
+		t.Helper()
+		for range DefaultBreakerThreshold {
+			tk, ok := e.m.BeginCreate("p")
+			if !ok {
+				t.Fatal("a closed breaker refused a create")
+			}
+			e.m.EndCreate(tk, CreateOutage, adapters.Unavailable("down"))
+		}
+		if v := e.view(t, "p"); v.Breaker.State != BreakerOpen {
+			t.Fatalf("breaker after %d outages: %+v", DefaultBreakerThreshold, v.Breaker)
+		}
+		if _, ok := e.m.BeginCreate("p"); ok {
+			t.Fatal("an open breaker let a create through")
+		}
+	}
+	open()
+	e.refresh(t)
+	if v := e.view(t, "p"); !v.Healthy || v.Breaker.State != BreakerOpen {
+		t.Fatalf("after a passing probe: healthy %v, breaker %+v", v.Healthy, v.Breaker)
+	}
+
+	p.MaxConcurrency = 5
+	var err error
+	if p, err = e.st.UpdatePool(e.ctx, e.clk.Now(), p); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	if v := e.view(t, "p"); v.Breaker.State != BreakerOpen {
+		t.Fatalf("a change that keeps the adapter closed the breaker: %+v", v.Breaker)
+	}
+
+	e.clk.Advance(DefaultBreakerCoolDown)
+	trial, ok := e.m.BeginCreate("p")
+	if !ok {
+		t.Fatal("no trial after the cool-down")
+	}
+	p.Config = map[string]any{"x": 1}
+	if _, err := e.st.UpdatePool(e.ctx, e.clk.Now(), p); err != nil {
+		t.Fatal(err)
+	}
+	e.refresh(t)
+	if v := e.view(t, "p"); v.Breaker.State != BreakerClosed {
+		t.Fatalf("a rebuilt adapter kept the breaker: %+v", v.Breaker)
+	}
+	e.m.EndCreate(trial, CreateOutage, adapters.Unavailable("down"))
+	if v := e.view(t, "p"); v.Breaker.ConsecutiveFailures != 0 {
+		t.Fatalf("the old adapter's outcome counted: %+v", v.Breaker)
+	}
+	if _, ok := e.m.BeginCreate("nope"); ok {
+		t.Fatal("a create let through to a pool that does not exist")
+	}
+}

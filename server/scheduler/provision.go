@@ -51,8 +51,8 @@ type job struct {
 // error (a timeout included) also mark the pool unhealthy, count toward its circuit
 // breaker (pools.Manager.EndCreate) and rank the pool last for the sandbox's next
 // attempts, for a minute, so that they go to another eligible pool; invalid_request
-// fails the sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox fails once
-// its attempts reach MaxAttempts.
+// fails the sandbox at once. Backoff is 2 s × 2^min(attempts, 5), and the sandbox
+// fails once its attempts reach MaxAttempts.
 //
 // A sandbox whose ranked pools all have maxStarting Creates in flight on this
 // replica is handed back uncounted, due at once: the next pass, woken when a start
