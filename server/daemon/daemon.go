@@ -83,6 +83,7 @@ type Daemon struct {
 	srv        *http.Server
 	ln         net.Listener
 	dbURL      string
+	lock       *dbLock
 	// AdminToken is the secret of the admin token created by this start, if any.
 	AdminToken string
 }
@@ -136,11 +137,24 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 	}()
 
+	if opts.Dev && opts.DataDir == "" {
+		return nil, errors.New("development mode needs a data directory")
+	}
+	// The address is checked and bound before anything is written, so that a typo or
+	// a port in use leaves no data folder, database or admin token behind.
+	listenAddr := cfg.Listen
+	if opts.Listen != "" {
+		listenAddr = opts.Listen
+	}
+	if listenAddr, err = ListenAddress(listenAddr); err != nil {
+		return nil, err
+	}
+	if d.ln, err = listen(listenAddr); err != nil {
+		return nil, err
+	}
+
 	dbURL := cfg.Database.URL
 	if opts.Dev {
-		if opts.DataDir == "" {
-			return nil, errors.New("development mode needs a data directory")
-		}
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
@@ -152,6 +166,12 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		return nil, errors.New("no database: set database.url in the config or DIFFERENTLY_DATABASE_URL")
 	}
 	d.dbURL = dbURL
+	// One daemon per SQLite file; PostgreSQL takes several replicas.
+	if driver, path, perr := open.Parse(dbURL); perr == nil && driver == open.SQLite {
+		if d.lock, err = lockDatabase(path); err != nil {
+			return nil, err
+		}
+	}
 	if d.st, err = open.Open(ctx, dbURL); err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -251,13 +271,6 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	listen := cfg.Listen
-	if opts.Listen != "" {
-		listen = opts.Listen
-	}
-	if listen == "" {
-		listen = DefaultListen
-	}
 	d.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -273,9 +286,6 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			return nil, err
 		}
 		d.srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
-	}
-	if d.ln, err = net.Listen("tcp", listen); err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
 	}
 	// Long waits answer at once on shutdown instead of holding it up.
 	d.srv.RegisterOnShutdown(d.changes.Close)
@@ -344,6 +354,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if cerr := d.st.Close(); err == nil {
 		err = cerr
 	}
+	d.lock.release()
 	log.Info("stopped")
 	return err
 }
@@ -383,10 +394,24 @@ func (d *Daemon) Close() {
 	if d.st != nil {
 		d.st.Close()
 	}
+	d.lock.release()
 }
 
 // Store gives tests and tools the daemon's store.
 func (d *Daemon) Store() store.Store { return d.st }
+
+// AdminTokenPath is the file holding the first admin token of a development
+// installation, or "" outside development mode or when the file is not there.
+func (d *Daemon) AdminTokenPath() string {
+	if !d.opts.Dev {
+		return ""
+	}
+	path := filepath.Join(d.opts.DataDir, AdminTokenFile)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
 
 // ensureDevAdminToken creates the first admin token of a development database,
 // writes it to DataDir/admin-token (0600) and prints it once.
