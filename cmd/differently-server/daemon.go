@@ -28,16 +28,54 @@ func loadConfig(path string, dev bool) (*config.Config, error) {
 	return cfg, nil
 }
 
-func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+// daemonFlags are the daemon's flags: one list for parsing and for the help text, so
+// that --help cannot leave one out.
+type daemonFlags struct {
+	fs                   *flag.FlagSet
+	dev, accessLog       *bool
+	dataDir, listen      *string
+	configPath, logLevel *string
+	grace                *time.Duration
+}
+
+func newDaemonFlags() *daemonFlags {
 	fs := flag.NewFlagSet("differently-server", flag.ContinueOnError)
+	return &daemonFlags{
+		fs:         fs,
+		dev:        fs.Bool("dev", false, "development mode: embedded SQLite, devhost and fake pools, an admin token in the data directory"),
+		dataDir:    fs.String("data-dir", "", "development mode: the `dir`ectory of the database, sandboxes and admin token (default: a per-user data folder)"),
+		listen:     fs.String("listen", "", "`address` to listen on: host:port, or a port alone for 127.0.0.1 (default 127.0.0.1:8700)"),
+		configPath: fs.String("config", "", "config `file` (required without --dev)"),
+		logLevel:   fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
+		accessLog:  fs.Bool("access-log", false, "log every API request (method, path, status, duration, remote address, User-Agent)"),
+		grace:      fs.Duration("shutdown-grace", 30*time.Second, "the `time` requests in flight may run after SIGTERM or Ctrl-C; a second signal stops at once"),
+	}
+}
+
+// printDaemonFlags writes one line per daemon flag, in the --name form the usage and
+// the docs use.
+func printDaemonFlags(w io.Writer) {
+	fmt.Fprintln(w, "daemon flags:")
+	newDaemonFlags().fs.VisitAll(func(f *flag.Flag) {
+		name, help := flag.UnquoteUsage(f)
+		arg := "--" + f.Name
+		if name != "" {
+			arg += " " + strings.ToUpper(name)
+		}
+		if f.DefValue != "" && f.DefValue != "false" {
+			help += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  %-24s %s\n", arg, help)
+	})
+}
+
+func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	flags := newDaemonFlags()
+	fs := flags.fs
 	fs.SetOutput(stderr)
-	dev := fs.Bool("dev", false, "development mode: embedded SQLite, devhost and fake pools, an admin token in the data directory")
-	dataDir := fs.String("data-dir", "", "development mode: where the database, sandboxes and admin token live (default: a per-user data folder)")
-	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:8700)")
-	configPath := fs.String("config", "", "config file (required without --dev)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	accessLog := fs.Bool("access-log", false, "log every API request (method, path, status, duration, remote address, User-Agent)")
-	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long requests in flight may run after SIGTERM or Ctrl-C; a second signal stops at once")
+	fs.Usage = func() { usage(fs.Output()) }
+	dev, dataDir, listen, configPath := flags.dev, flags.dataDir, flags.listen, flags.configPath
+	logLevel, accessLog, grace := flags.logLevel, flags.accessLog, flags.grace
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -97,6 +135,11 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	logger.Info("differently-server listening", "url", d.URL(), "dev", *dev, "dataDir", opts.DataDir, "database", d.Database())
 	fmt.Fprintf(stdout, "differently-server listening on %s\n", d.URL())
+	if path := d.AdminTokenPath(); path != "" {
+		// Said at every start, not only the first, since the folder is per-user by
+		// default and the walk-through needs the token from it.
+		fmt.Fprintf(stdout, "admin token file: %s\n", path)
+	}
 	if err := d.Run(ctx); err != nil {
 		return fail(err)
 	}

@@ -1,7 +1,7 @@
 // Command differently-server is the Differently control-plane daemon and its tools.
 //
-//	differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [--shutdown-grace D]
-//	differently-server --config FILE [--listen ADDR] [--shutdown-grace D]
+//	differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [daemon flags]
+//	differently-server --config FILE [--listen ADDR] [daemon flags]
 //	differently-server preflight --config FILE [--dev]
 //	differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
 //	differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
@@ -91,9 +91,9 @@ func version() string {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [--shutdown-grace D]
+  differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [daemon flags]
       run the daemon on its embedded SQLite store with the devhost and fake pools
-  differently-server --config FILE [--listen ADDR] [--shutdown-grace D]
+  differently-server --config FILE [--listen ADDR] [daemon flags]
       run the daemon for production (database, TLS, scheduler and pools from FILE)
   differently-server preflight --config FILE [--dev]
       check the config, the database, every credential reference and every pool
@@ -107,5 +107,7 @@ func usage(w io.Writer) {
       (token from DIFFERENTLY_ADAPTER_TOKEN)
   differently-server --version
       print the build's version and commit
+
 `)
+	printDaemonFlags(w)
 }
