@@ -69,6 +69,12 @@ type Options struct {
 	// OnSchedulerPass is called after every scheduler pass: a test hook, so tests wait
 	// for work to happen instead of sleeping.
 	OnSchedulerPass func(scheduler.Result)
+	// Adapters, when set, is called once with the registry of this build's adapter
+	// kinds (pools.DefaultRegistry), before any pool is built. A custom build
+	// registers its own in-process adapter kinds there, or replaces a built-in one;
+	// pools of the config file and of the API can then name them. A config file
+	// naming such a kind must be validated with the registry's Kinds.
+	Adapters func(*pools.Registry)
 }
 
 // Daemon is one replica of the control plane.
@@ -196,6 +202,9 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
 	reg := pools.DefaultRegistry(opts.Dev)
+	if opts.Adapters != nil {
+		opts.Adapters(reg)
+	}
 	// One list for the API's checks and the pool manager's builds, so a pool the list
 	// refuses can neither be written nor, stored before, be given its credential.
 	allowed := cfg.CredentialsAllowlist()
