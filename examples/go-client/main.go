@@ -2,7 +2,7 @@
 // runs, streams a command's output, writes and reads back a file, and deletes the
 // sandbox. The tests build and run it against a real daemon, so it stays correct.
 //
-//	DIFFERENTLY_ENDPOINT=http://127.0.0.1:7070 DIFFERENTLY_TOKEN=... go run ./examples/go-client -pool devhost
+//	DIFFERENTLY_ENDPOINT=http://127.0.0.1:8700 DIFFERENTLY_TOKEN=... go run ./examples/go-client -pool devhost
 package main
 
 import (
