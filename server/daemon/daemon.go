@@ -158,6 +158,13 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if d.ln, err = listen(listenAddr); err != nil {
 		return nil, err
 	}
+	// So is the certificate, loaded here once only to be checked: the server's own
+	// load, below, is where it is kept.
+	if cfg.TLS.Enabled() {
+		if _, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 
 	dbURL := cfg.Database.URL
 	if opts.Dev {

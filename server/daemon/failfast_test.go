@@ -49,6 +49,26 @@ func TestListenFailsBeforeTheDataFolder(t *testing.T) {
 	}
 }
 
+// A missing TLS certificate, too, stops the start before the data folder exists.
+func TestMissingCertificateFailsBeforeTheDataFolder(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := config.Default()
+	cfg.TLS = config.TLS{CertFile: filepath.Join(dir, "missing.pem"), KeyFile: filepath.Join(dir, "missing-key.pem")}
+	d, err := daemon.New(t.Context(), daemon.Options{Dev: true, DataDir: dataDir, Listen: "127.0.0.1:0", Config: cfg,
+		Getenv: func(string) string { return "" }})
+	if err == nil {
+		d.Close()
+		t.Fatal("New succeeded")
+	}
+	if !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("error %q does not say certificate", err)
+	}
+	if _, serr := os.Stat(dataDir); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("the data folder exists after a missing certificate (%v)", serr)
+	}
+}
+
 // A bare port is that port on the loopback address, like the default address.
 func TestBarePortListensOnLoopback(t *testing.T) {
 	cfg := config.Default()
