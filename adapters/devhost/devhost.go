@@ -63,14 +63,14 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	}
 	raw, ok := cfg["root"]
 	if !ok {
-		return Config{}, adapters.InvalidRequest("devhost: config key %q is required", "root")
+		return Config{}, adapters.InvalidRequest("devhost: config key %q is required", "root").WithDetail("key", "root")
 	}
 	root, ok := raw.(string)
 	if !ok {
-		return Config{}, adapters.InvalidRequest("devhost: config key %q must be a string, not %T", "root", raw)
+		return Config{}, adapters.InvalidRequest("devhost: config key %q must be a string, not %T", "root", raw).WithDetail("key", "root")
 	}
 	if strings.TrimSpace(root) == "" || strings.ContainsRune(root, 0) {
-		return Config{}, adapters.InvalidRequest("devhost: config key %q must be a directory path", "root")
+		return Config{}, adapters.InvalidRequest("devhost: config key %q must be a directory path", "root").WithDetail("key", "root")
 	}
 	return Config{Root: root}, nil
 }

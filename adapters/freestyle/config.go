@@ -44,7 +44,7 @@ type Config struct {
 func ParseConfig(cfg map[string]any) (Config, error) {
 	r := poolconfig.Read(Kind, cfg)
 	c := Config{
-		APIURL:   strings.TrimSpace(r.String("apiURL", DefaultAPIURL)),
+		APIURL:   strings.TrimSpace(r.URL("apiURL", DefaultAPIURL)),
 		Snapshot: strings.TrimSpace(r.String("snapshot", "")),
 		Egress:   strings.TrimSpace(r.String("egress", EgressNone)),
 		Domain:   strings.TrimSpace(r.String("domain", DefaultDomain)),
@@ -91,7 +91,13 @@ func New(cfg Config, apiKey string, opts ...Option) (*Adapter, error) {
 	if apiKey == "" {
 		return nil, adapters.InvalidRequest("freestyle: an API key is required")
 	}
-	parsed, err := ParseConfig(map[string]any{"apiURL": cfg.APIURL, "snapshot": cfg.Snapshot, "egress": cfg.Egress, "domain": cfg.Domain})
+	raw := map[string]any{"snapshot": cfg.Snapshot, "egress": cfg.Egress, "domain": cfg.Domain}
+	if strings.TrimSpace(cfg.APIURL) != "" {
+		// An empty URL in a Go caller's Config means the default; in a pool's config
+		// it is refused, so it is left out here rather than passed on.
+		raw["apiURL"] = cfg.APIURL
+	}
+	parsed, err := ParseConfig(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ const (
 func ParseConfig(cfg map[string]any) (Config, error) {
 	r := poolconfig.Read(Kind, cfg)
 	c := Config{
-		APIURL:         r.String("apiURL", ""),
+		APIURL:         r.URL("apiURL", ""),
 		Image:          r.String("image", ""),
 		TemplateID:     r.String("templateId", ""),
 		Isolation:      r.OneOf("isolation", "container", "container", "microvm"),

@@ -6,13 +6,16 @@ package poolconfig
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/safeurl"
 )
 
 // Reader hands out typed values of one config and remembers what went wrong.
@@ -72,6 +75,12 @@ func (r *Reader) Int(key string, def int64) int64 { return get(r, key, def, ToIn
 // Float returns a non-negative finite number, or def when unset.
 func (r *Reader) Float(key string, def float64) float64 { return get(r, key, def, ToFloat) }
 
+// URL returns an endpoint URL, or def when unset. A value that is set must be an
+// absolute http or https URL with a host and neither credentials, query nor fragment:
+// anything else can never be called, and a pool stored with it would only fail at its
+// first probe. An empty or blank value is refused too; leave the key out for def.
+func (r *Reader) URL(key, def string) string { return get(r, key, def, ToURL) }
+
 // Strings returns a list of strings, or nil when unset (an explicit [] is non-nil).
 func (r *Reader) Strings(key string) []string { return get(r, key, nil, ToStrings) }
 
@@ -118,6 +127,33 @@ func KeyError(adapter, key string, err error) *api.Error {
 		}
 	}
 	return out.WithDetail("key", key)
+}
+
+// ToURL accepts a string holding an absolute http or https URL with a host, without
+// user information, query or fragment. The URL is quoted only through safeurl, since
+// a refused one may hold a password.
+func ToURL(v any) (string, error) {
+	s, err := ToString(v)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", errors.New("must be an http or https URL, got an empty string")
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%q is not a URL: %w", safeurl.Describe(s), safeurl.Reason(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("%q must be an http or https URL", safeurl.Describe(s))
+	case u.Host == "" || u.Hostname() == "":
+		return "", fmt.Errorf("%q has no host", safeurl.Describe(s))
+	case u.User != nil:
+		return "", errors.New("must not hold credentials (the pool's credentials.env carries the key)")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Errorf("%q must not have a query or fragment", safeurl.Describe(s))
+	}
+	return s, nil
 }
 
 // ToString accepts a string.

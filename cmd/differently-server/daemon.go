@@ -22,7 +22,8 @@ func loadConfig(path string, dev bool) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(config.ValidateOptions{Dev: dev, KnownAdapters: pools.DefaultRegistry(dev).Kinds()}); err != nil {
+	reg := pools.DefaultRegistry(dev)
+	if err := cfg.Validate(config.ValidateOptions{Dev: dev, KnownAdapters: reg.Kinds(), CheckPoolConfig: reg.CheckConfig}); err != nil {
 		return nil, err
 	}
 	return cfg, nil

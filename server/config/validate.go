@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +25,11 @@ type ValidateOptions struct {
 	// KnownAdapters are the adapter kinds this build can construct (the pool
 	// registry's Kinds).
 	KnownAdapters []string
+	// CheckPoolConfig checks a pool's adapter config (pools.Registry.CheckConfig):
+	// an unknown key, a value of the wrong type, a missing required key or an
+	// endpoint that is not http or https is a problem under the pool's config key.
+	// Nil checks nothing.
+	CheckPoolConfig func(ctx context.Context, kind string, cfg map[string]any) error
 }
 
 // Problem is one thing wrong with a config. Validate joins them with errors.Join, so
@@ -182,6 +188,18 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 	}
 	if err := v.allowed.Check(p.Credentials.Env); err != nil {
 		v.add(name, at("credentials.env"), "%s", api.AsError(err).Message)
+	}
+	if opts.CheckPoolConfig != nil && slices.Contains(opts.KnownAdapters, p.Adapter) {
+		if err := opts.CheckPoolConfig(context.Background(), p.Adapter, p.Config); err != nil {
+			key, msg := at("config"), err.Error()
+			if e := api.AsError(err); e != nil {
+				msg = e.Message
+				if k, ok := e.Details["key"].(string); ok && k != "" {
+					key += "." + k
+				}
+			}
+			v.add(name, key, "%s", msg)
+		}
 	}
 }
 

@@ -277,6 +277,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Installation:          installation,
 		AdapterKinds:          reg.Kinds,
 		DevOnlyKinds:          []string{"devhost", "fake"},
+		CheckPoolConfig:       reg.CheckConfig,
 		AllowedCredentialsEnv: allowed,
 		Dev:                   opts.Dev,
 		MaxQueued:             sc.MaxQueued,

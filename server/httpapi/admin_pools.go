@@ -62,6 +62,16 @@ func (s *Server) checkKind(kind string) error {
 	return nil
 }
 
+// checkConfig refuses an adapter config the pool's kind would refuse to build from
+// (an unknown key, a value of the wrong type, a missing endpoint, an ftp:// URL), so
+// that it is reported to the admin who wrote it instead of stored and failing later.
+func (s *Server) checkConfig(ctx context.Context, p store.Pool) error {
+	if s.checkCfg == nil {
+		return nil
+	}
+	return s.checkCfg(ctx, p.Adapter, p.Config)
+}
+
 // specToPool builds a stored pool from a full spec; trust defaults to private.
 func specToPool(spec PoolSpec) store.Pool {
 	p := store.Pool{
@@ -174,6 +184,10 @@ func (s *Server) CreatePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if err := s.checkConfig(ctx, p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	p.Source = store.PoolFromAPI
 	stored, err := s.st.CreatePool(ctx, s.now(), p)
 	if api.IsCode(err, api.CodeInvalidState) {
@@ -227,6 +241,10 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, name string,
 	}
 	next.Name, next.Version, next.CreatedAt, next.Source = cur.Name, cur.Version, cur.CreatedAt, cur.Source
 	if err := s.validatePool(next); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkConfig(ctx, next); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -94,6 +94,11 @@ type Options struct {
 	AdapterKinds func() []string
 	// DevOnlyKinds are refused for new pools unless Dev is set.
 	DevOnlyKinds []string
+	// CheckPoolConfig checks a pool's adapter config before a create or update
+	// stores it (pools.Registry.CheckConfig): a config its adapter would refuse is
+	// 400 invalid_request naming the key, not a pool that can never be built. Nil
+	// checks nothing.
+	CheckPoolConfig func(ctx context.Context, kind string, cfg map[string]any) error
 	// AllowedCredentialsEnv is the operator's allowlist of the variables a pool's
 	// credentials.env may name; a create or update naming another is 400. The zero
 	// value is no list (api.CheckCredentialsEnv alone).
@@ -134,6 +139,7 @@ type Server struct {
 	inst     string
 	kinds    func() []string
 	devOnly  []string
+	checkCfg func(ctx context.Context, kind string, cfg map[string]any) error
 	allowed  api.EnvAllowlist
 	dev      bool
 	log      *slog.Logger
@@ -173,7 +179,7 @@ func New(opts Options) (http.Handler, error) {
 	s := &Server{
 		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
-		devOnly: opts.DevOnlyKinds, dev: opts.Dev, log: opts.Logger, allowed: opts.AllowedCredentialsEnv,
+		devOnly: opts.DevOnlyKinds, checkCfg: opts.CheckPoolConfig, dev: opts.Dev, log: opts.Logger, allowed: opts.AllowedCredentialsEnv,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}

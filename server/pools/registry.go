@@ -60,8 +60,21 @@ type Factory func(ctx context.Context, p store.Pool, creds Credentials) (adapter
 
 type registration struct {
 	factory Factory
+	check   ConfigCheck
 	devOnly bool
 }
+
+// Endpoint is a URL a pool's config names for the daemon to call, with the config key
+// it is under.
+type Endpoint struct {
+	Key string
+	URL string
+}
+
+// ConfigCheck reads a pool's config the way the kind's factory will, without building
+// anything or doing I/O, and returns the endpoints it names. Its errors are
+// invalid_request naming the key (poolconfig.KeyError).
+type ConfigCheck func(cfg map[string]any) ([]Endpoint, error)
 
 // Registry maps adapter kinds to factories. It is safe for concurrent use.
 type Registry struct {
@@ -85,6 +98,35 @@ func (r *Registry) Register(kind string, f Factory, devOnly bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kinds[kind] = registration{factory: f, devOnly: devOnly}
+}
+
+// SetConfigCheck gives kind the check CheckConfig runs; kind must be registered. A
+// kind without one has its config checked only by its factory, when the pool is built.
+func (r *Registry) SetConfigCheck(kind string, check ConfigCheck) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg, ok := r.kinds[kind]
+	if !ok {
+		panic("pools: SetConfigCheck of unregistered kind " + kind)
+	}
+	reg.check = check
+	r.kinds[kind] = reg
+}
+
+// CheckConfig reports what is wrong with a pool's config of kind before it is stored
+// (the admin API, the config file, preflight): an unknown key, a value of the wrong
+// type, a missing required key, an endpoint that is not an http or https URL. A
+// config that passes may still fail to reach its backend, which the probes report.
+// An unknown kind is not this method's to report; it answers nil.
+func (r *Registry) CheckConfig(ctx context.Context, kind string, cfg map[string]any) error {
+	r.mu.RLock()
+	reg, ok := r.kinds[kind]
+	r.mu.RUnlock()
+	if !ok || reg.check == nil {
+		return nil
+	}
+	_, err := reg.check(cfg)
+	return err
 }
 
 // Kinds returns the registered kinds, sorted: what config.ValidateOptions.KnownAdapters
@@ -193,14 +235,30 @@ func DefaultRegistry(dev bool) *Registry {
 	r.Register(devhost.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
 		return devhost.FromConfig(p.Config)
 	}, true)
+	r.SetConfigCheck(devhost.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		_, err := devhost.ParseConfig(cfg)
+		return nil, err
+	})
 	r.Register(fake.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
 		return fake.FromConfig(p.Config)
 	}, true)
+	r.SetConfigCheck(fake.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		_, err := fake.ParseConfig(cfg)
+		return nil, err
+	})
 	r.Register(RemoteKind, buildRemote, false)
+	r.SetConfigCheck(RemoteKind, func(cfg map[string]any) ([]Endpoint, error) {
+		c, err := parseRemote(cfg)
+		return []Endpoint{{Key: "endpoint", URL: c.endpoint}}, err
+	})
 	// OpenSandbox servers may run without an API key; the key is sent when set.
 	r.Register(opensandbox.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
 		return opensandbox.FromConfig(p.Config, creds.secret)
 	}, false)
+	r.SetConfigCheck(opensandbox.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		c, err := opensandbox.ParseConfig(cfg)
+		return []Endpoint{{Key: "apiURL", URL: c.APIURL}}, err
+	})
 	r.Register(daytona.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
 		if err := needSecret(daytona.Kind, creds); err != nil {
 			return nil, err
@@ -221,6 +279,14 @@ func DefaultRegistry(dev bool) *Registry {
 		}
 		return freestyle.New(cfg, creds.secret)
 	}, false)
+	r.SetConfigCheck(daytona.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		c, err := daytona.ParseConfig(cfg)
+		return []Endpoint{{Key: "apiURL", URL: c.APIURL}}, err
+	})
+	r.SetConfigCheck(freestyle.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		c, err := freestyle.ParseConfig(cfg)
+		return []Endpoint{{Key: "apiURL", URL: c.APIURL}}, err
+	})
 	return r
 }
 
@@ -237,30 +303,48 @@ func needSecret(kind string, creds Credentials) error {
 // HTTP adapter protocol.
 const RemoteKind = "remote"
 
-// buildRemote reads config keys endpoint (required) and timeoutSeconds (optional, the
-// bound on one request, exec included) and uses the pool's secret as the bearer token.
-func buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+// remoteConfig is a remote pool's config: endpoint (required) and timeoutSeconds
+// (optional, the bound on one request, exec included; 0 keeps adapterhttp's default).
+type remoteConfig struct {
+	endpoint string
+	seconds  int64
+}
+
+func parseRemote(cfg map[string]any) (remoteConfig, error) {
 	const maxSeconds = 100 * 365 * 24 * 3600
-	r := poolconfig.Read(RemoteKind, p.Config)
-	endpoint := r.String("endpoint", "")
-	if endpoint == "" {
+	r := poolconfig.Read(RemoteKind, cfg)
+	c := remoteConfig{endpoint: r.URL("endpoint", "")}
+	if !r.Has("endpoint") {
 		r.Check("endpoint", errors.New("required: the plugin's http or https URL"))
 	}
-	seconds := r.Int("timeoutSeconds", 0)
-	if r.Has("timeoutSeconds") && (seconds < 1 || seconds > maxSeconds) {
+	c.seconds = r.Int("timeoutSeconds", 0)
+	// A number that is not a whole count of seconds in range gets this message; a
+	// value that is no number at all keeps its type error.
+	if _, notNumber := poolconfig.ToFloat(cfg["timeoutSeconds"]); r.Has("timeoutSeconds") &&
+		(notNumber == nil || strings.HasPrefix(fmt.Sprint(cfg["timeoutSeconds"]), "-")) && (c.seconds < 1 || c.seconds > maxSeconds) {
 		r.Check("timeoutSeconds", errors.New("must be a whole number of seconds above 0"))
 	}
 	if err := r.Err(); err != nil {
+		return remoteConfig{}, err
+	}
+	return c, nil
+}
+
+// buildRemote builds a remote pool's client, which uses the pool's secret as the
+// bearer token.
+func buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+	c, err := parseRemote(p.Config)
+	if err != nil {
 		return nil, err
 	}
 	var opts []adapterhttp.Option
-	if seconds > 0 {
+	if c.seconds > 0 {
 		opts = append(opts, adapterhttp.WithHTTPClient(&http.Client{
-			Timeout: time.Duration(seconds) * time.Second,
+			Timeout: time.Duration(c.seconds) * time.Second,
 			// As in adapterhttp's default client: a redirect would resend the token
 			// somewhere the operator did not configure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}))
 	}
-	return adapterhttp.NewClient(endpoint, creds.secret, opts...)
+	return adapterhttp.NewClient(c.endpoint, creds.secret, opts...)
 }

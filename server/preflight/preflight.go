@@ -140,7 +140,8 @@ func (r *run) secret(s string) {
 // building those would only repeat the problem in other words.
 func (r *run) validate(c *config.Config) map[int]bool {
 	bad := map[int]bool{}
-	err := c.Validate(config.ValidateOptions{Dev: r.opts.Dev, KnownAdapters: r.opts.Registry.Kinds()})
+	err := c.Validate(config.ValidateOptions{Dev: r.opts.Dev, KnownAdapters: r.opts.Registry.Kinds(),
+		CheckPoolConfig: r.opts.Registry.CheckConfig})
 	for _, p := range config.Problems(err) {
 		subject := "config"
 		if p.Pool != "" {

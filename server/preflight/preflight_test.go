@@ -262,3 +262,21 @@ func TestPreflightDoesNotMigrate(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolConfigChecked: preflight reports a pool config its adapter would refuse
+// as a config problem naming the key, and does not go on to build that pool.
+func TestPoolConfigChecked(t *testing.T) {
+	yaml := "pools:\n  - {name: ftp, adapter: remote, config: {endpoint: 'ftp://plugin.example/'}}\n" +
+		"  - {name: typo, adapter: remote, config: {endpiont: 'http://127.0.0.1:1'}}\n"
+	vars := map[string]string{config.EnvDatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "differently.db")}
+	fs := Run(t.Context(), parse(t, yaml), Options{Getenv: func(k string) string { return vars[k] }})
+	for name, want := range map[string]string{
+		"ftp":  `pools[0].config.endpoint: remote config key "endpoint": "ftp://plugin.example/" must be an http or https URL`,
+		"typo": `pools[1].config.endpiont: remote config: unknown key "endpiont"`,
+	} {
+		got := find(fs, "pool "+name)
+		if len(got) != 1 || got[0].Level != LevelError || !strings.Contains(got[0].Message, want) {
+			t.Errorf("pool %s: findings %v, want one error containing %q", name, got, want)
+		}
+	}
+}
