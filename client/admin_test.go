@@ -30,7 +30,7 @@ func TestAdmin(t *testing.T) {
 
 	created, err := c.CreatePool(ctx, client.PoolSpec{
 		Name: "extra", Adapter: "fake", MaxConcurrency: ptr(2),
-		Config: &map[string]any{"nested": map[string]any{"list": []any{"a", "b"}}},
+		Config: &map[string]any{"templates": []any{"a", "b"}, "totalCPU": 4},
 	})
 	if err != nil || created.Name != "extra" || created.MaxConcurrency != 2 {
 		t.Fatalf("create pool: %+v, %v", created, err)
