@@ -1,24 +1,20 @@
 package adapters
 
 import (
-	"bytes"
-	"encoding/json"
-	"net/url"
-	"slices"
-	"strings"
-
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/redact"
 )
 
 // Redacted replaces a credential in text a backend sent back.
-const Redacted = "[redacted]"
+const Redacted = redact.Marker
 
 // Redactor removes credentials from text that came back from a backend: error
 // messages, error details, instance messages. A backend that echoes a request may
-// quote a credential as sent, JSON-escaped or URL-escaped; every form is removed.
-// The zero value removes nothing; it is not safe for concurrent Add.
+// quote a credential whole, in pieces (a prefix, a tail) or encoded (base64, hex,
+// JSON- or URL-escaped); internal/redact says which forms are removed. The zero
+// value removes nothing; it is not safe for concurrent Add.
 type Redactor struct {
-	forms []string
+	set redact.Set
 }
 
 // NewRedactor returns a Redactor for secrets; empty ones are ignored.
@@ -31,67 +27,32 @@ func NewRedactor(secrets ...string) *Redactor {
 }
 
 // Add registers one more secret.
-func (r *Redactor) Add(secret string) {
-	if secret == "" {
-		return
-	}
-	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
-	// JSON as Go writes it (<, > and & escaped), as other encoders write it, and with
-	// the solidus escaped as some do.
-	var plain bytes.Buffer
-	enc := json.NewEncoder(&plain)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(secret)
-	goJSON, _ := json.Marshal(secret)
-	for _, j := range []string{string(goJSON), strings.TrimSpace(plain.String())} {
-		j = strings.TrimSuffix(strings.TrimPrefix(j, `"`), `"`)
-		forms = append(forms, j, strings.ReplaceAll(j, "/", `\/`))
-	}
-	for _, f := range forms {
-		if !slices.Contains(r.forms, f) {
-			r.forms = append(r.forms, f)
-		}
-	}
-	// Longer forms first, so that a secret containing another is replaced whole.
-	slices.SortStableFunc(r.forms, func(a, b string) int { return len(b) - len(a) })
-}
+func (r *Redactor) Add(secret string) { r.set.Add(secret) }
 
 // String returns s without any form of the secrets.
 func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, f := range r.forms {
-		s = strings.ReplaceAll(s, f, Redacted)
-	}
-	return s
+	return r.set.String(s)
 }
 
 // TrimPartial returns s without a tail of at least minLen bytes that begins a secret
-// (in any form String removes): what is left of one where s was cut short inside
-// it, which String, matching whole secrets only, would leave in place. Trim a text
-// that was cut before passing it to String.
+// (in any of its whole forms): what is left of one where s was cut short inside it,
+// which String leaves when the piece is too short to be matched on its own. Trim a
+// text that was cut before passing it to String.
 func (r *Redactor) TrimPartial(s string, minLen int) string {
 	if r == nil {
 		return s
 	}
-	minLen = max(minLen, 1)
-	for _, f := range r.forms {
-		for n := min(len(f)-1, len(s)); n >= minLen; n-- {
-			if strings.HasSuffix(s, f[:n]) {
-				s = s[:len(s)-n]
-				break
-			}
-		}
-	}
-	return s
+	return r.set.TrimPartial(s, minLen)
 }
 
 // Error returns e with the secrets removed from its message and from the strings of
 // its details (nested maps and lists included); e itself is returned when it holds
 // none.
 func (r *Redactor) Error(e *api.Error) *api.Error {
-	if r == nil || e == nil || len(r.forms) == 0 {
+	if r == nil || e == nil || r.set.Empty() {
 		return e
 	}
 	msg := r.String(e.Message)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -62,11 +63,13 @@ const (
 	modeReset     = "reset"     // drop the connection without an answer
 	modeMalformed = "malformed" // 200 with half a JSON document quoting the request
 	modeCut       = "cut"       // 500 whose text puts the credential across a message's 500-byte cut
+	modePrefix    = "prefix"    // 500 quoting the credential without its last four characters
+	modeEncoded   = "encoded"   // 500 quoting the credential in base64 (a Basic header) and hex
 )
 
 // failureModes are run in this order; 404 comes last because a Delete answered 404
 // succeeds, which ends the sandbox the termination checks rely on.
-var failureModes = []string{"401", "403", "500", "502", modeCut, modeMalformed, modeReset, modeHang, "404"}
+var failureModes = []string{"401", "403", "500", "502", modeCut, modePrefix, modeEncoded, modeMalformed, modeReset, modeHang, "404"}
 
 // faultyBackend fronts a working fake backend on a loopback port and fails on demand.
 type faultyBackend struct {
@@ -126,6 +129,13 @@ func (b *faultyBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case modeCut:
 		echo = strings.Repeat("p", 480) + cred + " and more"
+		mode = "500"
+	case modePrefix:
+		echo = "key " + cred[:max(0, len(cred)-4)] + "**** is not valid"
+		mode = "500"
+	case modeEncoded:
+		echo = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+cred)) +
+			" (hex " + hex.EncodeToString([]byte(cred)) + ", " + base64.RawURLEncoding.EncodeToString([]byte(cred)) + ") refused"
 		mode = "500"
 	}
 	status, _ := strconv.Atoi(mode)
@@ -511,12 +521,20 @@ func (r *leakRig) check() {
 	}
 }
 
-// leakedPiece returns a 12-byte piece of secret found in s, or "".
+// leakedPiece returns a 12-byte piece of secret, of its hex or of its base64 (at any
+// of the three alignments at which a longer text can hold it) found in s, or "".
 func leakedPiece(s, secret string) string {
 	const n = 12
-	for i := 0; i+n <= len(secret); i++ {
-		if strings.Contains(s, secret[i:i+n]) {
-			return secret[i : i+n]
+	forms := []string{secret, hex.EncodeToString([]byte(secret))}
+	for shift := 0; shift < 3 && shift < len(secret); shift++ {
+		forms = append(forms, base64.RawStdEncoding.EncodeToString([]byte(secret[shift:])),
+			base64.RawURLEncoding.EncodeToString([]byte(secret[shift:])))
+	}
+	for _, f := range forms {
+		for i := 0; i+n <= len(f); i++ {
+			if strings.Contains(s, f[i:i+n]) {
+				return f[i : i+n]
+			}
 		}
 	}
 	return ""

@@ -16,6 +16,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/internal/redact"
 	"github.com/different-ai/differently/server/metrics"
 	"github.com/different-ai/differently/server/store"
 )
@@ -536,11 +537,10 @@ func message(err error) string {
 	return err.Error()
 }
 
+// scrub removes the pool's secret from msg in every form internal/redact knows: whole,
+// in pieces, base64, hex or escaped.
 func scrub(msg, secret string) string {
-	if secret == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "[redacted]")
+	return redact.String(msg, secret)
 }
 
 // copyView returns the entry's view with the breaker as it stands at now.

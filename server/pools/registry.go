@@ -21,6 +21,7 @@ import (
 	"github.com/different-ai/differently/adapters/opensandbox"
 	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/redact"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -181,7 +182,7 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, env Env) (adapters.E
 	}
 	a, err := reg.factory(ctx, p, creds)
 	if err != nil {
-		return nil, redact(err, creds.secret)
+		return nil, redactErr(err, creds.secret)
 	}
 	if a == nil {
 		return nil, fmt.Errorf("adapter %s: factory returned no adapter", p.Adapter)
@@ -215,17 +216,23 @@ func ResolveCredentials(p store.Pool, env Env) (Credentials, error) {
 	return Credentials{Env: p.CredentialsEnv, secret: secret}, nil
 }
 
-// redact replaces secret in err's message. The code of an *api.Error is kept so the
-// caller can still act on it.
-func redact(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+// redactErr removes secret, in every form internal/redact knows, from err's message
+// (and an *api.Error's details). The code of an *api.Error is kept so the caller can
+// still act on it.
+func redactErr(err error, secret string) error {
+	if err == nil || secret == "" {
 		return err
 	}
-	msg := strings.ReplaceAll(err.Error(), secret, "[redacted]")
 	if e := api.AsError(err); e != nil {
-		return &api.Error{Code: e.Code, Message: strings.ReplaceAll(e.Message, secret, "[redacted]")}
+		if out := adapters.NewRedactor(secret).Error(e); out != e {
+			return out
+		}
+		return err
 	}
-	return errors.New(msg)
+	if msg := redact.String(err.Error(), secret); msg != err.Error() {
+		return errors.New(msg)
+	}
+	return err
 }
 
 // DefaultRegistry registers the kinds of this build: devhost and fake (dev only),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/redact"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -98,9 +99,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Finding {
 		msg := r.findings[i].Message
 		// Last line of defence: whatever an adapter or a driver put in a message, no
 		// secret this run read leaves it.
-		for _, s := range r.secrets {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-		}
+		msg = redact.String(msg, r.secrets...)
 		r.findings[i].Message = oneLine(msg)
 	}
 	return r.findings

@@ -1,0 +1,214 @@
+// Package redact removes secrets from text a backend, a driver or a proxy sent back:
+// error messages, instance messages, pool errors. Such text may quote a secret
+// whole, but also a piece of it (a backend that echoes a key minus its last four
+// characters, a message cut short) or an encoding of it (base64 in a Basic
+// authorization header, hex, a URL's percent-escapes, a JSON string's escapes).
+//
+// A Set removes, for each secret:
+//   - the secret and each of its encodings, whole, however short the secret is;
+//   - for a secret of at least MinPartial bytes, every run of text made of pieces of
+//     MinPartial or more characters of the secret or of one of its encodings. A
+//     shorter secret is removed whole only: its pieces would take ordinary words
+//     with them.
+//
+// The encodings are standard and URL-safe base64, with and without padding, of the
+// secret from each of its first three bytes (base64 of a text that holds the secret
+// encodes it at one of three alignments), lower- and upper-case hex, query and path
+// percent-escaping, and the JSON escapes of Go's encoder, of encoders that leave <,
+// > and & alone, and of those that escape the solidus.
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Marker replaces what was removed.
+const Marker = "[redacted]"
+
+// MinPartial is the length of the shortest piece of a secret (or of an encoding of
+// one) that is removed on its own; pieces are matched in windows of this size.
+const MinPartial = 8
+
+// Set is a set of secrets to remove. The zero value removes nothing and is ready for
+// Add; a Set is not safe for concurrent Add, and safe for concurrent use otherwise.
+type Set struct {
+	// whole holds every secret and encoding, longest first.
+	whole []string
+	// grams holds every MinPartial-byte window of the secrets of at least
+	// MinPartial bytes and of their encodings.
+	grams map[string]struct{}
+}
+
+// New returns a Set of secrets; empty ones are ignored.
+func New(secrets ...string) *Set {
+	s := &Set{}
+	for _, secret := range secrets {
+		s.Add(secret)
+	}
+	return s
+}
+
+// String returns text without any of secrets: New(secrets...).String(text).
+func String(text string, secrets ...string) string { return New(secrets...).String(text) }
+
+// Empty reports whether the Set removes nothing.
+func (s *Set) Empty() bool { return s == nil || len(s.whole) == 0 }
+
+// Add registers one more secret; "" is ignored.
+func (s *Set) Add(secret string) {
+	if secret == "" {
+		return
+	}
+	forms := wholeForms(secret)
+	for _, f := range forms {
+		if f != "" && !slices.Contains(s.whole, f) {
+			s.whole = append(s.whole, f)
+		}
+	}
+	// Longer forms first, so that TrimPartial tries the longest piece first.
+	slices.SortStableFunc(s.whole, func(a, b string) int { return len(b) - len(a) })
+	if len(secret) < MinPartial {
+		return
+	}
+	if s.grams == nil {
+		s.grams = map[string]struct{}{}
+	}
+	for _, f := range append(forms, shiftedBase64(secret)...) {
+		for i := 0; i+MinPartial <= len(f); i++ {
+			s.grams[f[i:i+MinPartial]] = struct{}{}
+		}
+	}
+}
+
+// wholeForms is secret and its encodings.
+func wholeForms(secret string) []string {
+	b := []byte(secret)
+	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b))}
+	for _, enc := range encodings {
+		forms = append(forms, enc.EncodeToString(b))
+	}
+	// JSON as Go writes it (<, > and & escaped), as other encoders write it, and with
+	// the solidus escaped as some do.
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(secret)
+	goJSON, _ := json.Marshal(secret)
+	for _, j := range []string{string(goJSON), strings.TrimSpace(plain.String())} {
+		j = strings.TrimSuffix(strings.TrimPrefix(j, `"`), `"`)
+		forms = append(forms, j, strings.ReplaceAll(j, "/", `\/`))
+	}
+	return forms
+}
+
+var encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+
+// shiftedBase64 is base64 of secret from its second and third byte on: how the secret
+// looks inside the base64 of a longer text ("user:" + secret) that holds it at
+// another alignment. The first character of each depends on the bytes before the
+// secret and is left out.
+func shiftedBase64(secret string) []string {
+	var out []string
+	for shift := 1; shift <= 2 && shift < len(secret); shift++ {
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			out = append(out, enc.EncodeToString([]byte(secret[shift:])))
+		}
+	}
+	return out
+}
+
+// String returns text with every form and piece of the secrets replaced by Marker;
+// overlapping or adjacent matches become one Marker. A replaced run never ends or
+// starts inside a UTF-8 sequence.
+func (s *Set) String(text string) string {
+	if s.Empty() || text == "" {
+		return text
+	}
+	var cover []bool
+	mark := func(from, to int) {
+		if cover == nil {
+			cover = make([]bool, len(text))
+		}
+		for i := from; i < to; i++ {
+			cover[i] = true
+		}
+	}
+	for _, f := range s.whole {
+		for from := 0; from < len(text); {
+			i := strings.Index(text[from:], f)
+			if i < 0 {
+				break
+			}
+			mark(from+i, from+i+len(f))
+			from += i + 1
+		}
+	}
+	if len(s.grams) > 0 {
+		for i := 0; i+MinPartial <= len(text); i++ {
+			if _, ok := s.grams[text[i:i+MinPartial]]; ok {
+				mark(i, i+MinPartial)
+			}
+		}
+	}
+	if cover == nil {
+		return text
+	}
+	// Widen each run to whole characters: half a character left behind would be
+	// invalid UTF-8 in a message.
+	for i := 0; i < len(text); i++ {
+		if !cover[i] {
+			continue
+		}
+		for k := i; k > 0 && !utf8.RuneStart(text[k]) && !cover[k-1]; k-- {
+			cover[k-1] = true
+		}
+	}
+	for i := len(text) - 1; i > 0; i-- {
+		if cover[i-1] && !cover[i] && !utf8.RuneStart(text[i]) {
+			for k := i; k < len(text) && !utf8.RuneStart(text[k]); k++ {
+				cover[k] = true
+			}
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		if !cover[i] {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		for i < len(text) && cover[i] {
+			i++
+		}
+		b.WriteString(Marker)
+	}
+	return b.String()
+}
+
+// TrimPartial returns text without a tail of at least minLen bytes that begins a
+// secret in any of its whole forms: what is left of one where the text was cut short
+// inside it, which String leaves when the piece is shorter than MinPartial. Trim a
+// text that was cut before passing it to String.
+func (s *Set) TrimPartial(text string, minLen int) string {
+	if s.Empty() {
+		return text
+	}
+	minLen = max(minLen, 1)
+	for _, f := range s.whole {
+		for n := min(len(f)-1, len(text)); n >= minLen; n-- {
+			if strings.HasSuffix(text, f[:n]) {
+				text = text[:len(text)-n]
+				break
+			}
+		}
+	}
+	return text
+}
