@@ -23,6 +23,7 @@ func loadConfig(path string, dev bool) (*config.Config, error) {
 		return nil, err
 	}
 	reg := pools.DefaultRegistry(dev)
+	reg.SetEndpointPolicy(cfg.EndpointPolicy(dev))
 	if err := cfg.Validate(config.ValidateOptions{Dev: dev, KnownAdapters: reg.Kinds(), CheckPoolConfig: reg.CheckConfig}); err != nil {
 		return nil, err
 	}

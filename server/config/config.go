@@ -7,10 +7,12 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/netpolicy"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -32,6 +34,9 @@ type Config struct {
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
 	PoolCredentials PoolCredentials `yaml:"poolCredentials"`
+	// PoolEndpoints restricts the networks pools' endpoints may be in, whether the
+	// pools come from this file or the admin API.
+	PoolEndpoints PoolEndpoints `yaml:"poolEndpoints"`
 	// DataDir is development mode's data directory (--data-dir wins). Outside it
 	// everything is in the database, and the daemon warns that the key does nothing.
 	DataDir string `yaml:"dataDir"`
@@ -63,6 +68,44 @@ func (c *Config) CredentialsAllowlist() api.EnvAllowlist {
 	}
 	l, _ := api.NewEnvAllowlist(good) // every entry is checked above
 	return l
+}
+
+// PoolEndpoints is the operator's say over where pools' endpoints may be. Entries
+// are networks in CIDR notation (10.0.0.0/8, fd00::/8) or single addresses.
+type PoolEndpoints struct {
+	// AllowedNetworks, when not empty, are the only networks an endpoint's address
+	// may be in. Left out or empty, every network is allowed but the denied ones.
+	AllowedNetworks []string `yaml:"allowedNetworks"`
+	// DeniedNetworks are refused even when allowed. Left out, a production daemon
+	// denies the link-local networks (169.254.0.0/16, where cloud metadata services
+	// answer, and fe80::/10) and a development daemon denies none; written, the list
+	// replaces that default, so an operator who lists networks of their own and
+	// still wants link-local denied lists it too.
+	DeniedNetworks []string `yaml:"deniedNetworks"`
+}
+
+// EndpointPolicy is PoolEndpoints as the rule the registry and the adapters' dials
+// apply. An entry with a problem (Validate reports it) is left out; an allowed list
+// left with none allows nothing.
+func (c *Config) EndpointPolicy(dev bool) *netpolicy.Policy {
+	parse := func(entries []string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, e := range entries {
+			if p, err := netpolicy.ParsePrefix(e); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	p := &netpolicy.Policy{Allowed: parse(c.PoolEndpoints.AllowedNetworks), Denied: parse(c.PoolEndpoints.DeniedNetworks)}
+	if len(p.Allowed) == 0 && len(c.PoolEndpoints.AllowedNetworks) > 0 {
+		// Every entry was bad: allow nothing rather than everything.
+		p.Allowed = []netip.Prefix{{}}
+	}
+	if c.PoolEndpoints.DeniedNetworks == nil && !dev {
+		p.Denied = slices.Clone(netpolicy.LinkLocal)
+	}
+	return p
 }
 
 // Database says where the store lives: postgres://..., sqlite://PATH or a file path.

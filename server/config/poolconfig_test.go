@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -43,5 +44,46 @@ func TestValidateChecksPoolConfig(t *testing.T) {
 	}
 	if err := c.Validate(opts); err != nil {
 		t.Errorf("good pools: %v", err)
+	}
+}
+
+// TestEndpointPolicy: a production daemon denies link-local endpoints unless the
+// file lists its own networks; a development daemon denies none; bad entries are
+// problems naming the entry.
+func TestEndpointPolicy(t *testing.T) {
+	metadata := netip.MustParseAddr("169.254.169.254")
+	c := config.Default()
+	if c.EndpointPolicy(false).CheckAddr(metadata) == nil {
+		t.Error("production default allows the metadata address")
+	}
+	if c.EndpointPolicy(true).Active() {
+		t.Error("development default refuses something")
+	}
+	c, err := config.Parse([]byte("database: {url: x.db}\npoolEndpoints:\n  allowedNetworks: [10.0.0.0/8, 169.254.0.0/16]\n  deniedNetworks: [10.9.0.0/16]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(config.ValidateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.EndpointPolicy(false)
+	for addr, ok := range map[string]bool{"10.1.1.1": true, "10.9.1.1": false, "192.168.1.1": false, "169.254.169.254": true} {
+		if err := p.CheckAddr(netip.MustParseAddr(addr)); ok != (err == nil) {
+			t.Errorf("%s: %v, want allowed %v", addr, err, ok)
+		}
+	}
+	c, err = config.Parse([]byte("database: {url: x.db}\npoolEndpoints: {allowedNetworks: [10.0.0.0/33], deniedNetworks: [metadata]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate(config.ValidateOptions{})
+	for _, want := range []string{"poolEndpoints.allowedNetworks[0]: \"10.0.0.0/33\"", "poolEndpoints.deniedNetworks[0]: \"metadata\""} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q", err, want)
+		}
+	}
+	// An allowed list of bad entries allows nothing, not everything.
+	if c.EndpointPolicy(false).CheckAddr(netip.MustParseAddr("10.0.0.1")) == nil {
+		t.Error("an allowed list of bad entries allowed an address")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/netpolicy"
 )
 
 // Adapter kinds that only make sense on a developer's machine: devhost runs sandboxes
@@ -126,6 +127,17 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 		}
 	}
 	v.allowed = c.CredentialsAllowlist()
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"allowedNetworks", c.PoolEndpoints.AllowedNetworks}, {"deniedNetworks", c.PoolEndpoints.DeniedNetworks}} {
+		key := l.key
+		for i, e := range l.list {
+			if _, err := netpolicy.ParsePrefix(e); err != nil {
+				v.add("", fmt.Sprintf("poolEndpoints.%s[%d]", key, i), "%s", err)
+			}
+		}
+	}
 }
 
 // pool checks one pool. Problems name the pool when it has a name worth quoting, and

@@ -209,6 +209,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
 	reg := pools.DefaultRegistry(opts.Dev)
+	reg.SetEndpointPolicy(cfg.EndpointPolicy(opts.Dev))
 	if opts.Adapters != nil {
 		opts.Adapters(reg)
 	}

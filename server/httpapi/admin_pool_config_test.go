@@ -2,10 +2,12 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/netpolicy"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -86,6 +88,42 @@ func TestAdminPoolConfigChecked(t *testing.T) {
 				}
 				e.do(e.admin, "DELETE", "/v1/admin/pools/"+name, nil).want(t, http.StatusNoContent)
 			})
+		}
+	})
+}
+
+// TestAdminPoolEndpointNetworks: with the operator's policy denying loopback, a
+// pool pointed at a loopback address is refused when it is written, naming the key,
+// and nothing is stored; the metadata address is refused by the production default
+// without a lookup or a dial.
+func TestAdminPoolEndpointNetworks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		reg := pools.DefaultRegistry(false)
+		policy := &netpolicy.Policy{Denied: append([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, netpolicy.LinkLocal...)}
+		reg.SetEndpointPolicy(policy)
+		e := newEnvWith(t, st, func(o *httpapi.Options) { o.AdapterKinds, o.CheckPoolConfig = reg.Kinds, reg.CheckConfig })
+		for _, tc := range []struct {
+			kind   string
+			config map[string]any
+			key    string
+		}{
+			{"remote", map[string]any{"endpoint": "http://127.0.0.1:9"}, "endpoint"},
+			{"opensandbox", map[string]any{"apiURL": "http://169.254.169.254/v1"}, "apiURL"},
+			{"daytona", map[string]any{"apiURL": "http://[fe80::1]/api"}, "apiURL"},
+		} {
+			got := e.do(e.admin, "POST", "/v1/admin/pools", map[string]any{"name": "p", "adapter": tc.kind, "config": tc.config}).
+				want(t, http.StatusBadRequest, api.CodeInvalidRequest).apiError(t)
+			if got.Details["key"] != tc.key || !strings.Contains(got.Message, "denies pool endpoints") {
+				t.Errorf("%s: %+v, want the key %q and the policy named", tc.kind, got, tc.key)
+			}
+			e.do(e.admin, "GET", "/v1/admin/pools/p", nil).want(t, http.StatusNotFound, api.CodeNotFound)
+		}
+		e.do(e.admin, "POST", "/v1/admin/pools", map[string]any{"name": "p", "adapter": "remote", "config": map[string]any{"endpoint": "http://10.0.0.1:9"}}).
+			want(t, http.StatusCreated)
+		got := e.do(e.admin, "PATCH", "/v1/admin/pools/p", map[string]any{"config": map[string]any{"endpoint": "http://127.0.0.2:9"}}).
+			want(t, http.StatusBadRequest, api.CodeInvalidRequest).apiError(t)
+		if got.Details["key"] != "endpoint" {
+			t.Errorf("patch: %+v", got)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/different-ai/differently/adapters/opensandbox"
 	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/netpolicy"
 	"github.com/different-ai/differently/internal/redact"
 	"github.com/different-ai/differently/server/store"
 )
@@ -82,6 +85,31 @@ type Registry struct {
 	dev   bool
 	mu    sync.RWMutex
 	kinds map[string]registration
+	// endpoints holds the networks pool endpoints may be in; nil allows all.
+	endpoints *netpolicy.Policy
+}
+
+// SetEndpointPolicy holds pools' endpoints to the operator's networks
+// (config.Config.EndpointPolicy): CheckConfig refuses an endpoint whose host is or
+// resolves to an address outside them, and the built-in kinds' HTTP clients refuse
+// to connect to one. Set it before the first Build; nil allows all.
+func (r *Registry) SetEndpointPolicy(p *netpolicy.Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endpoints = p
+}
+
+// httpClient is the client the built-in kinds call their backends with: one whose
+// dials are held to the endpoint policy, or nil (each adapter's own default) when
+// there is no policy. timeout 0 means none.
+func (r *Registry) httpClient(timeout time.Duration) *http.Client {
+	r.mu.RLock()
+	p := r.endpoints
+	r.mu.RUnlock()
+	if !p.Active() {
+		return nil
+	}
+	return p.Client(timeout)
 }
 
 // NewRegistry returns an empty registry; dev allows dev-only kinds to be built.
@@ -126,8 +154,23 @@ func (r *Registry) CheckConfig(ctx context.Context, kind string, cfg map[string]
 	if !ok || reg.check == nil {
 		return nil
 	}
-	_, err := reg.check(cfg)
-	return err
+	endpoints, err := reg.check(cfg)
+	if err != nil {
+		return err
+	}
+	r.mu.RLock()
+	policy := r.endpoints
+	r.mu.RUnlock()
+	for _, e := range endpoints {
+		u, perr := url.Parse(strings.TrimSpace(e.URL))
+		if perr != nil {
+			continue // the kind's check has reported it
+		}
+		if err := policy.CheckHost(ctx, u.Hostname()); err != nil {
+			return poolconfig.KeyError(kind, e.Key, err)
+		}
+	}
+	return nil
 }
 
 // Kinds returns the registered kinds, sorted: what config.ValidateOptions.KnownAdapters
@@ -176,6 +219,9 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, env Env) (adapters.E
 	if reg.devOnly && !r.dev {
 		return nil, adapters.InvalidRequest("adapter %s is only allowed in development mode (--dev)", p.Adapter)
 	}
+	if err := r.checkLiteralEndpoints(reg, p); err != nil {
+		return nil, err
+	}
 	creds, err := ResolveCredentials(p, env)
 	if err != nil {
 		return nil, err
@@ -188,6 +234,35 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, env Env) (adapters.E
 		return nil, fmt.Errorf("adapter %s: factory returned no adapter", p.Adapter)
 	}
 	return a, nil
+}
+
+// checkLiteralEndpoints refuses a pool whose endpoint is written as an address
+// outside the endpoint policy, before its credential is resolved: a pool stored
+// before the policy was set, or written to the store by hand. Names are not looked
+// up here (Build does no slow I/O); the clients' dials refuse what they resolve to.
+func (r *Registry) checkLiteralEndpoints(reg registration, p store.Pool) error {
+	r.mu.RLock()
+	policy := r.endpoints
+	r.mu.RUnlock()
+	if !policy.Active() || reg.check == nil {
+		return nil
+	}
+	endpoints, err := reg.check(p.Config)
+	if err != nil {
+		return nil // the factory reports it in its own words
+	}
+	for _, e := range endpoints {
+		u, perr := url.Parse(strings.TrimSpace(e.URL))
+		if perr != nil {
+			continue
+		}
+		if a, aerr := netip.ParseAddr(u.Hostname()); aerr == nil {
+			if err := policy.CheckAddr(a); err != nil {
+				return poolconfig.KeyError(p.Adapter, e.Key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ResolveCredentials reads the pool's credentials variable. A named variable that is
@@ -253,14 +328,14 @@ func DefaultRegistry(dev bool) *Registry {
 		_, err := fake.ParseConfig(cfg)
 		return nil, err
 	})
-	r.Register(RemoteKind, buildRemote, false)
+	r.Register(RemoteKind, r.buildRemote, false)
 	r.SetConfigCheck(RemoteKind, func(cfg map[string]any) ([]Endpoint, error) {
 		c, err := parseRemote(cfg)
 		return []Endpoint{{Key: "endpoint", URL: c.endpoint}}, err
 	})
 	// OpenSandbox servers may run without an API key; the key is sent when set.
 	r.Register(opensandbox.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
-		return opensandbox.FromConfig(p.Config, creds.secret)
+		return opensandbox.FromConfig(p.Config, creds.secret, opensandbox.WithHTTPClient(r.httpClient(0)))
 	}, false)
 	r.SetConfigCheck(opensandbox.Kind, func(cfg map[string]any) ([]Endpoint, error) {
 		c, err := opensandbox.ParseConfig(cfg)
@@ -274,7 +349,7 @@ func DefaultRegistry(dev bool) *Registry {
 		if err != nil {
 			return nil, err
 		}
-		return daytona.New(cfg, creds.secret)
+		return daytona.New(cfg, creds.secret, daytona.WithHTTPClient(r.httpClient(0)))
 	}, false)
 	r.Register(freestyle.Kind, func(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
 		if err := needSecret(freestyle.Kind, creds); err != nil {
@@ -284,7 +359,7 @@ func DefaultRegistry(dev bool) *Registry {
 		if err != nil {
 			return nil, err
 		}
-		return freestyle.New(cfg, creds.secret)
+		return freestyle.New(cfg, creds.secret, freestyle.WithHTTPClient(r.httpClient(0)))
 	}, false)
 	r.SetConfigCheck(daytona.Kind, func(cfg map[string]any) ([]Endpoint, error) {
 		c, err := daytona.ParseConfig(cfg)
@@ -339,13 +414,18 @@ func parseRemote(cfg map[string]any) (remoteConfig, error) {
 
 // buildRemote builds a remote pool's client, which uses the pool's secret as the
 // bearer token.
-func buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
+func (r *Registry) buildRemote(_ context.Context, p store.Pool, creds Credentials) (adapters.ExecutionAdapter, error) {
 	c, err := parseRemote(p.Config)
 	if err != nil {
 		return nil, err
 	}
 	var opts []adapterhttp.Option
-	if c.seconds > 0 {
+	if hc := r.httpClient(time.Duration(c.seconds) * time.Second); hc != nil {
+		if c.seconds == 0 {
+			hc.Timeout = adapterhttp.DefaultTimeout
+		}
+		opts = append(opts, adapterhttp.WithHTTPClient(hc))
+	} else if c.seconds > 0 {
 		opts = append(opts, adapterhttp.WithHTTPClient(&http.Client{
 			Timeout: time.Duration(c.seconds) * time.Second,
 			// As in adapterhttp's default client: a redirect would resend the token

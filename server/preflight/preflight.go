@@ -88,6 +88,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) []Finding {
 	c := *cfg
 	c.ApplyEnv(opts.Getenv)
 
+	// The file's endpoint networks hold for the checks and the probes as for the
+	// daemon.
+	opts.Registry.SetEndpointPolicy(c.EndpointPolicy(opts.Dev))
 	r := &run{opts: opts}
 	r.allowed = c.CredentialsAllowlist()
 	badPools := r.validate(&c)

@@ -1,0 +1,174 @@
+// Package netpolicy holds pool endpoints to the networks the operator allows. An
+// admin token can point a pool at any URL, and the daemon then calls it with the
+// pool's credential from inside the operator's network: at a cloud metadata service
+// (169.254.169.254), say, or at an internal service. A Policy names the networks
+// endpoints may (Allowed) and may not (Denied) be in.
+//
+// It is applied twice: when a pool is written, to the addresses its endpoints' host
+// names resolve to (CheckHost), so that the admin hears why at once; and at every
+// connection, by a net.Dialer Control function (Control, Transport), to the address
+// actually dialled, so that a name that resolves to an allowed address when checked
+// and to a denied one later (DNS rebinding) still cannot reach it.
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// LinkLocal are the networks a production daemon denies when its operator names
+// none: IPv4 and IPv6 link-local, where cloud metadata services answer.
+var LinkLocal = []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+
+// Policy says which networks endpoints may be in. The zero value and nil allow all.
+type Policy struct {
+	// Allowed, when not empty, are the only networks allowed.
+	Allowed []netip.Prefix
+	// Denied are refused even when Allowed holds them.
+	Denied []netip.Prefix
+	// Resolve looks up a host name's addresses for CheckHost; the system resolver
+	// when nil. Tests give a table, so that no lookup leaves the machine.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// Active reports whether the policy refuses anything.
+func (p *Policy) Active() bool { return p != nil && (len(p.Allowed) > 0 || len(p.Denied) > 0) }
+
+// DeniedError says that an address is outside the networks endpoints may be in.
+type DeniedError struct {
+	// Host is the name as written, when the address is one it resolved to.
+	Host string
+	Addr netip.Addr
+	// Network is the denied network the address is in; invalid when the address
+	// is refused for being in no allowed network.
+	Network netip.Prefix
+}
+
+func (e *DeniedError) Error() string {
+	what := e.Addr.String()
+	if e.Host != "" && e.Host != what {
+		what = fmt.Sprintf("%s (%s)", e.Host, what)
+	}
+	if e.Network.IsValid() {
+		return fmt.Sprintf("%s is in %s, a network the daemon's operator denies pool endpoints (poolEndpoints.deniedNetworks)", what, e.Network)
+	}
+	return fmt.Sprintf("%s is outside the networks the daemon's operator allows pool endpoints (poolEndpoints.allowedNetworks)", what)
+}
+
+// CheckAddr refuses an address outside the policy's networks. An IPv4 address
+// written as IPv6 (::ffff:169.254.169.254) is held to the IPv4 networks.
+func (p *Policy) CheckAddr(a netip.Addr) error {
+	if !p.Active() {
+		return nil
+	}
+	a = a.Unmap().WithZone("")
+	for _, n := range p.Denied {
+		if n.Contains(a) {
+			return &DeniedError{Addr: a, Network: n}
+		}
+	}
+	if len(p.Allowed) > 0 && !slices.ContainsFunc(p.Allowed, func(n netip.Prefix) bool { return n.Contains(a) }) {
+		return &DeniedError{Addr: a}
+	}
+	return nil
+}
+
+// CheckHost refuses a host (an address, or a name whose addresses are looked up)
+// when any of its addresses is outside the policy's networks. A name that cannot be
+// resolved passes: it may exist later, and Control refuses what it turns out to be.
+func (p *Policy) CheckHost(ctx context.Context, host string) error {
+	if !p.Active() || host == "" {
+		return nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return p.CheckAddr(a)
+	}
+	resolve := p.Resolve
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := resolve(ctx, host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := p.CheckAddr(a); err != nil {
+			var d *DeniedError
+			if errors.As(err, &d) {
+				d.Host = host
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Control is a net.Dialer Control function refusing connections to addresses
+// outside the policy's networks. It sees the address about to be connected to, after
+// any name was resolved.
+func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
+	if !p.Active() {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		// Not an IP connection (a Unix socket has no address to hold to a network).
+		return nil
+	}
+	return p.CheckAddr(ap.Addr())
+}
+
+// Transport is http.DefaultTransport's configuration with dials held to the policy.
+// Behind a proxy (HTTPS_PROXY), what is dialled, and so checked, is the proxy.
+func (p *Policy) Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}
+	t.DialContext = d.DialContext
+	return t
+}
+
+// Client is an http.Client whose connections are held to the policy, with the given
+// overall timeout (0 for none: calls are bounded by their context) and without
+// following redirects, as the adapters' own clients: a redirect would resend the
+// credential somewhere the operator did not configure.
+func (p *Policy) Client(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport:     p.Transport(),
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// ParsePrefix reads a network as CIDR ("10.0.0.0/8", "fd00::/8") or a single
+// address ("169.254.169.254", a /32 or /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a network in CIDR notation (10.0.0.0/8, fd00::/8)", s)
+		}
+		if p.Addr().Is4In6() {
+			return netip.Prefix{}, fmt.Errorf("%q: write IPv4 networks in IPv4 notation", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither a network in CIDR notation (10.0.0.0/8) nor an address", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,170 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func prefixes(t *testing.T, list ...string) []netip.Prefix {
+	t.Helper()
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := ParsePrefix(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestCheckAddr(t *testing.T) {
+	p := &Policy{Allowed: prefixes(t, "10.0.0.0/8", "fd00::/8", "169.254.0.0/16"), Denied: prefixes(t, "169.254.169.254", "fe80::/10")}
+	for addr, ok := range map[string]bool{
+		"10.1.2.3":                true,
+		"fd00::1":                 true,
+		"169.254.1.1":             true,
+		"169.254.169.254":         false, // denied wins over allowed
+		"::ffff:169.254.169.254":  false, // an IPv4 address written as IPv6
+		"fe80::1%eth0":            false,
+		"192.168.1.1":             false, // in no allowed network
+		"127.0.0.1":               false,
+		"::ffff:10.0.0.1":         true,
+		"2001:db8::1":             false,
+		"::ffff:192.168.1.1":      false,
+		"fd00::ffff:169.254.1.1":  true,
+		"fe80::ffff:169.254.1.1":  false,
+		"169.254.169.253":         true,
+		"::1":                     false,
+		"0.0.0.0":                 false,
+		"10.255.255.255":          true,
+		"11.0.0.0":                false,
+		"fc00::1":                 false,
+		"fdff:ffff:ffff:ffff::1":  true,
+		"::ffff:169.254.169.253":  true,
+		"::ffff:127.0.0.1":        false,
+		"fe80::a:b:c:d%en0":       false,
+		"169.254.0.0":             true,
+		"169.254.255.255":         true,
+		"2001:db8::ffff:10.0.0.1": false,
+		"::ffff:0a00:0001":        true,
+		"fe80::":                  false,
+		"febf:ffff::1":            false,
+		"fec0::1":                 false,
+	} {
+		err := p.CheckAddr(netip.MustParseAddr(addr))
+		var d *DeniedError
+		if ok != (err == nil) || (err != nil && !errors.As(err, &d)) {
+			t.Errorf("CheckAddr(%s) = %v, want allowed %v", addr, err, ok)
+		}
+	}
+	var none *Policy
+	if none.Active() || none.CheckAddr(netip.MustParseAddr("169.254.169.254")) != nil || (&Policy{}).Active() {
+		t.Error("no policy refused something")
+	}
+}
+
+func TestParsePrefix(t *testing.T) {
+	for in, want := range map[string]string{"10.0.0.0/8": "10.0.0.0/8", "10.1.2.3/8": "10.0.0.0/8", " 169.254.169.254 ": "169.254.169.254/32",
+		"fe80::/10": "fe80::/10", "::1": "::1/128", "::ffff:1.2.3.4": "1.2.3.4/32"} {
+		if p, err := ParsePrefix(in); err != nil || p.String() != want {
+			t.Errorf("ParsePrefix(%q) = %v, %v; want %s", in, p, err, want)
+		}
+	}
+	for _, in := range []string{"", "10.0.0.0/33", "example.com", "10.0.0/8", "::ffff:1.2.3.4/104"} {
+		if _, err := ParsePrefix(in); err == nil {
+			t.Errorf("ParsePrefix(%q) accepted", in)
+		}
+	}
+}
+
+// TestCheckHost: names are held to the policy by the addresses they resolve to (a
+// table here: no lookup leaves the machine), every one of them; an address is
+// checked without any lookup; a name that does not resolve passes.
+func TestCheckHost(t *testing.T) {
+	lookups := 0
+	p := &Policy{Denied: LinkLocal, Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+		lookups++
+		switch host {
+		case "metadata.internal":
+			return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("169.254.169.254")}, nil
+		case "plugin.internal":
+			return []netip.Addr{netip.MustParseAddr("10.0.0.2")}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}}
+	ctx := t.Context()
+	if err := p.CheckHost(ctx, "metadata.internal"); err == nil || !strings.Contains(err.Error(), "metadata.internal (169.254.169.254) is in 169.254.0.0/16") {
+		t.Errorf("metadata.internal: %v", err)
+	}
+	if err := p.CheckHost(ctx, "plugin.internal"); err != nil {
+		t.Errorf("plugin.internal: %v", err)
+	}
+	if err := p.CheckHost(ctx, "gone.internal"); err != nil {
+		t.Errorf("a name that does not resolve: %v", err)
+	}
+	n := lookups
+	for _, host := range []string{"169.254.169.254", "[fe80::1]", "fe80::1"} {
+		if err := p.CheckHost(ctx, host); err == nil {
+			t.Errorf("%s passed", host)
+		}
+	}
+	if lookups != n {
+		t.Error("an address was looked up")
+	}
+}
+
+// TestControlRefusesTheDial: a dial held to a policy that denies loopback does not
+// connect to a loopback listener; without the policy it does.
+func TestControlRefusesTheDial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	deny := &Policy{Denied: prefixes(t, "127.0.0.0/8", "::1")}
+	d := &net.Dialer{Control: deny.Control}
+	_, err = d.DialContext(t.Context(), "tcp", ln.Addr().String())
+	var denied *DeniedError
+	if !errors.As(err, &denied) || denied.Network.String() != "127.0.0.0/8" {
+		t.Fatalf("dial under the policy: %v, want it refused for 127.0.0.0/8", err)
+	}
+	resp, err := deny.Client(0).Get("http://" + ln.Addr().String() + "/")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("the policy's client reached the listener")
+	}
+	if !errors.As(err, &denied) {
+		t.Fatalf("client error %v, want the policy's", err)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a refused dial connected")
+	default:
+	}
+	c, err := (&net.Dialer{Control: (&Policy{Denied: LinkLocal}).Control}).DialContext(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("dial allowed by the policy: %v", err)
+	}
+	c.Close()
+	<-accepted
+	ln.Close()
+	<-done
+}
