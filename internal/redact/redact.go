@@ -34,7 +34,7 @@ const Marker = "[redacted]"
 
 // MinPartial is the length of the shortest piece of a secret (or of an encoding of
 // one) that is removed on its own; pieces are matched in windows of this size.
-const MinPartial = 8
+const MinPartial = 8 // window reads exactly this many bytes
 
 // Set is a set of secrets to remove. The zero value removes nothing and is ready for
 // Add; a Set is not safe for concurrent Add, and safe for concurrent use otherwise.
@@ -42,8 +42,12 @@ type Set struct {
 	// whole holds every secret and encoding, longest first.
 	whole []string
 	// grams holds every MinPartial-byte window of the secrets of at least
-	// MinPartial bytes and of their encodings.
-	grams map[string]struct{}
+	// MinPartial bytes and of their encodings, as the 8 bytes read as one number
+	// (quicker to look up than a string).
+	grams map[uint64]struct{}
+	// lead has a bit set for the first two bytes of every window in grams: most
+	// positions of a text fail this test, and skip the map.
+	lead *[1 << 16 / 64]uint64
 }
 
 // New returns a Set of secrets; empty ones are ignored.
@@ -78,11 +82,14 @@ func (s *Set) Add(secret string) {
 		return
 	}
 	if s.grams == nil {
-		s.grams = map[string]struct{}{}
+		s.grams = map[uint64]struct{}{}
+		s.lead = new([1 << 16 / 64]uint64)
 	}
 	for _, f := range append(forms, shiftedBase64(secret)...) {
 		for i := 0; i+MinPartial <= len(f); i++ {
-			s.grams[f[i:i+MinPartial]] = struct{}{}
+			s.grams[window(f, i)] = struct{}{}
+			pair := uint16(f[i]) | uint16(f[i+1])<<8
+			s.lead[pair/64] |= 1 << (pair % 64)
 		}
 	}
 }
@@ -125,6 +132,13 @@ func shiftedBase64(secret string) []string {
 	return out
 }
 
+// window is the MinPartial bytes of s from i on, as one number.
+func window(s string, i int) uint64 {
+	_ = s[i+MinPartial-1]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
 // String returns text with every form and piece of the secrets replaced by Marker;
 // overlapping or adjacent matches become one Marker. A replaced run never ends or
 // starts inside a UTF-8 sequence.
@@ -153,7 +167,10 @@ func (s *Set) String(text string) string {
 	}
 	if len(s.grams) > 0 {
 		for i := 0; i+MinPartial <= len(text); i++ {
-			if _, ok := s.grams[text[i:i+MinPartial]]; ok {
+			if pair := uint16(text[i]) | uint16(text[i+1])<<8; s.lead[pair/64]&(1<<(pair%64)) == 0 {
+				continue
+			}
+			if _, ok := s.grams[window(text, i)]; ok {
 				mark(i, i+MinPartial)
 			}
 		}

@@ -142,3 +142,14 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkString scrubs an error body of the largest size httpx reads (64 KiB)
+// holding no secret, against a bearer header and its token.
+func BenchmarkString(b *testing.B) {
+	s := New("Bearer "+key, key)
+	text := strings.Repeat("a provider's error text, with nothing secret in it. ", 64<<10/52)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = s.String(text)
+	}
+}
