@@ -153,7 +153,7 @@ func ToURL(v any) (string, error) {
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return "", fmt.Errorf("%q must not have a query or fragment", safeurl.Describe(s))
 	}
-	return s, nil
+	return strings.TrimSpace(s), nil
 }
 
 // ToString accepts a string.

@@ -58,3 +58,38 @@ func TestReaderErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestURL: an endpoint is an http or https URL with a host and nothing that could not
+// be meant (credentials, a query, a fragment); a refused one is described without
+// its credentials.
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example/v1":   "https://api.example/v1",
+		" http://127.0.0.1:8080/ ": "http://127.0.0.1:8080/",
+		"http://[::1]:80":          "http://[::1]:80",
+	} {
+		if got, err := poolconfig.ToURL(in); err != nil || got != want {
+			t.Errorf("ToURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"":                          "empty",
+		"ftp://files.example":       "must be an http or https URL",
+		"file:///etc/passwd":        "must be an http or https URL",
+		"api.example":               "must be an http or https URL",
+		"http://":                   "no host",
+		"http://:80":                "no host",
+		"https://u:pw@api.example/": "must not hold credentials",
+		"https://api.example/?k=1":  "query or fragment",
+		"https://api.example/#x":    "query or fragment",
+		"http://a b/":               "not a URL",
+	} {
+		_, err := poolconfig.ToURL(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("ToURL(%q) = %v, want an error mentioning %q", in, err, want)
+		}
+	}
+	if _, err := poolconfig.ToURL(8080); err == nil || !strings.Contains(err.Error(), "want a string") {
+		t.Errorf("a number: %v", err)
+	}
+}
