@@ -42,10 +42,17 @@ type Resources struct {
 	DiskGiB   int64   `json:"diskGiB,omitempty"`
 }
 
-// Validate rejects negative values.
+// Validate rejects negative values and values above the bounds of api/limits.go,
+// naming the field.
 func (r Resources) Validate() error {
-	if r.CPU < 0 || r.MemoryMiB < 0 || r.DiskGiB < 0 {
-		return InvalidRequest("resources must not be negative")
+	switch {
+	// Written so that a NaN fails too.
+	case !(r.CPU >= 0 && r.CPU <= api.MaxCPU):
+		return InvalidRequest("resources.cpu must be between 0 and %d", api.MaxCPU)
+	case r.MemoryMiB < 0 || r.MemoryMiB > api.MaxMemoryMiB:
+		return InvalidRequest("resources.memoryMiB must be between 0 and %d (16 TiB)", api.MaxMemoryMiB)
+	case r.DiskGiB < 0 || r.DiskGiB > api.MaxDiskGiB:
+		return InvalidRequest("resources.diskGiB must be between 0 and %d (1 PiB)", api.MaxDiskGiB)
 	}
 	return nil
 }

@@ -16,4 +16,34 @@ const (
 	MaxExecOutputBytes = 1 << 20
 	// MaxExecTimeoutSeconds is the longest timeoutSeconds an exec may ask for (2 h).
 	MaxExecTimeoutSeconds = 2 * 60 * 60
+
+	// MaxTTLSeconds is the longest lifetime a sandbox, a profile or the policy's
+	// defaults.ttlSeconds may ask for: ten years of 366 days. A longer one would
+	// overflow the expiry's arithmetic (time.Duration counts nanoseconds in an int64),
+	// and a sandbox meant to live for ever asks for 0, no expiry.
+	MaxTTLSeconds = 10 * 366 * 24 * 60 * 60
+	// MaxTemplateBytes bounds a sandbox's or profile's template name.
+	MaxTemplateBytes = 1024
+)
+
+// Bounds on the resources one sandbox (or a profile) may ask for, far above any one
+// machine's. They keep every sum of them exact and within an int64 or a float64:
+// even a million sandboxes at the maximum request a total that a quota, a usage
+// figure and the databases' sums all hold without overflowing.
+const (
+	// MaxCPU is the most vCPUs one sandbox may ask for.
+	MaxCPU = 1024
+	// MaxMemoryMiB is the most memory one sandbox may ask for: 16 TiB, in MiB.
+	MaxMemoryMiB = 16 << 20
+	// MaxDiskGiB is the most disk one sandbox may ask for: 1 PiB, in GiB.
+	MaxDiskGiB = 1 << 20
+)
+
+// Bounds on a project's quota: room for MaxQuotaSandboxes sandboxes at the maximum
+// size each.
+const (
+	MaxQuotaSandboxes = 1_000_000
+	MaxQuotaCPU       = MaxCPU * MaxQuotaSandboxes
+	MaxQuotaMemoryMiB = MaxMemoryMiB * MaxQuotaSandboxes
+	MaxQuotaDiskGiB   = MaxDiskGiB * MaxQuotaSandboxes
 )

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -25,6 +26,41 @@ type Usage struct {
 	CPU       float64 `json:"cpu"`
 	MemoryMiB int64   `json:"memoryMiB"`
 	DiskGiB   int64   `json:"diskGiB"`
+}
+
+// Add counts one more sandbox requesting r. The sums saturate instead of wrapping or
+// reaching infinity: the API bounds what a sandbox may request (api/limits.go), but a
+// row written before those bounds may hold any value, and a wrapped (negative) sum
+// would let a project past its quota, an infinite one fail every answer that shows it.
+func (u *Usage) Add(r adapters.Resources) {
+	u.Sandboxes++
+	u.CPU = SaturateCPU(u.CPU + r.CPU)
+	u.MemoryMiB = addSaturating(u.MemoryMiB, r.MemoryMiB)
+	u.DiskGiB = addSaturating(u.DiskGiB, r.DiskGiB)
+}
+
+// SaturateCPU keeps a sum of CPUs finite: past the largest float64 it is that.
+func SaturateCPU(f float64) float64 {
+	if f > math.MaxFloat64 {
+		return math.MaxFloat64
+	}
+	return f
+}
+
+// SaturateInt converts a sum a database computed as a float (SQLite's total) to an
+// int64, the largest one past it.
+func SaturateInt(f float64) int64 {
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(f)
+}
+
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Project is an operator-declared project of an organisation. Projects exist
@@ -79,10 +115,22 @@ func ValidateProject(p Project) error {
 	switch {
 	case p.Org == "" || p.Name == "":
 		return api.Errorf(api.CodeInvalidRequest, "project org and name are required")
-	case q.Sandboxes < 0 || q.CPU < 0 || q.MemoryMiB < 0 || q.DiskGiB < 0:
-		return api.Errorf(api.CodeInvalidRequest, "project %s/%s: quotas must not be negative", p.Org, p.Name)
+	case q.Sandboxes < 0 || q.Sandboxes > api.MaxQuotaSandboxes:
+		return quotaBound(p, "sandboxes", api.MaxQuotaSandboxes)
+	// Written so that a NaN fails too.
+	case !(q.CPU >= 0 && q.CPU <= api.MaxQuotaCPU):
+		return quotaBound(p, "cpu", api.MaxQuotaCPU)
+	case q.MemoryMiB < 0 || q.MemoryMiB > api.MaxQuotaMemoryMiB:
+		return quotaBound(p, "memoryMiB", api.MaxQuotaMemoryMiB)
+	case q.DiskGiB < 0 || q.DiskGiB > api.MaxQuotaDiskGiB:
+		return quotaBound(p, "diskGiB", api.MaxQuotaDiskGiB)
 	}
 	return nil
+}
+
+func quotaBound(p Project, field string, limit int64) error {
+	return api.Errorf(api.CodeInvalidRequest, "project %s/%s: quota.%s must be between 0 and %d",
+		p.Org, p.Name, field, limit)
 }
 
 // ValidateProfile checks what the schema cannot.
@@ -90,8 +138,10 @@ func ValidateProfile(p Profile) error {
 	switch {
 	case p.Name == "":
 		return api.Errorf(api.CodeInvalidRequest, "profile name is required")
-	case p.TTLSeconds < 0:
-		return api.Errorf(api.CodeInvalidRequest, "profile %q: ttlSeconds must not be negative", p.Name)
+	case p.TTLSeconds < 0 || p.TTLSeconds > api.MaxTTLSeconds:
+		return api.Errorf(api.CodeInvalidRequest, "profile %q: ttlSeconds must be between 0 and %d", p.Name, api.MaxTTLSeconds)
+	case len(p.Template) > api.MaxTemplateBytes:
+		return api.Errorf(api.CodeInvalidRequest, "profile %q: template is longer than %d bytes", p.Name, api.MaxTemplateBytes)
 	}
 	return p.Resources.Validate()
 }
@@ -100,6 +150,10 @@ func ValidateProfile(p Profile) error {
 // next to its usage u. The error is quota_exceeded, names the first exceeded quota with
 // the numbers ("project acme/ci would use 6 of 5 sandboxes") and carries them as
 // details (quota, limit, used, requested).
+//
+// A resource the quota limits must be requested: left at 0, the sandbox gets its
+// pool's default size, which the control plane does not know and so could not
+// count. Such a request is invalid_request, naming the field.
 func CheckQuota(org, name string, q Quota, u Usage, r adapters.Resources) error {
 	type check struct {
 		what              string
@@ -120,6 +174,21 @@ func CheckQuota(org, name string, q Quota, u Usage, r adapters.Resources) error 
 			org, name, num(c.used+c.want), num(c.limit), c.unit).
 			WithDetail("quota", c.what).WithDetail("limit", c.limit).
 			WithDetail("used", c.used).WithDetail("requested", c.want)
+	}
+	for _, c := range []struct {
+		field   string
+		limited bool
+		unset   bool
+	}{
+		{"cpu", q.CPU > 0, r.CPU == 0},
+		{"memoryMiB", q.MemoryMiB > 0, r.MemoryMiB == 0},
+		{"diskGiB", q.DiskGiB > 0, r.DiskGiB == 0},
+	} {
+		if c.limited && c.unset {
+			return api.Errorf(api.CodeInvalidRequest,
+				"project %s/%s has a %s quota, so a sandbox must request resources.%s: the pool's default size cannot be counted against it",
+				org, name, c.field, c.field).WithDetail("quota", c.field)
+		}
 	}
 	return nil
 }

@@ -180,11 +180,28 @@ type Snapshot struct {
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
+// ExpiresAt is when a sandbox with a TTL of ttlSeconds that starts running at now
+// expires. The API refuses a TTL above api.MaxTTLSeconds; one stored before that bound
+// is held to it here, since time.Duration's nanoseconds would overflow past about
+// 292 years and put the expiry in the past.
+func ExpiresAt(now time.Time, ttlSeconds int64) time.Time {
+	return now.Add(time.Duration(min(ttlSeconds, api.MaxTTLSeconds)) * time.Second)
+}
+
 // Token scopes.
 const (
 	ScopeAdmin   = "admin"
 	ScopeProject = "project"
 )
+
+// TokenDefaultOrg is the organisation of a project token stored without one.
+const TokenDefaultOrg = "default"
+
+// ProjectTokensWhere selects the project tokens of one project ($1 org, $2 name),
+// those stored without an org included when the org is TokenDefaultOrg. SQLite
+// numbers $-parameters in the order they first appear, so $1 comes first.
+const ProjectTokensWhere = `scope = 'project' AND (org = $1 OR (org = '' AND $1 = '` +
+	TokenDefaultOrg + `')) AND project = $2`
 
 // Token is an API bearer token. Only the SHA-256 of the secret is stored.
 type Token struct {

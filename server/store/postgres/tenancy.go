@@ -24,11 +24,15 @@ func lockProject(ctx context.Context, tx txConn, org, name string) error {
 
 // usage sums the project's non-terminal sandboxes. The states are listed rather than
 // excluded so that the sandboxes_tenant_state index is scanned for live rows only,
-// however many terminated ones the project has.
+// however many terminated ones the project has. The sums are numeric, clamped to the
+// column types' largest values (see store.Usage.Add): a float8 sum past its range and
+// a bigint cast of a larger sum are errors in PostgreSQL.
 func usage(ctx context.Context, q querier, org, name string) (store.Usage, error) {
 	var u store.Usage
-	err := q.QueryRow(ctx, `SELECT count(*), coalesce(sum(cpu), 0), coalesce(sum(memory_mib), 0)::bigint,
-			coalesce(sum(disk_gib), 0)::bigint
+	err := q.QueryRow(ctx, `SELECT count(*),
+			least(coalesce(sum(cpu::numeric), 0), 1.7976931348623157e308)::float8,
+			least(coalesce(sum(memory_mib), 0), 9223372036854775807)::bigint,
+			least(coalesce(sum(disk_gib), 0), 9223372036854775807)::bigint
 		FROM sandboxes WHERE org = $1 AND project = $2 AND state = ANY($3)`,
 		org, name, statesArg(store.NonTerminalStates)).Scan(&u.Sandboxes, &u.CPU, &u.MemoryMiB, &u.DiskGiB)
 	return u, wrap(err)
@@ -131,7 +135,8 @@ func (s *Store) ListProjects(ctx context.Context) ([]store.Project, error) {
 }
 
 // DeleteProject implements store.Store. The project's lock keeps an admission from
-// slipping a sandbox in between the count and the delete.
+// slipping a sandbox in between the count and the delete. The project's tokens are
+// deleted with it; the tokens table's trigger tells every replica's cache.
 func (s *Store) DeleteProject(ctx context.Context, org, name string) error {
 	key := store.ProjectKey(org, name)
 	return s.inTx(ctx, func(tx pgx.Tx) error {
@@ -148,6 +153,9 @@ func (s *Store) DeleteProject(ctx context.Context, org, name string) error {
 		}
 		if u.Sandboxes > 0 {
 			return store.Conflict("project %s still has %d sandboxes that are not terminated", key, u.Sandboxes)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE `+store.ProjectTokensWhere, org, name); err != nil {
+			return wrap(err)
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM projects WHERE org = $1 AND name = $2`, org, name)
 		return wrap(err)

@@ -14,12 +14,16 @@ type rowQuerier interface {
 }
 
 // usage sums the project's non-terminal sandboxes (the sandboxes_tenant_state index).
+// total() sums in floating point where sum() fails on an integer overflow; the sums
+// are clamped as store.Usage.Add does. Within the API's bounds (api/limits.go) they
+// stay far below 2^53, where floats count exactly.
 func usage(ctx context.Context, q rowQuerier, org, name string) (store.Usage, error) {
 	var u store.Usage
-	err := q.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(cpu), 0.0), coalesce(sum(memory_mib), 0),
-			coalesce(sum(disk_gib), 0)
+	var memory, disk float64
+	err := q.QueryRowContext(ctx, `SELECT count(*), total(cpu), total(memory_mib), total(disk_gib)
 		FROM sandboxes WHERE org = ? AND project = ? AND state NOT IN ('terminated', 'failed')`,
-		org, name).Scan(&u.Sandboxes, &u.CPU, &u.MemoryMiB, &u.DiskGiB)
+		org, name).Scan(&u.Sandboxes, &u.CPU, &memory, &disk)
+	u.CPU, u.MemoryMiB, u.DiskGiB = store.SaturateCPU(u.CPU), store.SaturateInt(memory), store.SaturateInt(disk)
 	return u, wrap(err)
 }
 
@@ -103,10 +107,13 @@ func (s *Store) ListProjects(ctx context.Context) ([]store.Project, error) {
 	return out, wrap(rows.Err())
 }
 
-// DeleteProject implements store.Store.
+// DeleteProject implements store.Store. The project's tokens are deleted with it, and
+// the feed tells of each once the transaction has committed.
 func (s *Store) DeleteProject(ctx context.Context, org, name string) error {
 	key := store.ProjectKey(org, name)
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	var revoked []string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		revoked = revoked[:0]
 		var version int64
 		if err := tx.QueryRowContext(ctx, `SELECT version FROM projects WHERE org = ? AND name = ?`, org, name).Scan(&version); err != nil {
 			return translate(err, "project", key)
@@ -118,9 +125,31 @@ func (s *Store) DeleteProject(ctx context.Context, org, name string) error {
 		if u.Sandboxes > 0 {
 			return store.Conflict("project %s still has %d sandboxes that are not terminated", key, u.Sandboxes)
 		}
+		rows, err := tx.QueryContext(ctx, `DELETE FROM tokens WHERE `+store.ProjectTokensWhere+` RETURNING id`, org, name)
+		if err != nil {
+			return wrap(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return wrap(err)
+			}
+			revoked = append(revoked, id)
+		}
+		if err := rows.Err(); err != nil {
+			return wrap(err)
+		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM projects WHERE org = ? AND name = ?`, org, name)
 		return wrap(err)
 	})
+	if err != nil {
+		return err
+	}
+	for _, id := range revoked {
+		s.feed.publish(store.Change{Kind: store.ChangeToken, ID: id})
+	}
+	return nil
 }
 
 const profileColumns = `name, capabilities, cpu, memory_mib, disk_gib, template, placement, ttl_seconds,

@@ -180,6 +180,14 @@ func testWatch(t *testing.T, d Driver) {
 	if c := next(); c != (store.Change{Kind: store.ChangeToken, ID: tok.ID}) {
 		t.Fatalf("after deleting a token: %+v", c)
 	}
+	// Deleting a project revokes its tokens, which every replica's cache must hear of.
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "gone"}))
+	ptok := must[store.Token](t)(s.CreateToken(ctx, t0, store.Token{ID: ids.New("tok"), Hash: []byte("fedcba9876543210fedcba9876543210"),
+		Scope: store.ScopeProject, Org: "acme", Project: "gone"}))
+	noErr(t, s.DeleteProject(ctx, "acme", "gone"))
+	if c := next(); c != (store.Change{Kind: store.ChangeToken, ID: ptok.ID}) {
+		t.Fatalf("after deleting a project with a token: %+v", c)
+	}
 	if err := s.PutPolicy(ctx, store.Policy{}); err != nil {
 		t.Fatal(err)
 	}

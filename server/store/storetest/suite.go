@@ -61,6 +61,8 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxListExpiresBy", testSandboxListExpiresBy},
 		{"ProjectRoundTrip", testProjectRoundTrip},
 		{"ProjectUsageAndDelete", testProjectUsageAndDelete},
+		{"ProjectUsageSaturates", testProjectUsageSaturates},
+		{"ProjectDeleteRevokesTokens", testProjectDeleteRevokesTokens},
 		{"SandboxAdmission", testSandboxAdmission},
 		{"SandboxAdmissionConcurrent", testSandboxAdmissionConcurrent},
 		{"SandboxAdmissionRetriesUnderQuota", testSandboxAdmissionRetriesUnderQuota},

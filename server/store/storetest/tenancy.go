@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -86,6 +87,77 @@ func testProjectUsageAndDelete(t *testing.T, d Driver) {
 	wantCode(t, s.DeleteProject(ctx, "acme", "ci"), api.CodeNotFound)
 }
 
+// testProjectUsageSaturates: rows stored before the API bounded resources may hold
+// any value. Their sums saturate instead of failing (or wrapping), so that the
+// project's usage can still be read, and its quota still refuses.
+func testProjectUsageSaturates(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	huge := adapters.Resources{CPU: 1e308, MemoryMiB: math.MaxInt64, DiskGiB: math.MaxInt64}
+	for range 2 {
+		mustCreate(t, s, store.Sandbox{ID: ids.New("sbx"), Org: "acme", Project: "big", State: store.StateRunning, Resources: huge})
+	}
+	want := store.Usage{Sandboxes: 2, CPU: math.MaxFloat64, MemoryMiB: math.MaxInt64, DiskGiB: math.MaxInt64}
+	equal(t, "usage", must[store.Usage](t)(s.ProjectUsage(ctx, "acme", "big")), want)
+
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "big",
+		Quota: store.Quota{CPU: 4, MemoryMiB: 1024, DiskGiB: 10}}))
+	sb := store.Sandbox{ID: ids.New("sbx"), Org: "acme", Project: "big", State: store.StateQueued,
+		Resources: adapters.Resources{CPU: 1, MemoryMiB: 1, DiskGiB: 1}}
+	var seen store.Usage
+	_, _, err := s.CreateSandboxAdmitted(ctx, t0, sb, func(a store.Admission, ins *store.Sandbox) error {
+		seen = a.Usage
+		return admitQuota(sb)(a, ins)
+	})
+	wantCode(t, err, api.CodeQuotaExceeded)
+	equal(t, "usage at admission", seen, want)
+}
+
+// testProjectDeleteRevokesTokens: a project's tokens go with its declaration, so
+// that no token outlives the quota that bounded it; other projects' tokens stay.
+func testProjectDeleteRevokesTokens(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	mk := func(org, project string) []byte {
+		hash := []byte(ids.New("hash") + "-0123456789abcdef")
+		scope := store.ScopeProject
+		if project == "" {
+			scope = store.ScopeAdmin
+		}
+		must[store.Token](t)(s.CreateToken(ctx, t0, store.Token{ID: ids.New("tok"), Hash: hash, Scope: scope, Org: org, Project: project}))
+		return hash
+	}
+	gone := [][]byte{mk("acme", "ci"), mk("acme", "ci")}
+	kept := [][]byte{mk("acme", "other"), mk("beta", "ci"), mk("", "")}
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "acme", Name: "ci", Quota: store.Quota{Sandboxes: 1}}))
+
+	// A refused delete revokes nothing.
+	live := mustCreate(t, s, store.Sandbox{ID: ids.New("sbx"), Org: "acme", Project: "ci", State: store.StateRunning})
+	wantCode(t, s.DeleteProject(ctx, "acme", "ci"), api.CodeInvalidState)
+	for _, h := range gone {
+		must[store.Token](t)(s.TokenByHash(ctx, h))
+	}
+	must[store.Sandbox](t)(s.UpdateSandbox(ctx, live.ID, t0, func(cur *store.Sandbox) error {
+		cur.State = store.StateTerminated
+		return nil
+	}))
+
+	noErr(t, s.DeleteProject(ctx, "acme", "ci"))
+	for _, h := range gone {
+		_, err := s.TokenByHash(ctx, h)
+		wantCode(t, err, api.CodeNotFound)
+	}
+	for _, h := range kept {
+		must[store.Token](t)(s.TokenByHash(ctx, h))
+	}
+	// The default organisation's tokens may be stored without their org.
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "default", Name: "ci"}))
+	bare := mk("", "ci")
+	noErr(t, s.DeleteProject(ctx, "default", "ci"))
+	_, err := s.TokenByHash(ctx, bare)
+	wantCode(t, err, api.CodeNotFound)
+}
+
 // admitQuota is the admission the API runs: the project's quota and nothing else.
 func admitQuota(sb store.Sandbox) func(store.Admission, *store.Sandbox) error {
 	return func(a store.Admission, _ *store.Sandbox) error {
@@ -114,6 +186,11 @@ func testSandboxAdmission(t *testing.T, d Driver) {
 		t.Fatalf("first admitted create = %v, %v, %v", out.ID, created, err)
 	}
 	equal(t, "admission", seen, store.Admission{Quota: store.Quota{Sandboxes: 2, MemoryMiB: 3072}})
+	// A limited resource left unset (the pool's default, which no sum counts) is
+	// refused as such.
+	unset := mk("k2", 0)
+	_, _, err = s.CreateSandboxAdmitted(ctx, t0, unset, admitQuota(unset))
+	wantCode(t, err, api.CodeInvalidRequest)
 
 	// Memory: 1024 + 4096 > 3072.
 	big := mk("k2", 4096)
