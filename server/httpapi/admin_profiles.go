@@ -7,6 +7,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/textcut"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -38,10 +39,12 @@ func toProfile(p store.Profile) Profile {
 	return out
 }
 
-// validProfileName uses the pools' naming rule (a DNS label).
+// validProfileName uses the pools' naming rule (a DNS label). The message quotes no
+// more of a bad name than a good one could hold.
 func validProfileName(name string) error {
 	if !api.ValidName(name) {
-		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit", name)
+		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
+			textcut.Prefix(name, 64))
 	}
 	return nil
 }

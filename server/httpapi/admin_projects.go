@@ -41,14 +41,11 @@ func (s *Server) tallyProjects(ctx context.Context, f store.SandboxFilter) (map[
 				out[k] = t
 			}
 			if !sb.State.IsTerminal() {
-				t.usage.Sandboxes++
-				t.usage.CPU += sb.Resources.CPU
-				t.usage.MemoryMiB += sb.Resources.MemoryMiB
-				t.usage.DiskGiB += sb.Resources.DiskGiB
+				t.usage.Add(sb.Resources)
 			}
 			if sb.Pool != "" {
 				if v, ok := s.pools.View(sb.Pool); ok {
-					t.cost += estimateCost(sb, v.Pool.CostModel, now)
+					t.cost = saturate(t.cost + estimateCost(sb, v.Pool.CostModel, now))
 				}
 			}
 		}
@@ -92,19 +89,28 @@ func (s *Server) projectAnswer(ctx context.Context, org, name string) (Project, 
 	case err != nil:
 		return Project{}, errorf("get project: %w", err)
 	}
+	t, err := s.projectTally(ctx, org, name)
+	if err != nil {
+		return Project{}, err
+	}
+	return toProject(p, declared, t), nil
+}
+
+// projectTally reads one project's usage and cost.
+func (s *Server) projectTally(ctx context.Context, org, name string) (projectTally, error) {
 	usage, err := s.st.ProjectUsage(ctx, org, name)
 	if err != nil {
-		return Project{}, errorf("project usage: %w", err)
+		return projectTally{}, errorf("project usage: %w", err)
 	}
 	tally, err := s.tallyProjects(ctx, store.SandboxFilter{Org: org, Project: name})
 	if err != nil {
-		return Project{}, err
+		return projectTally{}, err
 	}
 	t := projectTally{usage: usage}
 	if got := tally[projectKey{org, name}]; got != nil {
 		t.cost = got.cost
 	}
-	return toProject(p, declared, t), nil
+	return t, nil
 }
 
 func (s *Server) ListProjects(w http.ResponseWriter, r *http.Request) {
@@ -171,20 +177,34 @@ func (s *Server) PutProject(w http.ResponseWriter, r *http.Request, org, project
 	if q := body.Quota; q != nil {
 		p.Quota = store.Quota{Sandboxes: deref(q.Sandboxes), CPU: deref(q.Cpu), MemoryMiB: deref(q.MemoryMiB), DiskGiB: deref(q.DiskGiB)}
 	}
-	ctx := r.Context()
-	if _, err := s.st.PutProject(ctx, s.now(), p); err != nil {
+	if err := store.ValidateProject(p); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.projectAnswer(ctx, org, project)
+	// Usage and cost are read before the write, which does not change them: a failure
+	// to read them then refuses the request with nothing stored, where reading them
+	// after would answer an error for a quota already in force.
+	ctx := r.Context()
+	t, err := s.projectTally(ctx, org, project)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	stored, err := s.st.PutProject(ctx, s.now(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toProject(stored, true, t))
 }
 
+// DeleteProject removes the declaration and, with it, the project's tokens: a token
+// kept would go on creating sandboxes in a project that no quota bounds any more.
+// Refused (invalid_state) while the project has sandboxes that are not terminated.
 func (s *Server) DeleteProject(w http.ResponseWriter, r *http.Request, org, project string) {
+	// Dropped on this replica at once; the others hear of each token through the
+	// change feed.
+	defer s.cache.forgetProject(org, project)
 	if err := s.st.DeleteProject(r.Context(), org, project); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -64,6 +64,22 @@ func (c *caches) forgetToken(id string) {
 	}
 }
 
+// forgetProject drops the cached tokens of one project, whose deletion revoked them.
+func (c *caches) forgetProject(org, project string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	for h, e := range c.tokens {
+		tokOrg := e.tok.Org
+		if tokOrg == "" {
+			tokOrg = store.TokenDefaultOrg
+		}
+		if e.tok.Scope == store.ScopeProject && tokOrg == org && e.tok.Project == project {
+			delete(c.tokens, h)
+		}
+	}
+}
+
 func (c *caches) forgetPolicy() {
 	c.mu.Lock()
 	c.policy = nil

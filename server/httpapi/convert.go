@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -86,7 +87,17 @@ func estimateCost(sb store.Sandbox, m store.CostModel, now time.Time) float64 {
 		return 0
 	}
 	perHour := m.CPUHour*sb.Resources.CPU + m.MemoryGiBHour*float64(sb.Resources.MemoryMiB)/1024
-	return hours * perHour
+	return saturate(hours * perHour)
+}
+
+// saturate keeps a figure the API answers finite, which JSON requires: past the
+// largest float64 it is that. Only rows stored before the bounds of api/limits.go,
+// or an extravagant cost model, come near it.
+func saturate(f float64) float64 {
+	if f > math.MaxFloat64 {
+		return math.MaxFloat64
+	}
+	return f
 }
 
 func toSnapshot(sn store.Snapshot) Snapshot {

@@ -73,6 +73,15 @@ func tenant(p principal, org, project *string) (string, string, error) {
 	return o, pr, api.CheckTenantName("project", pr)
 }
 
+// checkTTL bounds a ttlSeconds: a longer one than api.MaxTTLSeconds would overflow
+// the expiry's arithmetic into the past, and the sandbox be ended as expired at once.
+func checkTTL(ttl int64) error {
+	if ttl < 0 || ttl > api.MaxTTLSeconds {
+		return invalid("ttlSeconds must be between 0 (no expiry) and %d (ten years)", api.MaxTTLSeconds)
+	}
+	return nil
+}
+
 func validateEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -137,6 +146,10 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		sb.Placement = store.Placement{AllowedPools: deref(pl.AllowedPools), Regions: deref(pl.Regions)}
 	}
 	if name := deref(body.Profile); name != "" {
+		if err := validProfileName(name); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := s.applyProfile(ctx, &sb, name, body.TtlSeconds != nil); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -197,15 +210,16 @@ func policyDefaultTTL(p store.Policy) (int64, error) {
 	case nil:
 		return DefaultTTLSeconds, nil
 	case float64:
-		if v >= 0 && v == float64(int64(v)) {
+		if v >= 0 && v <= api.MaxTTLSeconds && v == float64(int64(v)) {
 			return int64(v), nil
 		}
 	case json.Number:
-		if n, err := v.Int64(); err == nil && n >= 0 {
+		if n, err := v.Int64(); err == nil && n >= 0 && n <= api.MaxTTLSeconds {
 			return n, nil
 		}
 	}
-	return 0, invalid("defaults.ttlSeconds must be a whole number of seconds, 0 (no expiry) or more")
+	return 0, invalid("defaults.ttlSeconds must be a whole number of seconds between 0 (no expiry) and %d (ten years)",
+		api.MaxTTLSeconds)
 }
 
 // queueFullRetryAfter is the Retry-After of a create refused because the queue is full.
@@ -231,8 +245,11 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	if err := sb.Resources.Validate(); err != nil {
 		return sb, false, nil, err
 	}
-	if sb.TTLSeconds < 0 {
-		return sb, false, nil, invalid("ttlSeconds must not be negative")
+	if err := checkTTL(sb.TTLSeconds); err != nil {
+		return sb, false, nil, err
+	}
+	if len(sb.Template) > api.MaxTemplateBytes {
+		return sb, false, nil, invalid("template is longer than %d bytes", api.MaxTemplateBytes)
 	}
 	if err := validateEnv(sb.Env); err != nil {
 		return sb, false, nil, err
@@ -436,9 +453,11 @@ func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id Sandbox
 			return
 		}
 	}
-	if body.TtlSeconds != nil && *body.TtlSeconds < 0 {
-		s.writeError(w, r, invalid("ttlSeconds must not be negative"))
-		return
+	if body.TtlSeconds != nil {
+		if err := checkTTL(*body.TtlSeconds); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	ctx := r.Context()
 	current, err := s.loadSandbox(ctx, id)
@@ -468,7 +487,7 @@ func (s *Server) PatchSandbox(w http.ResponseWriter, r *http.Request, id Sandbox
 			case store.StateRunning, store.StateStopped, store.StatePaused:
 				sb.ExpiresAt = nil
 				if sb.TTLSeconds > 0 {
-					sb.ExpiresAt = ptr(now.Add(time.Duration(sb.TTLSeconds) * time.Second))
+					sb.ExpiresAt = ptr(store.ExpiresAt(now, sb.TTLSeconds))
 				}
 			}
 		}

@@ -203,8 +203,8 @@ func (s *Server) ForkSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		s.writeError(w, r, err)
 		return
 	}
-	if child.TTLSeconds < 0 {
-		s.writeError(w, r, invalid("ttlSeconds must not be negative"))
+	if err := checkTTL(child.TTLSeconds); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	sn, err := s.takeSnapshot(ctx, t, op, kind)

@@ -127,7 +127,7 @@ func TestQuotaAtAdmission(t *testing.T) {
 			t.Fatalf("message %q", msg)
 		}
 		create(2, "").want(t, http.StatusAccepted)
-		r = create(0, "").want(t, http.StatusTooManyRequests, api.CodeQuotaExceeded)
+		r = create(0.5, "").want(t, http.StatusTooManyRequests, api.CodeQuotaExceeded)
 		ae := r.apiError(t)
 		if ae.Message != "project acme/ci would use 3 of 2 sandboxes" || ae.Details["quota"] != "sandboxes" {
 			t.Fatalf("error %+v", ae)
@@ -147,7 +147,77 @@ func TestQuotaAtAdmission(t *testing.T) {
 		if ended.State != httpapi.Terminated {
 			t.Fatalf("deleted queued sandbox is %s", ended.State)
 		}
-		create(0, "").want(t, http.StatusAccepted)
+		create(1, "").want(t, http.StatusAccepted)
+	})
+}
+
+// TestQuotaCountsUnsetResources: a sandbox that leaves a resource unset gets its
+// pool's default size, which the quota cannot count; in a project whose quota limits
+// that resource the create must say how much it wants, or a project limited to one CPU
+// could run any number of default-sized sandboxes. A profile's resources count.
+func TestQuotaCountsUnsetResources(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		tok := e.projectToken("acme", "ci")
+		e.do(e.admin, "PUT", "/v1/admin/projects/acme/ci",
+			map[string]any{"quota": map[string]any{"cpu": 1, "memoryMiB": 2048}}).want(t, http.StatusOK)
+		for range 3 {
+			r := e.do(tok, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{"fake"}}})
+			wantField(t, r, "resources.cpu")
+		}
+		wantField(t, e.do(tok, "POST", "/v1/sandboxes", map[string]any{
+			"placement": map[string]any{"allowedPools": []string{"fake"}}, "resources": map[string]any{"cpu": 1}}),
+			"resources.memoryMiB")
+		e.do(e.admin, "PUT", "/v1/admin/profiles/small",
+			map[string]any{"resources": map[string]any{"cpu": 1, "memoryMiB": 1024}}).want(t, http.StatusOK)
+		e.createSandbox(tok, "fake", map[string]any{"profile": "small"})
+		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"profile": "small", "placement": map[string]any{"allowedPools": []string{"fake"}}}).
+			want(t, http.StatusTooManyRequests, api.CodeQuotaExceeded)
+		var p httpapi.Project
+		e.do(e.admin, "GET", "/v1/admin/projects/acme/ci", nil).want(t, http.StatusOK).decode(t, &p)
+		if p.Usage.Sandboxes != 1 || p.Usage.Cpu != 1 {
+			t.Fatalf("usage %+v", p.Usage)
+		}
+		// A project whose quota counts sandboxes only takes default sizes.
+		e.do(e.admin, "PUT", "/v1/admin/projects/acme/ci", map[string]any{"quota": map[string]any{"sandboxes": 5}}).want(t, http.StatusOK)
+		e.createSandbox(tok, "fake", nil)
+	})
+}
+
+// TestDeletedProjectTokens: deleting a project revokes its tokens, which would
+// otherwise go on creating sandboxes that no quota bounds; other projects' stay.
+func TestDeletedProjectTokens(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		e.do(e.admin, "PUT", "/v1/admin/projects/acme/ci", map[string]any{"quota": map[string]any{"sandboxes": 1}}).want(t, http.StatusOK)
+		mint := func(project string) string {
+			var out httpapi.TokenCreated
+			e.do(e.admin, "POST", "/v1/admin/tokens", map[string]any{"scope": "project", "org": "acme", "project": project}).
+				want(t, http.StatusCreated).decode(t, &out)
+			return out.Secret
+		}
+		tok, other := mint("ci"), mint("other")
+		// Used once, so that the replica has it cached.
+		e.do(tok, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK)
+		sb := e.createSandbox(tok, "fake", nil)
+
+		// Refused while the project has a live sandbox; the token still works.
+		e.do(e.admin, "DELETE", "/v1/admin/projects/acme/ci", nil).want(t, http.StatusConflict, api.CodeInvalidState)
+		e.do(tok, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK)
+		e.terminate(sb.Id)
+
+		e.do(e.admin, "DELETE", "/v1/admin/projects/acme/ci", nil).want(t, http.StatusNoContent)
+		e.do(tok, "GET", "/v1/sandboxes", nil).want(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+		e.do(tok, "POST", "/v1/sandboxes", map[string]any{"placement": map[string]any{"allowedPools": []string{"fake"}}}).
+			want(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+		e.do(other, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK)
+		var list httpapi.TokenList
+		e.do(e.admin, "GET", "/v1/admin/tokens", nil).want(t, http.StatusOK).decode(t, &list)
+		for _, it := range list.Items {
+			if it.Project != nil && *it.Project == "ci" {
+				t.Fatalf("token %s of the deleted project is listed", it.Id)
+			}
+		}
 	})
 }
 

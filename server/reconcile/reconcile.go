@@ -481,7 +481,7 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 			sb.State, sb.BackendRef, sb.Reason = store.StateRunning, a.Ref, ""
 			sb.ClaimedBy, sb.ClaimExpiresAt = "", nil
 			if sb.TTLSeconds > 0 {
-				exp := now.Add(time.Duration(sb.TTLSeconds) * time.Second)
+				exp := store.ExpiresAt(now, sb.TTLSeconds)
 				sb.ExpiresAt = &exp
 			}
 		case Requeue:

@@ -436,7 +436,7 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 		cur.AvoidPool, cur.AvoidUntil = "", nil
 		clearClaim(cur)
 		if cur.TTLSeconds > 0 {
-			exp := now.Add(time.Duration(cur.TTLSeconds) * time.Second)
+			exp := store.ExpiresAt(now, cur.TTLSeconds)
 			cur.ExpiresAt = &exp
 		}
 		return nil

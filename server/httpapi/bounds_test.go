@@ -1,0 +1,148 @@
+package httpapi_test
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/httpapi"
+	"github.com/different-ai/differently/server/store"
+)
+
+// wantField checks a 400 invalid_request whose message names field.
+func wantField(t *testing.T, r response, field string) {
+	t.Helper()
+	r.want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+	if msg := r.apiError(t).Message; !strings.Contains(msg, field) {
+		t.Fatalf("message %q does not name %s", msg, field)
+	}
+}
+
+// TestResourceBounds: a resource past the bounds of api/limits.go is refused with the
+// field named, wherever resources are taken (create, profile, quota), and sums over
+// rows stored before the bounds saturate instead of failing every answer that shows
+// the project.
+func TestResourceBounds(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		tok := e.projectToken("acme", "ci")
+		create := func(resources string) response {
+			body := `{"placement": {"allowedPools": ["fake"]}, "resources": ` + resources + `}`
+			return e.request(tok, "POST", "/v1/sandboxes", strings.NewReader(body), nil)
+		}
+		for _, c := range []struct{ resources, field string }{
+			{`{"memoryMiB": 9223372036854775807}`, "resources.memoryMiB"},
+			{`{"memoryMiB": ` + strconv.Itoa(api.MaxMemoryMiB+1) + `}`, "resources.memoryMiB"},
+			{`{"cpu": 1e308}`, "resources.cpu"},
+			{`{"cpu": 1024.5}`, "resources.cpu"},
+			{`{"diskGiB": ` + strconv.Itoa(api.MaxDiskGiB+1) + `}`, "resources.diskGiB"},
+			{`{"cpu": -1}`, "resources.cpu"},
+		} {
+			wantField(t, create(c.resources), c.field)
+		}
+		create(`{"cpu": 2, "memoryMiB": 4096, "diskGiB": 10}`).want(t, http.StatusAccepted)
+
+		wantField(t, e.do(e.admin, "PUT", "/v1/admin/profiles/big",
+			map[string]any{"resources": map[string]any{"cpu": 1e308}}), "resources.cpu")
+		e.do(e.admin, "GET", "/v1/admin/profiles/big", nil).want(t, http.StatusNotFound, api.CodeNotFound)
+
+		for _, c := range []struct {
+			quota map[string]any
+			field string
+		}{
+			{map[string]any{"cpu": 1e308}, "quota.cpu"},
+			{map[string]any{"memoryMiB": int64(math.MaxInt64)}, "quota.memoryMiB"},
+			{map[string]any{"diskGiB": int64(api.MaxQuotaDiskGiB + 1)}, "quota.diskGiB"},
+			{map[string]any{"sandboxes": api.MaxQuotaSandboxes + 1}, "quota.sandboxes"},
+		} {
+			wantField(t, e.do(e.admin, "PUT", "/v1/admin/projects/acme/ci", map[string]any{"quota": c.quota}), c.field)
+		}
+		var p httpapi.Project
+		e.do(e.admin, "GET", "/v1/admin/projects/acme/ci", nil).want(t, http.StatusOK).decode(t, &p)
+		if p.Declared {
+			t.Fatalf("a refused quota was stored: %+v", p)
+		}
+
+		// Rows from before the bounds: two sandboxes at the old extremes.
+		ctx := context.Background()
+		for range 2 {
+			sb := store.Sandbox{ID: ids.New("sbx"), Org: "acme", Project: "old", State: store.StateRunning, Pool: "devhost",
+				Resources: adapters.Resources{CPU: 1e308, MemoryMiB: math.MaxInt64, DiskGiB: math.MaxInt64}}
+			if _, _, err := st.CreateSandbox(ctx, e.clk.Now(), sb); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clk.Advance(3600e9)
+		e.do(e.admin, "GET", "/v1/admin/projects", nil).want(t, http.StatusOK)
+		e.do(e.admin, "GET", "/v1/admin/projects/acme/old", nil).want(t, http.StatusOK).decode(t, &p)
+		if p.Usage.MemoryMiB != math.MaxInt64 || p.Usage.Cpu != math.MaxFloat64 || p.Usage.Sandboxes != 2 {
+			t.Fatalf("usage %+v, want saturated sums", p.Usage)
+		}
+		e.do(e.admin, "PUT", "/v1/admin/projects/acme/old", map[string]any{"quota": map[string]any{"cpu": 4}}).
+			want(t, http.StatusOK).decode(t, &p)
+		if !p.Declared || *p.Quota.Cpu != 4 {
+			t.Fatalf("quota put: %+v", p)
+		}
+		old := e.projectToken("acme", "old")
+		e.request(old, "POST", "/v1/sandboxes", strings.NewReader(`{"placement": {"allowedPools": ["fake"]}, "resources": {"cpu": 1}}`), nil).
+			want(t, http.StatusTooManyRequests, api.CodeQuotaExceeded)
+	})
+}
+
+// TestTTLBounds: a ttlSeconds past api.MaxTTLSeconds is refused on every path that
+// takes one, where it used to overflow into an expiry in the past and end the sandbox
+// at once; the bound itself is accepted and expires in the future.
+func TestTTLBounds(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		tooLong := int64(api.MaxTTLSeconds + 1)
+		huge := int64(9223372037) // past it, time.Duration overflows
+		for _, ttl := range []int64{tooLong, huge} {
+			wantField(t, e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{
+				"placement": map[string]any{"allowedPools": []string{"fake"}}, "ttlSeconds": ttl}), "ttlSeconds")
+			wantField(t, e.do(e.admin, "PUT", "/v1/admin/profiles/long", map[string]any{"ttlSeconds": ttl}), "ttlSeconds")
+			wantField(t, e.do(e.admin, "PUT", "/v1/admin/policy", map[string]any{"defaults": map[string]any{"ttlSeconds": ttl}}),
+				"defaults.ttlSeconds")
+		}
+
+		sb := e.running(e.admin, "devhost")
+		base := "/v1/sandboxes/" + sb.ID
+		wantField(t, e.do(e.admin, "PATCH", base, map[string]any{"ttlSeconds": huge}), "ttlSeconds")
+		wantField(t, e.do(e.admin, "POST", base+"/fork", map[string]any{"ttlSeconds": huge}), "ttlSeconds")
+		var snaps httpapi.SnapshotList
+		e.do(e.admin, "GET", base+"/snapshots", nil).want(t, http.StatusOK).decode(t, &snaps)
+		if len(snaps.Items) != 0 {
+			t.Fatalf("a refused fork took a snapshot: %+v", snaps)
+		}
+
+		var got httpapi.Sandbox
+		e.do(e.admin, "PATCH", base, map[string]any{"ttlSeconds": api.MaxTTLSeconds}).want(t, http.StatusOK).decode(t, &got)
+		if got.State != httpapi.Running || got.ExpiresAt == nil || !got.ExpiresAt.After(e.clk.Now().AddDate(9, 0, 0)) {
+			t.Fatalf("patched to the bound: %+v", got)
+		}
+	})
+}
+
+// TestTemplateBound: a template name is at most api.MaxTemplateBytes, on a create and
+// in a profile.
+func TestTemplateBound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		long := strings.Repeat("t", api.MaxTemplateBytes+1)
+		wantField(t, e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{
+			"placement": map[string]any{"allowedPools": []string{"fake"}}, "template": long}), "template")
+		wantField(t, e.do(e.admin, "PUT", "/v1/admin/profiles/long", map[string]any{"template": long}), "template")
+		// A profile name that cannot exist is refused as such, without echoing it whole.
+		r := e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"profile": strings.Repeat("p", 100000)})
+		r.want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+		if len(r.body) > 2000 {
+			t.Fatalf("error of %d bytes", len(r.body))
+		}
+	})
+}
