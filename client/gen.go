@@ -187,8 +187,10 @@ type Placement struct {
 // Policy defines model for Policy.
 type Policy struct {
 	// AllowExternal Let work go to external pools at all...
-	AllowExternal *bool                   `json:"allowExternal,omitempty"`
-	Defaults      *map[string]interface{} `json:"defaults,omitempty"`
+	AllowExternal *bool `json:"allowExternal,omitempty"`
+
+	// Defaults ttlSeconds: the lifetime of a create that names none, 0 (no expiry) to 316224000 (ten years).
+	Defaults *map[string]interface{} `json:"defaults,omitempty"`
 
 	// ExternalPools ...and then only to these.
 	ExternalPools *[]string `json:"externalPools,omitempty"`
@@ -320,7 +322,9 @@ type ProfileSpec struct {
 	Capabilities *[]string  `json:"capabilities,omitempty"`
 	Placement    *Placement `json:"placement,omitempty"`
 	Resources    *Resources `json:"resources,omitempty"`
-	Template     *string    `json:"template,omitempty"`
+
+	// Template At most 1024 bytes.
+	Template *string `json:"template,omitempty"`
 
 	// TtlSeconds Used when a create does not set ttlSeconds; 0 = no expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
@@ -352,10 +356,15 @@ type ProjectList struct {
 
 // ProjectQuota Limits on what the project's sandboxes that are not terminated or failed request together; 0 = unlimited.
 type ProjectQuota struct {
-	Cpu       *float64 `json:"cpu,omitempty"`
-	DiskGiB   *int64   `json:"diskGiB,omitempty"`
-	MemoryMiB *int64   `json:"memoryMiB,omitempty"`
-	Sandboxes *int     `json:"sandboxes,omitempty"`
+	// Cpu A sandbox of such a project must request cpu.
+	Cpu *float64 `json:"cpu,omitempty"`
+
+	// DiskGiB A sandbox of such a project must request diskGiB.
+	DiskGiB *int64 `json:"diskGiB,omitempty"`
+
+	// MemoryMiB A sandbox of such a project must request memoryMiB.
+	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
+	Sandboxes *int   `json:"sandboxes,omitempty"`
 }
 
 // ProjectSpec defines model for ProjectSpec.
@@ -446,9 +455,11 @@ type SandboxCreate struct {
 	// Project Admin tokens only: the project to create in (default "default").
 	Project   *string    `json:"project,omitempty"`
 	Resources *Resources `json:"resources,omitempty"`
-	Template  *string    `json:"template,omitempty"`
 
-	// TtlSeconds Lifetime in seconds once running. Left out: the profile's, else the policy's defaults.ttlSeconds, else 24 hours. 0: no expiry.
+	// Template At most 1024 bytes.
+	Template *string `json:"template,omitempty"`
+
+	// TtlSeconds Lifetime in seconds once running, at most ten years (316224000). Left out: the profile's, else the policy's defaults.ttlSeconds, else 24 hours. 0: no expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 
@@ -463,7 +474,7 @@ type SandboxPatch struct {
 	// Labels Replaces every label.
 	Labels *map[string]string `json:"labels,omitempty"`
 
-	// TtlSeconds From now; 0 removes the expiry.
+	// TtlSeconds From now, at most ten years; 0 removes the expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 

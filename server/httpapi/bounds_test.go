@@ -146,3 +146,51 @@ func TestTemplateBound(t *testing.T) {
 		}
 	})
 }
+
+// TestDocumentedBounds: the API document states the bounds of api/limits.go, which
+// the server enforces; the two must not drift apart.
+func TestDocumentedBounds(t *testing.T) {
+	doc, err := httpapi.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc.Components.Schemas
+	prop := func(schema, field string) (minimum, maximum *float64, maxLength *uint64) {
+		t.Helper()
+		s, ok := schemas[schema]
+		if !ok || s.Value == nil {
+			t.Fatalf("no schema %s", schema)
+		}
+		p, ok := s.Value.Properties[field]
+		if !ok || p.Value == nil {
+			t.Fatalf("no property %s.%s", schema, field)
+		}
+		return p.Value.Min, p.Value.Max, p.Value.MaxLength
+	}
+	for _, c := range []struct {
+		schema, field string
+		max           float64
+	}{
+		{"Resources", "cpu", api.MaxCPU},
+		{"Resources", "memoryMiB", api.MaxMemoryMiB},
+		{"Resources", "diskGiB", api.MaxDiskGiB},
+		{"ProjectQuota", "sandboxes", api.MaxQuotaSandboxes},
+		{"ProjectQuota", "cpu", api.MaxQuotaCPU},
+		{"ProjectQuota", "memoryMiB", api.MaxQuotaMemoryMiB},
+		{"ProjectQuota", "diskGiB", api.MaxQuotaDiskGiB},
+		{"SandboxCreate", "ttlSeconds", api.MaxTTLSeconds},
+		{"SandboxPatch", "ttlSeconds", api.MaxTTLSeconds},
+		{"ForkRequest", "ttlSeconds", api.MaxTTLSeconds},
+		{"ProfileSpec", "ttlSeconds", api.MaxTTLSeconds},
+	} {
+		minimum, maximum, _ := prop(c.schema, c.field)
+		if minimum == nil || *minimum != 0 || maximum == nil || *maximum != c.max {
+			t.Errorf("%s.%s: minimum %v, maximum %v; want 0 and %v", c.schema, c.field, minimum, maximum, c.max)
+		}
+	}
+	for _, schema := range []string{"SandboxCreate", "ProfileSpec"} {
+		if _, _, n := prop(schema, "template"); n == nil || *n != api.MaxTemplateBytes {
+			t.Errorf("%s.template: maxLength %v, want %d", schema, n, api.MaxTemplateBytes)
+		}
+	}
+}

@@ -190,8 +190,10 @@ type Placement struct {
 // Policy defines model for Policy.
 type Policy struct {
 	// AllowExternal Let work go to external pools at all...
-	AllowExternal *bool                   `json:"allowExternal,omitempty"`
-	Defaults      *map[string]interface{} `json:"defaults,omitempty"`
+	AllowExternal *bool `json:"allowExternal,omitempty"`
+
+	// Defaults ttlSeconds: the lifetime of a create that names none, 0 (no expiry) to 316224000 (ten years).
+	Defaults *map[string]interface{} `json:"defaults,omitempty"`
 
 	// ExternalPools ...and then only to these.
 	ExternalPools *[]string `json:"externalPools,omitempty"`
@@ -323,7 +325,9 @@ type ProfileSpec struct {
 	Capabilities *[]string  `json:"capabilities,omitempty"`
 	Placement    *Placement `json:"placement,omitempty"`
 	Resources    *Resources `json:"resources,omitempty"`
-	Template     *string    `json:"template,omitempty"`
+
+	// Template At most 1024 bytes.
+	Template *string `json:"template,omitempty"`
 
 	// TtlSeconds Used when a create does not set ttlSeconds; 0 = no expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
@@ -355,10 +359,15 @@ type ProjectList struct {
 
 // ProjectQuota Limits on what the project's sandboxes that are not terminated or failed request together; 0 = unlimited.
 type ProjectQuota struct {
-	Cpu       *float64 `json:"cpu,omitempty"`
-	DiskGiB   *int64   `json:"diskGiB,omitempty"`
-	MemoryMiB *int64   `json:"memoryMiB,omitempty"`
-	Sandboxes *int     `json:"sandboxes,omitempty"`
+	// Cpu A sandbox of such a project must request cpu.
+	Cpu *float64 `json:"cpu,omitempty"`
+
+	// DiskGiB A sandbox of such a project must request diskGiB.
+	DiskGiB *int64 `json:"diskGiB,omitempty"`
+
+	// MemoryMiB A sandbox of such a project must request memoryMiB.
+	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
+	Sandboxes *int   `json:"sandboxes,omitempty"`
 }
 
 // ProjectSpec defines model for ProjectSpec.
@@ -449,9 +458,11 @@ type SandboxCreate struct {
 	// Project Admin tokens only: the project to create in (default "default").
 	Project   *string    `json:"project,omitempty"`
 	Resources *Resources `json:"resources,omitempty"`
-	Template  *string    `json:"template,omitempty"`
 
-	// TtlSeconds Lifetime in seconds once running. Left out: the profile's, else the policy's defaults.ttlSeconds, else 24 hours. 0: no expiry.
+	// Template At most 1024 bytes.
+	Template *string `json:"template,omitempty"`
+
+	// TtlSeconds Lifetime in seconds once running, at most ten years (316224000). Left out: the profile's, else the policy's defaults.ttlSeconds, else 24 hours. 0: no expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 
@@ -466,7 +477,7 @@ type SandboxPatch struct {
 	// Labels Replaces every label.
 	Labels *map[string]string `json:"labels,omitempty"`
 
-	// TtlSeconds From now; 0 removes the expiry.
+	// TtlSeconds From now, at most ten years; 0 removes the expiry.
 	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 
@@ -764,7 +775,7 @@ type ServerInterface interface {
 	// Every declared project, and every project that has sandboxes, with its quota, usage and cost.
 	// (GET /v1/admin/projects)
 	ListProjects(w http.ResponseWriter, r *http.Request)
-	// Remove the declared project and its quota. Refused while the project has sandboxes that are not terminated.
+	// Remove the declared project and its quota, and revoke the project's tokens. Refused while the project has sandboxes that are not terminated.
 	// (DELETE /v1/admin/projects/{org}/{project})
 	DeleteProject(w http.ResponseWriter, r *http.Request, org string, project string)
 	// The project's quota, usage and accrued cost. A project that was never put exists implicitly, without quota (declared false).
@@ -943,7 +954,7 @@ func (_ Unimplemented) ListProjects(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// Remove the declared project and its quota. Refused while the project has sandboxes that are not terminated.
+// Remove the declared project and its quota, and revoke the project's tokens. Refused while the project has sandboxes that are not terminated.
 // (DELETE /v1/admin/projects/{org}/{project})
 func (_ Unimplemented) DeleteProject(w http.ResponseWriter, r *http.Request, org string, project string) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -2792,159 +2803,162 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+x9W3PbONbgX0Fpt8p2LS3LjjPTbVc/5NKZzn7diTdxqh/aqTZEHkkYUwAHAC1rUv7v",
-	"WzgHICkJ1M2yk+nJU2KKxOXg3G/40knVuFASpDWdsy+dgms+Bgsa/7rgduT+zcCkWhRWKNk567xgBbcj",
-	"JqQRGTA7Ama4zPrqrttJOsK98a8S9LSTdCQfQ+es417vJB0N/yqFhqxzZnUJScekIxhzN76dFu49Y7WQ",
-	"w879fdK50DAAvTj3hzev2N9PTnuswBdApmC67HrChf3p3TXbf8cGWo1Zj1nF/tZjBlIlM3PAuLkxuNSM",
-	"w1hJ9zOXZgKaKZnObIKNuGEaeDqCjJ5bbukNtwEwluXAM8OsSpjSjDMLeiwkz5mSQI8GFjR7F2ZP2GQk",
-	"0hHcgmapGoNhA6GNPccx/SqEmVkDN0xY/1AmjMuMpVxrAYZdX1Q7P3xRFLmA7Iz5/XfZezsC3QQO4xqY",
-	"GEqlITtnnI15PlB6DBl+46Y47fWqgxsBz0DXJ+ePYflZfaRFv33tfsZh/IH7QUS20eHfu5dNoaQBRMKf",
-	"tVb6g3/iHqRKWpDW/Zc7AKTcIcfRP43DkC+Nkf+3hkHnrPO/jmocP6JfzRGO+rO8hVwVQLPOYblk4N7p",
-	"du6TDoIVP3nKBUyZwuPEdSQOKQhHxsDAf9hlP9+CnjKtSgss5TIg1GnvmJWSlw6BrFshZGxfKmbVjcMo",
-	"5RDfYTVHHCjljVQT6R5ruFU3Dlcmwo7Y77//fviiMchBwp73ekxIC1rynFDzee8ZK7S6FRnoP0vJb7nI",
-	"eT8HGuIDWD09fIE0MRmJHBp0uGdYxi3vcwO0DCQ89y2C/ULlIp3u/Oxp2BjML0fAipynMAZpWYHv+ZWo",
-	"/BHWofLoybNCqZzm1Wogctj91DRuy+z0Y1jAPyG1j7EAN27rAtyPuADPXXa+AD9ufAGVQKsX8DsX9qss",
-	"4tzLE85GSqpSQxZkAPH968SLiwk3bDICifSF3B1kBplj7sTXSaYviI9FKVvJ02o4z1Xcc8jYQOkZcbUf",
-	"xPJBd6msQGkheWFG6hFg6QduAab/lY7Uclua3a8Ah43N//5/uigq/ZtuoBcZLyzot3KgUPHSqgBtBcm8",
-	"ma8X4Jh0hFE5b/31Rsgs+kOhlVWpyqM/Wl0aG/3lFrSJz+U+oyeqT+ScdF7xgqfCThd31VelQ8jGOH2l",
-	"cuDSfTbQAK8uPrkfnYLCbeesk6myn0OnmkSW4z7o8PZvMFZ6+pt4OfONkPZvp/UnTlIN6Zuc6yEY+2aj",
-	"iRofbTZfFDTK2N9UBvkibNKi/EWVOr6qsZBiXI47Z73ICse4rH+Il1t9H12mhswJfJ6bxYWCvF1kGO+c",
-	"TqIGyBRA3gqtJErQW64FagIjlWdCDolrQKrBMiUZkO4CSHDdGojL0KvSwubgpzJYXJeQtzwX2Z9ec0/m",
-	"VaLEsbK+yDKnE0ll/xw4FE1Y+A51/4QVfJornv1plfoTEcINZMqiUNpC9mfKC94XubDThIkMxoWyINPp",
-	"nzcw/VNDadw8/yqV5X/CXQqQub+b37t9IDUnUTUqqdStRQg5RmO5oIPiWSbcMDy/aMCG9O0FOI7BGD6E",
-	"OFHX2vofBNn6/c/zYyWdu8OhOvQPeSG6dESN54di7LZKBqYzKTtDYUdlv5uq8VEmBiiQ7CEX9R/59IgX",
-	"AhczqykvImRAiJXa9sLW6NPPMSy7g/TnWy8R5ni5BIe40jqE58xYDdzZU3AHaYJa9bvX//fj+3csFxK6",
-	"zKmUOTe2MuDgTthXKgOnbOMCzpkgITvQOBDRb20AsgFal/jrngnI6MhlHRL43engOM8ZDubeYtwbN5Ud",
-	"wSaqzMnInCZsxMn0HXCRlxrQamV9GCjtPp0yVdqitN0oOnLLo0KkOqbFXzxAGj82uDbBlziPY2F/dIzN",
-	"VOnwztgMdPP8GsJMjCF7X9qYrLlfA4Or498dFt9B+oHY0CIOcz00EWdHKVkmNKQ2nyZoTKnSOpQbQZ6j",
-	"zW5hbOLC3O9Faz51f6dqPOYyi8+BZtpRX8gjM2KHafRc00lcpfDiIM562hdWU5qxmYirMe4MVWk/khfF",
-	"vTLmdyTH/n7S60XFWrv4jR9yOJEdH7Mp88gpZyWx+d/MmhrLKspA9I+BzpNIG1TbKAOVQImSMcL3kOiZ",
-	"ugXNjtlv4iUrQHv2h7ZHOsMSmuQ2w3PDnpIFQk6aEGqu5fO6h4lw39lZvhE5xPVzYV4LHYfgWGWXYgyz",
-	"ihi3cOgAH6OssT/g6u1SSPvsJIoQ5FGLafbeU7uICeLfsJ2+OgdjMldMtwLKw8Hsh6xg/auI8caKyVX/",
-	"WSboq+UtMME5PKTRYrL/jdI3DU4dZ20DnhuYl8DB8JolnGCYMvfzOcuEuakN60KpHF3OAoknyDj3Uifo",
-	"9lEJl/M+LFP71uG91uYN7rqAIhvx1/ukcxE8ZxEBl+dqAtmFUvnsWa6UXBqGQsmIdHyRplBYtC78O4l3",
-	"fGunRAlt7CYyMrohchRuhgS41Z/vvMa+sOxfwbKJ0jdsqJhVDPyLiAiGcct4nne7MUbqdP0BL3O7ubIf",
-	"ZqngP7umbrfLJap8kimZT93C7AgMPByAKmLresKPjul/+wD9UuRR7TufBn3ZO6WsYpxdfLp0CvXFi8tX",
-	"v5BXGjdCdKZL8MrviMshzIR3HNz3DPPzsn1hDUuVHIihGy+tTeGDhBk1a7Iyt8iMlPQwAJcw6bIXsnqA",
-	"PvYbgMLRuGFCGssxMuN3UXnCidjZ/oDfwAHLlQEceexGC6EAvwEarjFtF0MsPHPgmcOCBv70NfAb0Ov4",
-	"pV/6V53q13DoLPuscvygvukguDGepk0HydK5qhfdVxqcmvDCri9001kXx9KpGq86UhoMILXiFt4At6WG",
-	"Feys5VAq9jZYa5T5r0bAczvCE1l96sKrMMs22fRGonAxtnK0tMzQFEXGXmjVhyUnsHKQMb97pWRaag2S",
-	"eO6i+jPmdx8t19Z9En2hVT8iCRHXkMiJHXG8Btc/GKYa0hoJmmtgUtkQ/LWQOXbhDGbyuLfst6m+q1Kn",
-	"MYN9BBrq2YRhGQyEhKzLromsrs8WeIfnWAORgw83e05lHLzYRAsLhiLOLy7eMg2DEtmLChxFaZZBDhaY",
-	"sGz/tPfjQZdd80JcnzFPXsyOtCqHo2oQpdklaM3debP9DNCT4ANnTpZZpQ6IFfsv9hoTdtmLAE3AZdNK",
-	"DZN8LOSQ9YFC5WHL5+hZEZYZq4rFt9xKcSph2A0UM7qU50WJsxOcKrUcFZ1a6748vOXaoZNxQziO+F6L",
-	"oZCvwmD1oxcXb92wtTYcgufVGzPu9bCsQotbbh1tBOkc1fPKItuMuc3pubiYSq52wkIWCG6WupqsOKkh",
-	"WHGrCn1rXhRjjZ9bdIKXtSCKBGBJIqdCp6WwzAutKv4dZC+RIaoAhhkAjIHtO8levVJLXTWRiSMakrEH",
-	"XfbWMlWAND64lippIC3d4tkrxHeDxOwm5ZKp0vIhsP24e5Yz76pw2F45a8nDduDIkVtM/mioG4Vjl8zw",
-	"qTn3QXG3moRJVQXVhKFQdNZkPl32Xqb08idpRc4KbgyEbJERzweH7rczpBbaCOqUuEL3Sg62ImS3N2a1",
-	"CHF8zkyZpmAMS0n7EG5HlReQ4CUs40MuJAUBJyIFN06u5DDmkayg+oYGiTDZJrghmwW4ESE7B12ofnnd",
-	"qG1cwSTGUmsIo0YoLLOllg2IuTHXUx00cB8VnJ9k6sZ1g0F2Vi/ag6/Lfh4X1mukCN8s6mjDkEOTT9C7",
-	"Hdqgo7ew5EV2EeVdntZehWH83+9pNP/XLzwfvPdjLjAy/85HXNl9RKlp8htafxI9+zZ2sAvDn5Iptjb6",
-	"3ecX3KajDa29p1Z0t9Rat1MzF3WyZS6BBf1s+ctLVLLtZGWbAfqxgHRTG36Jhfr9xLc98W20861RYYkO",
-	"FKd/bbdz+gXPZxWc+Nvz58+eN7xnx1HvWXN9OET7quo0ldmZS52vDt+6l6JD+wywxUh6iGaLTZFnCzu8",
-	"3aHd9CUu5fvVi5Q4imrpSmL5UL3o9gHjIvdSd3GTy32ki1i+I4V95hiaO5tZUhPozamXnPhOhG1IH9xe",
-	"3tIIW/Dmefyc8wpnmTNVFePebt1D5Z81v+qyj1ZpyJjB/AvUfUN0NSsp+wvMZgHWbxRfZ4HzyUBGCmiA",
-	"DssUGHRkGGcYVN+esx77yVkjcFcIPZ3RjrcOD/iUz0jujrFR/74uIWPuV0y1yMlZ4JND9wyrPDfJjBtG",
-	"om81zUtMtAFjxRh/4AZtFrQQ/afoOaE4wRq5YFvwtwzSnOtYOPX3EaBHt7EljKIWpT13FlApw7fVzyPu",
-	"jopSieIBglZ2qvQw+hzH8lGL94PO2R9rZe3+P/zq/vN8miPlog8E5OiI4fmET52tCwakZfsOpUqZi7Gw",
-	"kB10t2KWSacMaUtrLPQTvjvPlRwwksBnqxMKwAgzkMrWxrzcf3fESato3NactD6TVax0LhbljgKdm5MR",
-	"t23UtdrhWVXGWDVErCb2UZ11xDNQlEQSGNBCFrJh2mMmzM0/KBczOso6XCoEWH978DhzTuR6nC2Z5BZy",
-	"sSLl9Ql4yQI+BSqb51o7xZNWxFiDGzcQYA2tbLxhsvDMga5Q3+t3E1x/c7Z6nTHa/eCkbYoFHlUCxZxx",
-	"MR8wnzdUVeGzddbXVWodZ7Pv0KEZjcS7/xhKABYGfZKEDHTsFHeQcGf9T5gHaUcwJlfiZppW7rWF9b9Q",
-	"uhhxaV5jfGNDWBWqJV0eUbncdDhzI4oirg5M65jPhJNOpgN6ZGzfCRsPT3QTe2P2oN2J+AoDLRstcMEu",
-	"VXHjceVXpgXdG+pui0BoAuX21cUnr4o2fOeBvT5EZDxETDxMEW5Jq/rQsO92mVcVKowWOYd1ZoQ18UBq",
-	"n6c3ILMPTpLEfGDb+whW6/pYwds4b3w4VhnkVTDRyxGUKB5uj6fDowkEZpNP3BaqeqRoAU88m3YXSV1t",
-	"qv52Fmor/ytq/1Hst2DpbRQ+adaUTTiqprrieUKyidKZ6caDMq0exO1s7CoMs0b5ng+MPMAwxyIBMQCM",
-	"0hmwFiNh1hvpuHdfTE716rqUUsjhOeud1UY6268wNZSOM953ptdB1H7fvesKK73JugookFQBoaYHy+P5",
-	"gperYkqb+LX8KVAc8YHOpA2UoQ0T3+ewXQsLh0rm0wY611ua5x9t1Yzs7WtmlWOCVmlAzhkljx3ylXl3",
-	"21hIKio3mHFHgU+lh1wKg7ncbN8LbHYVLKOrTlxt2ZJF1ZyopZJ5DxNG4AxTAZpHjtYKDy5DTHmkULh7",
-	"sUJYtk8ujb73bRwkLFB60igXn3+LpFVF9Wwg8jwY2sI0u0ncgmGlNGAxcTAU4/vFO1qeq2OLA69mumud",
-	"UfAqWRV8gWKTs3pi1+WvgTu2sMIu+xUGlqnSVrujk08Y5CbkU+UindYapOnWM/rXTk7ZSJXadGc4607c",
-	"n55N7cJpVJWNL7IlZ2W9KrWJ1lqt7VPyE2wTEN+C1cxVJAGSlPEJbDhelEkuQ5c3ToeUauKMBw1jdUsG",
-	"5yOc58f5fA1vFiJcboURSlJqhkdUlIgKjcCkU/CSkjKCt4ReqH0nbqGo/0Rzw5oiYk6uba7mtqikoaZh",
-	"/cqEVpXRq3Zvs9ZKlZdT75RYx0MzD3gNPJuuDgajklIvxe+wOX+ts9RgjFKJB/9WmkddK+KdhQGy6wL6",
-	"fsmKdsJkqn4KW7umfUOEhYWY6vnyo/LvxYa+dOLsMfE+58Z+MjuKZrfaZEsMJZP6cueAENzJ8YZqvSam",
-	"4zCrUBnBuRUef2N7phFWbDGLoCQ2JYikgI+wL5JM4ZwqSpxmOOJm5NQy1LrjaXw24OcyEiMknt8CfZqE",
-	"JbXuZRdE7lewNYVf6tLYNuf1QiXUYsByoTBpM8/sctf4yiqjVzkX4yVBjlDCY/gUvdvCGsgH0fNe3pGl",
-	"lUiksm0pUSmIWzC/K33THjyujY8xn7LSNOoGSpn56DJlc9XtrJJ43W/ML3c5wrRZza3SewY9E0IOQ4WB",
-	"MIyXdqS0sNyKW+hun4w+s92NPc6ziJa0eqDvkahKLez0oyMA35YGuCY8QapAyNCjaoCRtQX19QnFNJG0",
-	"9bKfi5QqI6gTyuvaKctSJa1WuTsxCWeNoBmmUYPk0pqECieSK0lHRQYk2W3utXASpsuwwQSWYv9yeXlB",
-	"Ffy0aP9Bl2H9Dlq4V/L6yxVFb646Z+zLFbaKuOok7Cq09aA/fC+Rq879/fV53S0ig1RkXoEmkcz2T3u9",
-	"K7nQXiXSdc49fNZss3LaO222Wjnt/VgP5PutnB4/i/VcOT05aem74iB1Jdt6r5ye/Hgl5xuwPMelRpuw",
-	"tPWzO+iyF/ijIzZslXElrxvt7a7Zfmg4mVCqyR0fFznU1b5oGzj0mHDhKKmBB8KwQZnn3SuJZ9tXWfBP",
-	"+CC6M9RP2W/iZUL1Mv4Nq9hxr+eed6+c1LDC5g5lm8j34uJtp9HGqXMc8uV5ITpnnWfdXvdZh4rIkSKO",
-	"qKbj3+7/Q5KKFXic9t75B9hf/Ctz3RpPer02mVO9dzTXf6tJl52zPz4nHVOOx1xP0e6/BQnGnFelHnUP",
-	"wUIrrFYwoJ1957GQHMR8iMnv1bJN57Ob5mgMVovULNvZb/6V+M4ancIs3NmjIudirkdYpKPlLLvwM3SX",
-	"7vxCq7Hj8qVhftGh6svN6yxZZVBJ8w1jlm4bbaOl5/mB3tjFcSad571nqz+bbey5DBRubYKwgKre6paR",
-	"VcNIZJZjMdTcJ5y0wuL2+AjVyqOiKu9uA4ovAN8GKHO9K++TzukWQElq+3DVl40epWgb+u2TBv3ZKUxl",
-	"ZJMXZXOTSEAvVTZ9lF6bsz1g73cF1d4WUN3uLE6Pv+YJzuGu136jqOtMA1KpVzKxh7UvRRskwuEoE5CS",
-	"GZxuglYTSoxkzgGPrY2pcLz7TVBJPEAtGdwJgzLbKbHUOPnH2UZx58yo0LNL+o54vK5yjRXr+tpe7BGt",
-	"DDCvjpHFYRTb9ypZl3zobvRQEYtu+dljJ+sWK6Eei5p9Oc1a9Hy8Dj03+uo+NTX3fvzmeUAtA0MxJ+HT",
-	"mEs+XKzJbsq9drZx9MVh5z1heQ42HjpbB23ZvsfLCilJJg9KzDR3lL9AJUtxGvXmlHIGpbJJo+ucHTni",
-	"c+RVecfPvG+fiUbWCMXMpLHAM2q/h5lnVAiPQXENOXBfNUthPwe7EPjDLtp98OXwGRuBhkVSo2QyT2rN",
-	"rvl/fIn2wMdtzTTHrVDCu9UW+mZ9XiCo00j/NgRA1n0IGZw+GfE8nAxov416aOxvWJtRxoo8Z0pi7TIC",
-	"/SfHnGqk8YmHvgU/CaeqJUvIYMQnOTl0mkMa5hOj2L5PKjyYmYVwhqZIZupKhJ1r93/a+zFGrckSXdSz",
-	"9c11pnke+3RoskO5HKGx2XsGvHNp/ZsGPqPJm452zP4CE9ozZ4tnvgEvXGQ6GI99ZPFOMd/d6etfU76f",
-	"/vW1AureYtQYKOvEnPucL/8n9sBwaCg0u+V5CSbOdbxx+A2SQdLoAtGQ5NSwFhvbNKaiJZFbxLHqCA2V",
-	"9ptRkL8T0FcnIJ9tMpdfHlAIu8GhKYf9UXw4KOVSKusbGR2s1rkpFWmFtR5eekyDvVEA3G6z00tJKI7t",
-	"TxEA34BtHgVq1JaJquo+S/BbVqp3py21KpFtUFiHFc3dRfNdlZxVJdvcqw2QP4LAadTR70zmxA76r+pl",
-	"XfCw4B1YDaHgs3D3q+iiPeiyujPgmGeUeO1MPOA6F6BJ6cJUX2HZkJPBOl5HUvwTUrtSUtBLjyspqgLn",
-	"iKQIS2gKCaWH5F35StKiPkeSY/PV82SOQ5BxlPrsTmjEZzoJVO5qDBgnDIvByU3tOwWsdYRHX5Qe3h99",
-	"8X+vJ6B8xcR3r88Sr89CV4SQrk9tEdiH4Hxshomr9gkri5U39Mm0ndl6XHbmZrUn5rIPP5TLmTLwBXLh",
-	"jZo+7PbZJDqscMWmiEVpKbRimBg7fiVmbrvAYZ196E8dnaUHLTbsSrlOtUkbXEQaHaVonPpuFITGcI+g",
-	"IFQNBXaoIHxN1P1aCsJrQsIZptLQFiomNKcrvCB/DP3kvTJumF4y2yFjqVypSsGpK0A8Rlk3JtelJA9M",
-	"wY1J8MZa0HVQpbTMTlRoHkqEqG5B57w4qz67kiOFa2UYLql7Dvvsi/3ralGH7v3rA0x6cmAI93iETEE7",
-	"gitJi9gzrAAtVCbSML/lN8CsUo5L1B0iGK92Q7FRrInixjBhrqSvpvBlojQv9tOXWZdRv08uqWf6DEx4",
-	"6E5QX+frnl85ix4DTMi6fKrRoqMKtYOZnC9KSfEANjeCGs5eSeovSlKINwqWcXpcCuQGJhhdwn03utr6",
-	"AhEP8Ss5FlmWh3Cy+54Oxk9sgJXYC1ZYlvPCQXTfjjRA3T+AmtLe8twcUJbYLBOq2lC8U5PHVCvn211E",
-	"VMu6wYjbJ+YI4pFk4mHazo9Pd3HvXDLjPBoKE2rWEC/CCbn9nrOAhZrLLrvUU99rl5oUN9Bu7lLPxi+R",
-	"FHZfLmcV3QrqQ6pWT3ENoQPHguyqq5/u65SupwFhvM+yL5tsULNUNQTppuYdmIFqXDj2DFUKy17z1gbk",
-	"ADN8UKpJwniwMDSi9kp+Tlm6Sw29S3rlEemxLiOI3YVMicf7MvSuFtpf3WgOvqlMnVgOzKWvoXgMjapZ",
-	"K7N+Hsyup87a7q9GzKqsIjqx7n+ZD4dLhnjiNJ66zvkGJCWE+BtIhc+oFSYEp6qC/NWke/RFZGtY9TUi",
-	"rrbp8eL17l/Zr4oVaRsYTbNwDzUqbdZ4sxjpMblmY5pYGIWnoyA2cMn+XgpfH+TTQkIBDxV65GApG8lp",
-	"whOlb76dcMtMI7RWWfWx0QJtDg0i9zdhowUsJXG6qoYCOFpSeEvloQE3giUrH+6KHC/II1yJpVaFYt36",
-	"9DYpoq+bt8y36rLT3GdujTv3yfxGbmD6EwbUz5nfADbiQNRmxslMnq+5ASxxj29gdUOx+VXGJigo4L3U",
-	"z7GyZ4SSUF/MH99Io+nLSpfKPAycHRzPjzvGuz5Dd+3j3szVn9Hm2vEpUmqLsMJL82hso9n/IXpFfcGH",
-	"aONVFPcgqX38VeQvdqlreNMlTLDHCTd4lQhusbqPpClpazazSrULzS9WMBpnUlstIAvdTSrF3fAxsBuY",
-	"sn33yHs1POoeVC3G8K2+yqZuHLTlq6d+rT5WcNLrea2i+mIMvPk+5d2cMVPwNLgYqEsOOmUGbjGGZQpd",
-	"0akqpU2YN+6YKVO8qOUCbzasHNYF15YqUmlutx10e5O9iAvjrOoKR8taSM09OWm9r5z8NniJiE+v0cYG",
-	"N0bd9bPiBLTemtje1uMe/g9MZ6huzO9+BTm0o87ZyfPnSYxFxNCvPu4jgkaH6HX3Gv5sR6ldeU39qL9z",
-	"MeM5PemdbP3tUzKHJ40zbWU+nJ6cPJ2LIl6Iiq05MWkuxfw0sp3Rv9nobVelu2lwTAcyNhS3YKg1uVcd",
-	"qU/ewbnTi9qI1I05R2gYWSFirQl9nhOQYDl5Qp/YfPXtTNdzhNRQUT2zUzOo1J485r7mLxTGEEcStmbn",
-	"1NuRhOVXd1L5jPKGP26j4t8n9+o9XOK/MDfofueVSGBv0bSu2h9VjmzMyBxqVcrszGkB2L/LX24WvdVt",
-	"QhfSVghB9wqO8N4yygI1ubJsoIFCjtgcH0rImpeoZSW6Dus6GX8ObkMTYcCXEFyTTDlDaP707rqZs0pB",
-	"hrJwwH5XtR/Dyv0GVVvF+lU/MrZfta48aNNz5i2sNV0KrQrQJkJzRng9vQA6/ToR6xDmb55bt2ah9rzq",
-	"cQAsNA3ziFM36MKaoTphYLfo02ibvgYGtWcm1EiytaLy9V1Lc0bBRtjuN/H2dWemziNSUNEE1aPpkrst",
-	"q4ieUO97iveyGglqTMg81V1e/orNNuHOgswgcw/I9jKUzSfVZCO+fQR3dGXDg9A0GtinEjergY9/Om4y",
-	"FnpmfKeW8ZjLbM8wVdqitM5oFEEQZ2XqWygrCVdSDTD8T30jDEtHyoBk/WkzLL5nGN2w703Rsyt5JQ/Z",
-	"dZMS7g5l5qjhmu1TahYe1QH5in6+g/TnW2w8BJrlQkKXvaelgXtsriSjLirsmjZCN/heZ9zy66SxDU7t",
-	"bsg+pFvYnaLcnyIj57hJqawbDyOv7NPlm8MfGNcatWpu2Kf/8+bNm9dd9k7hQtwHqGz+4PumzO3rVmbd",
-	"Rkf1rjvaw4E7M3PtbxD1sJlVR7lbwr9KTi1p+uoW2L9Bq6Cb5GpC98FL9u6129KeOWN9IbmeMho9oZ3h",
-	"OM8PcYMEfX8/q2+K02Uv3U+9UGZzI5xGdcyMzfAW2hP3P9A6Yc/cSAMheU7fGHZ8eMqqJBYabs+wHO3x",
-	"hC4eMmLolLa+GB6CzASX7NnJYV8ggL36iLkIlo2VseyHZz/88LfeD2wfoXlwjmFtXHS4Zprj/bCgaZcB",
-	"DXBpuG2PBrNo3Mfl0qW/U7fkhJUSTMoL8HW9dL2qpnJ8Nxo6VWQ+pR3TT9T01+80AIzaJ/V9/qA/DU9O",
-	"DGSGo+GR7nPZwGR8BHfCvlKZ7xRsxRiy96UltDBgE8di6EW6ADiMpRw2MwkTooV3PtQ/UHmuJg6Juo7E",
-	"Xio7qimzggs6kohuEpa6kWz9nBqmEj9zc3pj4EpyOQ10hEEu/zN4q6ZOdqW2TnN3FdMqzlFPv5J+HMyi",
-	"dLo3VMXSCPI+MO7hjsuktbsNXuOk1wnlsoS590yw6QiO16nKgF5ijXewAVX03mUE+JUMdgUg0vgj7Gt1",
-	"46yGAbZs8g+RVbjDbZxGc8ETbq5kWtr6zvIZnpoqavvg2zPH8mgcorRq5/HQhVvZjJkWOh/2OknnmDqk",
-	"AXaBzQ3E2h8+kgvMbSXch7m+1rLDqY0T+m7iNRnz7Pjz3YCRy2D+1DGxVccy2X6UZRJSHCSMs1N6ucEJ",
-	"AyMhhjnDBh33q1DHv3funacVO9pb4EX0Y81juEH2NNOjmIREtL1eTB5vBmucti2bQONB1DytUkN4ICs1",
-	"8Hyp+1dWQ59/pSTrDyVe1kiMKHQ7iKiCwkROxHE7TJJ0XzmdrMHuNlNuVxcwer73xhcxbuia4HbUedTo",
-	"25slhY+vhYbUKj1lIPFuqv8QTH6+lR//+VfJKtiVKb8EPY8aiBJF0w/AswaabpYjolIL9tAL7Bm0W82l",
-	"o5zVF6yjmvsXZ53/dWiarM/xolUheD3MPKquo+Q9EEtXKXmRtDW3VAvyOwZ/gxjcwix9S+ldOKpm0faN",
-	"0jeP6011MzTMkvsHhDL+G5ynPsb7F0T3WkMO91TMBFOcGUZxPvS4VM+rLnHhBq0kBCDJkaJUvplijDe4",
-	"PA41Xbihv4k4zl9XPa3R6I0G+Lf3iNGdK+wGCsv2czGAdJrm0MWzPnQW8RgONkQTpamsf/do8vNdoSo8",
-	"uQi5z4/R2kjbr+QRoqmrRtGR3MlPH36lVtAYn8VePtp+10n+Y3QSIqrHIZAPOPZ3RvpkvRocuDFYhRlo",
-	"jUzR9fEhiOcVPqfqrcfM227eqdViy/vV75lKrwgm/VdJm6jA8uC0iWV52OF+sEfKm5i9XG1XDafDsP8N",
-	"2v9/lIho4GwLS7A8XIW+a4T+6Ib+LiCeymDDzE1edTnYTkBYVTwWMqjiOy48GS6oIsF2aUFxz4S5aRpd",
-	"7qAPkfY3NLkmXLSHAn7nwq5ZSHQ5qkoVQ671QOndlS22l8NuVcY4FvItfXe8cU3jL2qCmTrVRn1s+5z1",
-	"qpxsn7fdVgJoxRhUacPFvNGCvmfNer6/9VZcvfv5PzBB8uGE4RDUt3Vp+rWoZN2nxLsfhuIWpMdPjNIL",
-	"yXjIIs59KvM+pREnjeziA5+8I5W/gRw/9hPOnKHvTIK9/UJCc11K591tPtewy16Er31SXpV0dObIpAiZ",
-	"Z7QuTGozN75aAXO6qM80m/AbX3jm8BDLQigjh3I56SJG9N3xuutREq59cMApVJ4LOVxSY/jgGGRQWdbN",
-	"228qzKvCKq/97RP7SjOe4/VdbKgkHDzArniQaPi6jV9qh+2e8fVVhLt9IL8PXRky4tgTJjRqVnKmZ8y5",
-	"z29Nlc4cBk5N4jgdnZqvnMy5fWAnmbgV1pqn34oUvW2NmW/O5NxFI4jZ2+HqSzv/+OwEBN4A6Gcrde5v",
-	"7Dw7Ojo++Xu31+11j89++Huvh1qfX/KXSg5XXMEJxPCw2k/jIXVGaDxoXC13//n+/wcAAP//qOQoYkzF",
-	"AAA=",
+	"H4sIAAAAAAAC/+x963Pbtvbgv4LR7kzsWVqWHacPe/rBSZrb7K9NvIkz/VBnaog8knBNAbwAaFk34/99",
+	"B+cAJCWBellO0jb5EosE8TzvFz51UjUulARpTef0U6fgmo/BgsZfF9yO3P8ZmFSLwgolO6edc1ZwO2JC",
+	"GpEBsyNghsusr+66naQjXIv/lKCnnaQj+Rg6px3XvJN0NPynFBqyzqnVJSQdk45gzF3/dlq4dsZqIYed",
+	"+/ukc6FhAHpx7HevXrDvj096rMAGIFMwXXY94cL+9Oaa7b1hA63GrMesYt/1mIFUyczsM25uDE414zBW",
+	"0r3m0kxAMyXTmUWwETdMA09HkNFzyy21cAsAY1kOPDPMqoQpzTizoMdC8pwpCfRoYEGzN2H0hE1GIh3B",
+	"LWiWqjEYNhDa2DPs089CmJk5cMOE9Q9lwrjMWMq1FmDY9UW18oPzosgFZKfMr7/L3toR6ObmMK6BiaFU",
+	"GrIzxtmY5wOlx5DhN26Ik16vOrgR8Ax0fXL+GJaf1Xua9OuX7jV24w/cdyKyjQ7/3jU2hZIGEAh/1lrp",
+	"d/6Je5AqaUFa9yd3G5ByBxyH/zYOQj41ev7fGgad087/Oqxh/JDemkPs9Wd5C7kqgEadg3LJwLXpdu6T",
+	"Dm4rfvI5JzBlCo8T55E4oCAYGQMD/2GX/XwLesq0Ki2wlMsAUCe9I1ZKXjoAsm6GkLE9qZhVNw6ilAN8",
+	"B9UcYaCUN1JNpHus4VbdOFiZCDtiv//++8F5o5P9hD3r9ZiQFrTkOYHms95TVmh1KzLQf5aS33KR834O",
+	"1MU7sHp6cI44MRmJHBp4+MSwjFve5wZoGoh47lvc9guVi3S687OnbmN7fjkCVuQ8hTFIywps52ei8keY",
+	"h8qjJ88KpXIaV6uByGH3Q1O/LaPTyzCBf0NqH2MCrt/WCbiXOAFPXXY+Ad9vfAIVQ6sn8DsX9otM4szz",
+	"E85GSqpSQxZ4ANH968Sziwk3bDICifiF1B1kBpkj7kTXiacvsI9FLlvx06o7T1Xcc8jYQOkZdrUX2PJ+",
+	"dymvQG4heWFG6hH20nfcspn+LR2p5bY0u58Bdhsb/+3/dJFV+pauo/OMFxb0azlQKHhpVYC2gnjezNcL",
+	"+5h0hFE5b317I2QWfVFoZVWq8uhLq0tjo29uQZv4WO4zeqL6hM5J5wUveCrsdHFVfVU6gGz001cqBy7d",
+	"ZwMN8OLig3vpBBRuO6edTJX9HDrVILIc90GH1r/BWOnpb+L5zDdC2u9O6k8cpxrSNznXQzD21UYDNT7a",
+	"bLzo1ihjf1MZ5It7kxblL6rU8VmNhRTjctw57UVmOMZp/Us83+r76DQ1ZI7h89wsThTk7SLBeONkEjVA",
+	"ogDyVmglkYPeci1QEhipPBNySFQDUg2WKcmAZBdAhOvWm7gMvCopbG7/VAaL8xLyluci+9NL7sm8SJQ4",
+	"UtYXWeZkIqnsnwMHogkL36Hsn7CCT3PFsz+tUn8iQLiOTFkUSlvI/kx5wfsiF3aaMJHBuFAWZDr98wam",
+	"f2oojRvnP6Wy/E+4SwEy97v5vVsHYnMSFaOSStxa3CFHaCwXdFA8y4TrhucXjb0heXthH8dgDB9CHKlr",
+	"af0P2tm6/cf5vpLO3cFQHfiHvBBdOqLG8wMxdkslBdOplJ2hsKOy303V+DATA2RI9oCL+kc+PeSFwMnM",
+	"SsqLABkAYqW0vbA0+vRjDMruIP351nOEOVouwQGutA7gOTNWA3f6FNxBmqBU/ebl/33/9g3LhYQucyJl",
+	"zo2tFDi4E/aFysAJ2ziBMyaIyQ40dkT4WyuAbIDaJb59YgIwOnRZBwV+dzI4jnOKnblWjHvlptIj2ESV",
+	"OSmZ04SNOKm+Ay7yUgNqrawPA6Xdp1OmSluUthsFR255lIlUx7T4xm9I42WDatP+EuVxJOyPjrGZKh3c",
+	"GZuBbp5fg5mJMWRvSxvjNfdrQHB1/LuD4jtI3xEZWoRhrocmYuwoJcuEhtTm0wSVKVVaB3IjyHPU2S2M",
+	"TZyZ+7Vozafud6rGYy6z+Bioph32hTw0I3aQRs81ncRFCs8O4qSnfWI1phmbibgY485QlfY9WVFckzG/",
+	"Iz72/XGvF2Vr7ew3fsjhRHZ8zKbMI6eclUTmfzNrSiyrMAPBP7Z1HkXadrUNM1AIlMgZI3QPkZ6pW9Ds",
+	"iP0mnrMCtCd/qHukMyShiW4zNDesKVlA5KS5Q825fFz3MHHfd3aWr0QOcflcmJdCx3dwrLJLMYZZQYxb",
+	"OHAbH8OssT/gqnUppH16HAUIsqjFJHtvqV2EBPFf2E5endtjUldMt9qUh2+z77La619FjDZWRK76Yxmj",
+	"r6a3QATn4JB6i/H+V0rfNCh1nLQNeG5gngMHxWsWcYJiytzrM5YJc1Mr1oVSOZqcBSJP4HGuUSfI9lEO",
+	"l/M+LBP71qG91uYN6roAIhW5fXr03fHxSW9jmnufdC6CNS3C9PJcTSC7UCqfPd+V3EzDUCgZ4ZjnaQqF",
+	"RY3Dt0m8MVw7wUpoYzfhm9EFkfFwM8DApf5856X4hWn/CpZNlL5hQ8WsYuAbInAYxi3jed7txoirk/8H",
+	"vMztSgVgdsT65EkqzMUAHIEimTbVQD4PbpkjOYZJ9G300IQMd4XQ03030wow2J4FyabAtdlvzLPetrCm",
+	"6rRn59PtdrlEoVMyJfOp69yOwMDDj0tFtG1PeqJ9+nfvoF+KPCr/59MgsXuzmFWMs4sPl06kvzi/fPEL",
+	"2cVxIYTpugQvfo+4HMKMg8md8hPD/LhsT1jDUiUHYuj6S2tlfD9hRs0qzcxNMiM1IXTAJUy67FxWD/Ac",
+	"bwAKR2UME9JYjr4hv4rKFk/khu0N+A3ss1wZwJ7HrrfgjPALoO4aw3bRycMztz1zSmcDWvsa+A3odSzj",
+	"z31TJ3w2TErLPqtMTyjxuh3cWC1OmyaapWNVDd1XiDDZuV2f7aezRpalQzWaOlQaDCC14hZeAbelhhXE",
+	"s+VQKmI6WKuX+a9GwHM7whNZferCC1HLFtm0hyJ7M7Yy9bSM0GSGxl5o1YclJ7CykzG/e6FkWmoNkij8",
+	"ogA25nfvLdfWfRJt0CqhET+Ky2hkRo+YfoPzAQxTDXkBEZprYFLZ4H62kDly4VR2svm3rLepQKhSpzGT",
+	"wQg01KMJwzIYCAlZl10TWl2fLtAOT7EGIgfv8PaUyrj9YhMtLBjyeZ9fvGYaBiWSFxUoitIsgxwsMGHZ",
+	"3knvx/0uu+aFuD71/MhRS63K4ajqRGl2CVpzd95sLwO0ZXjXneOcVql9IsX+iyeNAbvsPOwm4LRppsZx",
+	"PCGHrA/krA9LPkPbjrDMWFUstnIzxaGEYTdQzEhznhYlTlNxwtxyUHSCtfvy4JZr5L6uC0cR32oxFPJF",
+	"6Kx+dH7x2nVby+PBfV+1mDHwh2kVWtxy63AjcOeopFkW2WbEbU7SxslUfLUTJrKAcLPY1STFSb2DFbWq",
+	"wLemRTHS+LFFJnheM6KIC5g4cip0WgrLPNOqPPCB9xIaoghgmAFAL9ye4+xVk5rrqolMHNIQj93vsteW",
+	"qQKk8e69VEkDaekmz14gvBtEZjcol0yVlg+B7cUNxJx5Y4mD9spcTDa+fYeO3GL4SUPcKBy5ZIZPzZl3",
+	"y7vZJEyqyq0nDDnDsybx6bK3MqXGH6QVOSu4MRDiVUY8Hxy4d6eILbQQlGBxhq5JDrZCZLc2ZrUIkQSc",
+	"mTJNwRiWkvQh3IoqOyTtl7CMD7mQ5IaciBRcP7mSw5hNtNrVV9RJhMg2txuy2Q03IsQHoRHXT68b1c6r",
+	"PYmR1HqHUSIUltlSy8aOuT7XEx00cO+XnB9k6vp1nUF2Wk/ab1+X/TwurJdIcX+zqKkPnR5NOkFtO7RA",
+	"h29hyovkIkq7PK69CN3432+pN//rF54P3vo+FwiZb/MeZ3YfEWqa9Ibmn0TPvo0c7ML0QOEcW5sd3OcX",
+	"3KajDXXLzy3obim1bidmLspkywwQC/LZ8sZLRLLteGWbAvq+gHRTi8ESDfXbiW974ttI51uDwhIZKI7/",
+	"2m5ndgy218pe992zZ0+fNWx1R1FbXXN+2EX7rOpAmdmRS52vdiC7RtGufQzaoi8/+NPFpsCzhR7eblJv",
+	"Wi6X0v2qIYWuoli6ElneVQ3dOmBc5J7rLi5yuZV2Ecp3JLDPHENzZTNTam56c+glJ74TZhsCGLfnt9TD",
+	"FrR5Hj7nbNBZ5lRVVdlRn6Dwz5pfddl7qzRkzGAECMq+wb+blRR/BmYzF++Xgte51Vs2Vsayo97xCetP",
+	"/SrG/O5XkEM76py6F8kqIJ/t84OBjKTWyjSdKTRKW2acNlF9e8Z67CdW2ahnROqdejV89GokDMnYqFtC",
+	"l5Ax9xYt7DlZHXyc6xPDKhNQMmPPkWikTfMSY4bAWDHGF9yg8oOqpv8UTTDk3lgjrG0LQplBmnMd8wz/",
+	"PgI0DTeWhA7horRnTpUqZfi2ej3i7vgoKiru12ily0oPo8+xL+9seTvonP6xVgDy/8Ov7j/OO0gorH4g",
+	"IEeLDs8nfOqUZjAgLdtzYFbKXIyFhWy/uxXVTTpliMBaY6IfsO08eXObkQSCXZ1Q2IwwAsl+bVTQ/bkj",
+	"klw5FrcmyfWZrKLJcy40dxRoJZ2MuG3DrtWW0yrJx6ohQjWRlOqsIyaGoiSUQD8ckpCWSG6H+qZMR4xX",
+	"eDAuja2GTIsyjr4VyXLEs4f/VgSFZsLc/IsiVXcwMd/bcnJ61Dv54dn33y2ZXlNqb8bS7mCGVX8r5vjd",
+	"999/f3y05iTn7PL1JBtrXqOjJQxkC+GjInPrE7clE/gQKNA8Rd8pDrUizRqcqgHJa4i+4w1jwmeOeIWO",
+	"VLdNcP7N0ep5xujaOyedpJjHU8XJzGlw8zEQ89YAVfigrPUFwlqQ3Ow7tBpHgyvcH4bivIVBwy8BAx07",
+	"OXck3Fn/CsNd7QjGZK/dTJzNvSS1/hdKFyMuzUt0Im24V4VqyYpAUC437c7ciKKIi0rT2rE24STD6gAe",
+	"GdtzjNjvJ9rivcVgv91S+wK9WRtNcEH5V3ENfeVXpgXcGzpFC7Nsbsrti4sPXnRvOCg8wQ3OxJrwT0bK",
+	"AImOLCe2/+LiQ+VR3HN90NsUg5rdFqeqlJYJu99l5311SxZ9T8adfDeXKLAGG96EATcX27ZKL9I7GYBV",
+	"ShS7WJPrbshvt57Qd+xyXR77sPjcEG74rmF12GW8Yci8WyS11im31sTd+32e3oDM3jnWG7PMbm+5Wq04",
+	"YmZ746Tw4VhlkFcubg++yIL9vj2eQog6NphNPnFLqPL0oolt8SjzXQQ7tumN29lNWhlGUVs1Y++C2WAj",
+	"p14z13LCUc/RFZMQkk2Uzkw37ipstWtvZ/mpnINrpLV6d91G5s1FZ3wVmmjAWvTPWm8FwrX7IgtUx0GX",
+	"Ugo5PGO909oKxPYqSA0lFRjvOz1+P0rJdm9QxQoIpKoHEEgqN2XTrurhfMH2WhGlTayt/hTIu/1AE+cG",
+	"0uOGCSFz0K6FhQMl82k0inSefrRl+bLXL5lVjghapQEpZxQ9dkhX5o3AYyGp2ILBOFByxys95FIYzHFg",
+	"e57VsqugXF514nLeliSqpkQtGf5PMIwJTjFApXnkqN7xYMjGQFwK0HANK4Ble2Qf63tD2X7CAqYnjTIK",
+	"862IW1VYzwYiz4PVRphmlZVbMKyUBiyGs4YiFX7yLWLbMqK71hkFMdOqYGwWm5zVX8Gg/msgqS30M3E0",
+	"FketorrZXmUu3++yX2FgmSpttWMETQmD3ITIwVyk01qeNN16Qr7Z8QkbqVKb7gy1fjSbvSeHu7B0VmUb",
+	"FsmfU39flNpEcx3XNoT6AbYJB9mCpM1lBAKirvHhm9hflBgvg7BXTlaVahKBJKfoaRirWzIOfKZjfz8f",
+	"1OTVety+W2GEkhS/5FEAGbRCJT7pFLykyKVg7aIGte3LTR7FsWgAZZNjzbHZzaXuFgk5pB6tn0DUKsF6",
+	"SfN11ppQ9nzqjUrrWNjmN14Dz6arIyZQZqqn4lfYHL8WoeptjCKT3/6tBKE6pcubf8POrrvR90tmtBNa",
+	"VJU92drt4uuWLEzEVM+XH5VvF+v60nHXx4T7nBv7wewo5KNVRVyit5nUVyUIAMGdWNGQ9NeEdOxmFSjj",
+	"dm4Fx1/ZmqmHFUvMIiCJtUMieRIjLF8mUzijtCsnqI64GTkpEZWAeKyrDfC5DMUIiOeXQJ8mYUqta9kF",
+	"kvsZbI3hl7o0ts35sJCcuOiMX8je28yyvty1sTIV70XOxXiJkyrkuRk+Re+EsAbyQfS8lxdOakUSqWxb",
+	"3GAK4hbM70rftAdG1LrQmE9ZaRrJNaXMfOQEhTzWVeeSeHp+zEx4OcLYcs2t0k8MGkpQiifLuTCMl3ak",
+	"tLDcilvobp+xMbPcjT0Gs4CWtHoQ7hGpSi3s9L1DAF89CrgmOEGswJ2hR1UHI2sLKr8VMs4iuR1lPxcp",
+	"pQ9RwaKXtY2YpUparXJ3YhJOG05PzDUAyaU1CWUXJVeSjor0WVIjXbNwEqbLsA4MVkz45fLyggpt0KT9",
+	"B12GSW6ocF/J609X5H276pyyT1dY0eWqk7CrUH2HfviSP1ed+/vrs7qoSwapyLxQTSyZ7Z30eldyoQpS",
+	"pDike/i0WQ3ppHfSrIh00vux7siXRTo5ehorjXRyfNxSHsnt1JVsK5F0cvzjlZyvk/QMpxqtldRWdnK/",
+	"y87xpUM2rGhzJa8bVSiv2V6oC5tQGNUdHxc51En5qBs48Jhw4TCpAQfCsEGZ590riWfbV1kwl/gAEWYV",
+	"O2G/iecJJZX5Flaxo17PPe9eOa5hhc0dyDaB7/zidadRba1zFJJKeCE6p52n3V73aYdqPSBGHFLi03/d",
+	"30PiitX2OOm98y+wv/gmc0VVj3u9Np5TtTucK5PXxMvO6R8fk44px2Oup2hRuAUJxpxV+VB1qc9CK0zp",
+	"MaCdzuehkOzVfIgZItW0TeejG+ZwDFaL1Cxb2W++SXxljYJ+Fu7sYZFzMVfKL1J4dpZc+BG6S1d+odXY",
+	"UfnSMD/pkBrpxnXarTIopPm6TkuXjbrR0vN8Ry12cZxJ51nv6erPZuvvLtsKNzdBUECpoXVl16quKxLL",
+	"sRhq7oOpWvfi9ugQxcrDoqq40LYpvibDNpsyV2L2PumcbLEpSa0frvqyUUoYdUO/fJKgPzqBqYws8qJs",
+	"LhIR6LnKpo9SEne2VPP9rna1t8WubncWJ0df8gTnYNdLv1HQdaoBidQridjDqgyjDhKhcBTlSsEoTjZB",
+	"rQk5RjLnD8AK5FRdoftVYEncXy4Z3AmDPNsJsVTf/MfZeo5nzKhQWk/yUPOkSgWPZbT7BHgs5a4MMC+O",
+	"kcZhFNvzIlmXTPqu95A2jl6C2WMn7RbTBR8Lm33O2Vr4fLQOPjfKX39ubO79+NXTgJoHhoxngqcxl3y4",
+	"WLigyffaycbhJwed9wTlOdi4J28dsGV7Hi4roCSePCgxs8Jh/gKWLIVplJtTivmUyiaN4pB25JDPoVdl",
+	"HT/19n4mGkEs5MKTxgLPqEomRg5StQj00WvIgfvUcvJCur0Lfkgsdt8HXzMiYyPQsIhqFAzoUa15ucUf",
+	"n6JXVeCyZmpYVyDhzWoL5e0+LiDUSaTMIm5A1n0IGpx8NuR5OBrQehtFA7AMaa1GGSvynCmJCf646T85",
+	"4lQDjQ8c9TdlEHOq6haFCFR8kpNBp9mlYT5Oi+35oND9mVEIZmiIZCb5Sti5WzlOej/GsDVZIot6sr65",
+	"zDRPYz8fmOyQL0dwbPY6EG9cWv9CkI+o8qajHZO/QISe+BJoM2e+AS1cJDrotn1k9k6u4d3J61+Sv5/8",
+	"/aUCKnFk1BgoCMac+RA0/xMLxTgwFJrd8rwEE6c6Xjn8CtEgaZRKaXByqiuN1Z8aQ9GUyCziSHUEh0r7",
+	"1QjI3xDoiyOQD0qZC1QPIIQlE1GVwyJC3h2Ucomh/4h7+6tlbopiWqGth0aPqbA3suTbdXZqlIQM8v4U",
+	"N+Ar0M2jmxrVZaKiug9a/JqF6t1JS61CZNsurEOK5q6M+iZKzoqSbebVxpY/AsNpFJvYGc+JHfTf1cq6",
+	"YGHBq+oaTMEHBe9V3kW732V1+cwxzygO3Kl4wHUuQJPQhZHHwrIhJ4V1vA6n+DekdiWnoEaPyymq5P0I",
+	"pwhTaDIJpYdkXflC3KI+R+Jj85UhSB2HwOMoEtud0IjPVMmozNXoME4YFjogM7WvgrHWER5+Unp4f/jJ",
+	"/16PQfkEjm9WnyVWn4WKHyF7wJ+X+0lXTc7lmYe4iHfBOtn0I1e1Q1Zmo29otGk71PXI8MwNiZ+ZDD/8",
+	"1C5n9n8Bn3gjBxFr5jaxElOYsbRoUVryvRgmxo6giZlbayghd68CC7Sm7rcouSsZP+VSbXChcLSXonHq",
+	"u5EgGt09ggRRVYzYoQTxJUH3S0kQLwkIZ4hKQ5yoqNScMHFOBht65c02rpteMlseZinjqXL9qexD3IlZ",
+	"l/fXpSQTTcGNSfDmadC116W0zE5UKMFLiKhuQee8OK0+u5IjhXNl6E+pK3f78Iy962pSB6799T5GRblt",
+	"CPfxhFBCO4IrSZN4YlgBWqhMpGF8yx01V8pRiboECOPVash5ijlc3BgmzJX06RY+rZXGxTswZNZlVDWX",
+	"S7p5YGZPeCg/UV/L7Z5fOZUfPVBIunws0qIlC8WHmaAwilnxG2xuBJVtvpJUpZe4EG8kWOPwOBXIDUzQ",
+	"/YTrbtSG9hkkfsev5FhkWR78ze57Ohg/sAFWYkVlYVnOC1/LQAPUBSKotPMtz80+hZHNEqGqzsgbNXlM",
+	"uXO+nklE9qwryLh1YhAhHkkmHiYO/fj5LuCei3acB0NhQrocwkU4IbfeMxagUHPZZZd66itWU6nvBtjN",
+	"Xc7beBOJcfeZelbR7b7e52r1FOcQSqws8K46Peq+jvn6PFsYr1bu0zwb2CxVvYN04/oO9EQ1Lhx5hirG",
+	"5Unz7hOkADN0kNLVggqiEbRX0nMSV5dqgpfU5BHxsc4ziN1pTpHJezJUgBfaX8Fq9r+qUJ5YkMylT7J4",
+	"DImqmUyzfqDMrofO2u6hR8iq1CY6se4/zMjDJUM4cRJPnZd9A5IiRvxNwsKH3AoTvFdVAYHVqHv4SWRr",
+	"qP01IK5W+p1W+1e2Sq/WvzBlbQOlaXbfQxJLmzbezFZ6TKrZGCbmZ+HpKLANnLK/3cUnEPm4kZDhQ5kg",
+	"OVgKV3KS8ETpm6/HHzNT6a6VV71v1LibA4PILWhYGAJzTZysqqEAjpoU3jZ7YMD1YEnLh7six4suCVZi",
+	"sVchm7c+vU2S8etiM/O12Ow096Fd4859Mr+QG5j+hB73M+YXgIVDELSZcTyT52suAFPl4wtYXTFufpax",
+	"AQryiC+1c6yscaFkpfViRb7YOHWRmpUmlfk9cHpwPIDuqDdfOnNVifr4ECmVV1hhpXk0stGsIxEhG+es",
+	"4EPU8SqMexDXPvoi/BfLEDbM7RImWJOFG7yQB5dY3erT5LQ1mVkl2oUiGisIjVOprRaQhWosleBu+BjY",
+	"DUzZnnvkrRoedPerkmjYqq+yqesHdfnqqZ+rdyYc93peqqi+GANvtqfAnFNmCp4GEwNV9UGjzMBNxrBM",
+	"1RUHE+aVO1+81rALvI20MlgXXFtKWaWx3XLQ7E36Ik6Ms6qKHU1rIXb3+Ji1JdWR3YYu8aT4G12Xza3L",
+	"ulaUgOZbI9vrut+D/4HpDNY1itAcP3uWxEhEDPzq4z6k3egQvu5ewp+tgLUrq6nv9XcuZiynx73jrb/9",
+	"nMThszqitlIfTo6PP5+JIp6pirVXMaqOaoiS7sy9tyrU4qvi4TQ4ogMZG4pbMFSX34uOVNdv/8zJRW1I",
+	"6vqcQzT0rBCy1og+TwmIsRx/RpvYfHruTMl/3KmhooRnJ2ZQLj5ZzH1SYMicIYokbE3OqRYlMcsvbqTy",
+	"IecNe9xG2cGf3ar3cI5/bm7Q/M4rlsBeo2pd1UeqDNkYsjnUqpTZqZMCsHSYvyIwejfihK51rgCCbucc",
+	"4e1/FCZqcmXZQAO5HPFmCCgha15FmJVoOqwTafw5uAVNhAGfY3BNPOUUd/OnN9fNoFZyMpSF2+w3VeUz",
+	"TO1vYLVVrF+VQmN7VanN/TY5Z17DWtOk0CoAbcI0Z5jX52dAJ1/GYx3c/M1z69Yk1J5VRRCAhUpjHnDq",
+	"Cl6YVFQHDOwWfBp18deAoPbIhBpIthZUvrxpaU4p2Aja/SJev+zMJIJEMi6aW/VosuRu8y6iJ9T7FgO+",
+	"LImCChwyj3WXl79icVC4syAzyNwD0r0MhftJNdmIbh/CHd3J8SAwjTr2KQfOauDjn46ahIWeGV/KZTzm",
+	"MntimCptUVqnNIrAiLMy9SWflYQrqQbo/qfCEoalI2VAsv606RZ/Yth5mkJhvSp6eiWv5AG7bmLC3YHM",
+	"HDZcU/F8f1T7ZCv6+Q7Sn2+xMhFolgsJXfaWpgbusbmSjMqssGtaCN2DfZ1xy6+TxjI41cMh/TBhRpGg",
+	"3J8iIee4SKms6w89r+zD5auDHxjXGqVqbtiH//Pq1auXXfZG4UTcByhs/uALq8yt61Zm3UYF+K472oOB",
+	"OzNz7e/h9XszK45yN4X/lJxq1uB9Af8FrYJskqsJetK4ZG9euiU9MaesLyTXU0a9J7Qy7OfZAS6Qdt/f",
+	"cuyr5nTZc/eqF/JwboSTqI6YsRne5Xzs/gKtE/bU9TQQkuf0jWFHByesCmKh7p4YlqM+ntCtW0YMndDW",
+	"F8MDkJngkj09PugL3GAvPmIsgq/Q+cPTH374rvcD28Pd3D9DtzZOOlytwPGWZdC0ygAGODVctgeDWTDG",
+	"mrX+6uypm3LCSgkm5QX4xF+6pFhTvr7rDY0qMp/SiukVFSn2Kw0bRvWV+j7A0J+GRycGMsPe8Ej3uGxA",
+	"Mj6CO2FfqMxXNrZiDNnb0hJYGLCJIzHUkK7RDn0pB81MwoRw4Y139Q9UnquJA6KuQ7Hnyo5qzKz2BQ1J",
+	"hDcJS11Ptn5OhVeJnrkxvTJwJbmcBjxCJ5d/DV6rqaNhqe7T3I3fNIszlNOvpO8Hoyid7A1VNjVueR8Y",
+	"9/uO06S5uwVe46DXCcWyhLGfmKDT0T5epyoDasQabbBCVfT2ctzwKxn0CkCg8UfY1+rGaQ0DrOnkHyKp",
+	"cIfbOI3mhCfcXMm0tPXN/zM0NVVUF8KXk47F0ThAaZXO464LN7MZNS2URux1ks4RlVADLBObG4jVR3wk",
+	"E5hbSrhVdn2pZYdDG8f03cBrEubZ/uerCiOVwfipIyKrjmSyvSjJJKDYTxhnJ9S4QQkDISGCOUMGHfWr",
+	"QMe3O/PG04ocPVmgRfSypjHcIHmaKWxMTCJafy/Gjzfbaxy2LZpA40HUNK0SQ3hAKzXwdKn7dxZDn32h",
+	"IOt3Jd5eSoQolEOIiILCRE7EUTsMknRfOZmsQe42E25XZzh6uvfKZzluaJrgdtR5VO/bqyWZkS+FhtQq",
+	"PWUg8fKxvwgkP9vKjv/si0QV7EqVXwKehw1AiYLpO+BZA0w3ixFRqQV74Bn2DNitptJRyuoz2v3VDH9r",
+	"0vmPA9NkfYoXzQrB62zmQXUdIe+BULpKyIuErbmpWpDfIPgrhOAWYulrTu/CUDULtq+Uvnlca6oboaGW",
+	"3D/AlfFPMJ56H+/fENxrCTlcZDHjTHFqGPn50OJSPa/KyIUbv5LggCRDilL5ZoIxXvHyONh04br+Kvw4",
+	"f1/xtAajVxrgv94iRpeysBsoLNvLxQDSaZpDF8/6wGnEY9jfEEyUprz/3YPJz3eFquDkIsQ+P0btI22/",
+	"kEWIhq4qSUdiJz+8+5VqRaN/Fov9aPtNJvnLyCSEVI+DIO+w72+E9LMVc3Dbjc4qjEBrRIquDw+BPa+w",
+	"OVWtHjNuu3npVosu72f/xFRyRVDpv0jYRLUtDw6bWBaHHS4Qe6S4idnb13ZVkTp0+0+Q/v9SLKIBsy0k",
+	"wfJwdfuuAfq96/obg/hcChtGbvKqysF2DMKq4rGAQRXfYOGzwYIqEqynFgT3TJibptLlDvoAcX9DlWvC",
+	"Rbsr4Hcu7JqJRJejKlUxxFoPlN5d2mJ7OuxWaYxjIV/Td0cb5zT+oiYYqVMt1Pu2z1ivisn2cdttKYBW",
+	"jEGVNlzwG03oe9rM5/tu1d28H/+CAZIPRwwHoL6sS9OuRSnrPiTevRiKW5AePtFLLyTjIYo496HMexRG",
+	"nDSii/d98I5U/sZ0/NgPOHOGvjIJFv8LAc11Kp03t/lYwy47D1/7oLwq6OjUoUkRIs9oXhjUZm58tgLG",
+	"dFEhajbhNz7xzMEhpoVQRA7FctJNjWi743XVoyTcC+E2p1B5LuRwSY7hg32QQWRZN26/KTCvcqu89NdT",
+	"7CnNeI73e7GhkrD/AL3iQazhyxZ+qQ22T4zPryLY7QPZfehOkRHHmjChkrOSMzVjznx8a6p05iBwahJH",
+	"6ejUfOZkzu0DK8nEtbDWOP1WoOhtq8x8dSrnLgpBzF4fV9/q+cdHxyDwikA/Wqlzf6Xn6eHh0fH33V63",
+	"1z06/eH7Xg+lPj/lTxUfrqiCY4jhYbWexkOqjNB40Lh77v7j/f8PAAD//yfNrysUyQAA",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file
