@@ -85,9 +85,9 @@ func (r *projectResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"sandboxes that are not terminated or failed may request together, and a create that would go over " +
 			"is refused with `quota_exceeded`. Lowering a quota below the current usage refuses new sandboxes " +
 			"only. A quota on cpu, memory or disk needs every sandbox of the project to request that " +
-			"resource (the pool's default size cannot be counted). Destroying the resource removes the " +
-			"declaration (the project is implicit again) and revokes the project's tokens, which the " +
-			"daemon refuses while the project has sandboxes that are not terminated. A declaration removed " +
+			"resource (the pool's default size cannot be counted). Destroying the resource, which the daemon " +
+			"refuses while the project has sandboxes that are not terminated, removes the declaration (the " +
+			"project is implicit again) and revokes the project's tokens. A declaration removed " +
 			"outside Terraform is removed from the state with a warning, so the next plan declares it again; a " +
 			"quota changed outside Terraform shows as an update that restores it. Needs an admin token.",
 		Attributes: map[string]schema.Attribute{

@@ -16,9 +16,11 @@ resource "differently_project" "ci" {
 
 # Referencing the project makes Terraform create sandboxes after the declaration and
 # destroy them before it (the daemon keeps a declaration while the project has live
-# sandboxes).
+# sandboxes). The quota limits cpu and memory, so the sandbox must say how much of
+# each it wants: the pool's default size could not be counted.
 resource "differently_sandbox" "runner" {
   org       = differently_project.ci.org
   project   = differently_project.ci.name
   placement = { allowed_pools = ["devhost"] }
+  resources = { cpu = 1, memory_mib = 1024 }
 }
