@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -193,4 +194,24 @@ func TestDocumentedBounds(t *testing.T) {
 			t.Errorf("%s.template: maxLength %v, want %d", schema, n, api.MaxTemplateBytes)
 		}
 	}
+}
+
+// usageFails is a store whose usage sums fail.
+type usageFails struct{ store.Store }
+
+func (usageFails) ProjectUsage(context.Context, string, string) (store.Usage, error) {
+	return store.Usage{}, errors.New("usage unavailable")
+}
+
+// TestQuotaPutAllOrNothing: a quota update whose answer cannot be made stores
+// nothing, rather than putting the quota in force and answering an error.
+func TestQuotaPutAllOrNothing(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnvWith(t, st, func(o *httpapi.Options) { o.Store = usageFails{st} })
+		e.do(e.admin, "PUT", "/v1/admin/projects/acme/ci", map[string]any{"quota": map[string]any{"sandboxes": 1}}).
+			want(t, http.StatusInternalServerError, api.CodeInternal)
+		if _, err := st.GetProject(context.Background(), "acme", "ci"); !api.IsCode(err, api.CodeNotFound) {
+			t.Fatalf("the failed put stored the project: %v", err)
+		}
+	})
 }
