@@ -215,3 +215,18 @@ func TestQuotaPutAllOrNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestStoredPolicyTTLAboveTheBound: a policy stored before the bound with a longer
+// defaults.ttlSeconds still lets creates through, held to the bound.
+func TestStoredPolicyTTLAboveTheBound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		if err := st.PutPolicy(context.Background(), store.Policy{Defaults: map[string]any{"ttlSeconds": float64(20 * 365 * 24 * 3600)}}); err != nil {
+			t.Fatal(err)
+		}
+		sb := e.createSandbox(e.admin, "fake", nil)
+		if sb.TtlSeconds == nil || *sb.TtlSeconds != api.MaxTTLSeconds {
+			t.Fatalf("ttlSeconds %v, want %d", sb.TtlSeconds, api.MaxTTLSeconds)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -222,6 +223,23 @@ func policyDefaultTTL(p store.Policy) (int64, error) {
 		api.MaxTTLSeconds)
 }
 
+// storedDefaultTTL is policyDefaultTTL for a stored policy, which PutPolicy may have
+// accepted before api.MaxTTLSeconds bounded it: a longer default is held to the bound
+// rather than refusing every create that names no TTL for the operator's setting.
+func storedDefaultTTL(p store.Policy) (int64, error) {
+	switch v := p.Defaults["ttlSeconds"].(type) {
+	case float64:
+		if v > api.MaxTTLSeconds && v == math.Trunc(v) {
+			return api.MaxTTLSeconds, nil
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil && n > api.MaxTTLSeconds {
+			return api.MaxTTLSeconds, nil
+		}
+	}
+	return policyDefaultTTL(p)
+}
+
 // queueFullRetryAfter is the Retry-After of a create refused because the queue is full.
 const queueFullRetryAfter = 5
 
@@ -259,7 +277,7 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 		return sb, false, nil, errorf("get policy: %w", err)
 	}
 	if defaultTTL {
-		if sb.TTLSeconds, err = policyDefaultTTL(policy); err != nil {
+		if sb.TTLSeconds, err = storedDefaultTTL(policy); err != nil {
 			return sb, false, nil, err
 		}
 	}
