@@ -24,6 +24,8 @@ const (
 	MaxTTLSeconds = 10 * 366 * 24 * 60 * 60
 	// MaxTemplateBytes bounds a sandbox's or profile's template name.
 	MaxTemplateBytes = 1024
+	// MaxRegionBytes bounds each region a placement names.
+	MaxRegionBytes = 255
 )
 
 // Bounds on the resources one sandbox (or a profile) may ask for, far above any one

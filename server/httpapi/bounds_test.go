@@ -230,3 +230,21 @@ func TestStoredPolicyTTLAboveTheBound(t *testing.T) {
 		}
 	})
 }
+
+// TestPlacementBound: a create's placement names pools that could exist and regions of
+// bounded length, and a refusal quotes no more than a name could hold.
+func TestPlacementBound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		for _, pl := range []map[string]any{
+			{"allowedPools": []string{strings.Repeat("p", 100000)}},
+			{"regions": []string{strings.Repeat("r", api.MaxRegionBytes+1)}},
+		} {
+			r := e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": pl})
+			wantField(t, r, "placement.")
+			if len(r.body) > 2000 {
+				t.Fatalf("error of %d bytes", len(r.body))
+			}
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/textcut"
 	"github.com/different-ai/differently/server/placement"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
@@ -79,6 +80,24 @@ func tenant(p principal, org, project *string) (string, string, error) {
 func checkTTL(ttl int64) error {
 	if ttl < 0 || ttl > api.MaxTTLSeconds {
 		return invalid("ttlSeconds must be between 0 (no expiry) and %d (ten years)", api.MaxTTLSeconds)
+	}
+	return nil
+}
+
+// checkPlacement bounds what a create's placement names: a pool that could exist
+// (one that cannot is refused as unknown anyway, here without quoting all of it) and
+// regions of at most api.MaxRegionBytes.
+func checkPlacement(pl store.Placement) error {
+	for _, name := range pl.AllowedPools {
+		if !api.ValidName(name) {
+			return invalid("placement.allowedPools: %q is not a pool name (1 to 63 lowercase letters, digits and dashes)",
+				textcut.Prefix(name, 64))
+		}
+	}
+	for _, region := range pl.Regions {
+		if len(region) > api.MaxRegionBytes {
+			return invalid("placement.regions: a region is longer than %d bytes", api.MaxRegionBytes)
+		}
 	}
 	return nil
 }
@@ -268,6 +287,9 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	}
 	if len(sb.Template) > api.MaxTemplateBytes {
 		return sb, false, nil, invalid("template is longer than %d bytes", api.MaxTemplateBytes)
+	}
+	if err := checkPlacement(sb.Placement); err != nil {
+		return sb, false, nil, err
 	}
 	if err := validateEnv(sb.Env); err != nil {
 		return sb, false, nil, err
