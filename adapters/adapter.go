@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"io"
 
 	"github.com/different-ai/differently/api"
 )
@@ -98,6 +99,26 @@ type FileSystem interface {
 	WriteFile(ctx context.Context, ref, path string, data []byte) error
 	// ListFiles lists a directory's entries (not recursively).
 	ListFiles(ctx context.Context, ref, path string) ([]FileInfo, error)
+}
+
+// FileStreamer is an optional fast path of FileSystem for callers that pass file
+// content on rather than keep it, such as the API's upload and download handlers: the
+// content flows through in pieces, so a 100 MiB file does not take 100 MiB of the
+// caller's memory. It otherwise behaves exactly like ReadFile and WriteFile, and is
+// used only where files is an effective feature.
+type FileStreamer interface {
+	FileSystem
+	// WriteFileFrom creates or replaces a file with what content yields until io.EOF.
+	// More than api.MaxFileBytes is payload_too_large. When reading content fails,
+	// WriteFileFrom returns an error that wraps the reader's, and the file is left as
+	// it was: a failed upload never leaves a partial file behind where the backend can
+	// avoid it.
+	WriteFileFrom(ctx context.Context, ref, path string, content io.Reader) error
+	// OpenFile opens a file for reading, with its size (-1 when the backend cannot
+	// tell before reading). The errors are ReadFile's; a file known to be over
+	// api.MaxFileBytes is refused here, and one that grows past it while being read
+	// makes the reader fail rather than end early. The caller closes the reader.
+	OpenFile(ctx context.Context, ref, path string) (io.ReadCloser, int64, error)
 }
 
 // Lifecycle backs lifecycle.stop-start and persistence.disk. Both calls are idempotent:

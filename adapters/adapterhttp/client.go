@@ -116,7 +116,10 @@ type request struct {
 	query       url.Values
 	body        []byte
 	contentType string
-	accept      string
+	// stream, when set instead of body, is sent as it is read (chunked), for file
+	// content that need not be held whole.
+	stream io.Reader
+	accept string
 }
 
 // send performs r and returns the response only when it is a 2xx from a server
@@ -131,11 +134,16 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
+	if r.stream != nil {
+		// Only io.NopCloser: NewRequest would take the length of a *bytes.Reader
+		// and the like, and the request must not close the caller's reader.
+		body = io.NopCloser(r.stream)
+	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
 	if err != nil {
 		return nil, adapters.InvalidRequest("building the adapter request failed: %v", err)
 	}
-	if r.body != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", r.contentType)
 	}
 	req.Header.Set("Accept", cmp.Or(r.accept, contentTypeJSON))

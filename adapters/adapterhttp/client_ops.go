@@ -3,11 +3,13 @@ package adapterhttp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -253,6 +255,111 @@ func (c *Client) WriteFile(ctx context.Context, ref, path string, data []byte) e
 	return nil
 }
 
+// OpenFile implements adapters.FileStreamer: the answer's body, which fails rather
+// than ends should it go past api.MaxFileBytes.
+func (c *Client) OpenFile(ctx context.Context, ref, path string) (io.ReadCloser, int64, error) {
+	p, err := instancePath(ref, "files", "content")
+	if err != nil {
+		return nil, 0, err
+	}
+	q, err := fileQuery(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := request{method: http.MethodGet, path: p, query: q, accept: contentTypeBytes}
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if resp.ContentLength > api.MaxFileBytes {
+		discard(resp)
+		return nil, 0, fileTooLarge()
+	}
+	body := &transportReader{c: c, ctx: ctx, r: r, body: resp.Body}
+	return adapters.CapFile(body, "file "+path), resp.ContentLength, nil
+}
+
+// transportReader gives a broken answer body the code of every other transport
+// failure.
+type transportReader struct {
+	c    *Client
+	ctx  context.Context
+	r    request
+	body io.ReadCloser
+}
+
+func (t *transportReader) Read(p []byte) (int, error) {
+	n, err := t.body.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = t.c.transportError(t.ctx, t.r, err)
+	}
+	return n, err
+}
+
+func (t *transportReader) Close() error { return t.body.Close() }
+
+// WriteFileFrom implements adapters.FileStreamer: content is sent as it is read.
+// A failure to read it aborts the request, so the plugin writes nothing, and is
+// returned wrapped as it is.
+func (c *Client) WriteFileFrom(ctx context.Context, ref, path string, content io.Reader) error {
+	p, err := instancePath(ref, "files", "content")
+	if err != nil {
+		return err
+	}
+	q, err := fileQuery(path)
+	if err != nil {
+		return err
+	}
+	src := &sourceReader{r: io.LimitReader(content, api.MaxFileBytes+1)}
+	resp, err := c.send(ctx, request{method: http.MethodPut, path: p, query: q, stream: src, contentType: contentTypeBytes})
+	n, readErr := src.state()
+	switch {
+	case readErr != nil:
+		if err == nil {
+			discard(resp)
+		}
+		return fmt.Errorf("reading the file content: %w", readErr)
+	case n > api.MaxFileBytes:
+		// The plugin refuses it too; this answer does not depend on its doing so.
+		if err == nil {
+			discard(resp)
+		}
+		return fileTooLarge()
+	case err != nil:
+		return err
+	}
+	discard(resp)
+	return nil
+}
+
+// sourceReader keeps the caller's reader's failure apart from the transport's. The
+// transport reads it from a goroutine of its own, which may still be at it when the
+// answer comes, hence the lock.
+type sourceReader struct {
+	r io.Reader
+
+	mu  sync.Mutex
+	n   int64
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return n, err
+}
+
+func (s *sourceReader) state() (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n, s.err
+}
+
 // ListFiles lists one directory.
 func (c *Client) ListFiles(ctx context.Context, ref, path string) ([]adapters.FileInfo, error) {
 	p, err := instancePath(ref, "files")
@@ -349,3 +456,5 @@ func (c *Client) RenewTTL(ctx context.Context, ref string, ttlSeconds int64) err
 
 // String names the endpoint for logs; the token is never part of it.
 func (c *Client) String() string { return "adapterhttp.Client(" + c.base + ")" }
+
+var _ adapters.FileStreamer = (*Client)(nil)

@@ -3,6 +3,7 @@ package adapterhttp_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -121,4 +122,19 @@ func FuzzFilePathsOverTheProtocol(f *testing.F) {
 			t.Fatalf("ListFiles(%q) = %+v", path, list)
 		}
 	})
+}
+
+// The fake's streaming file calls would bypass the recording ones above.
+
+func (p *pathRecorder) OpenFile(ctx context.Context, ref, path string) (io.ReadCloser, int64, error) {
+	data, err := p.ReadFile(ctx, ref, path)
+	return io.NopCloser(bytes.NewReader(data)), int64(len(data)), err
+}
+
+func (p *pathRecorder) WriteFileFrom(ctx context.Context, ref, path string, content io.Reader) error {
+	data, err := io.ReadAll(content)
+	if err != nil {
+		return err
+	}
+	return p.WriteFile(ctx, ref, path, data)
 }

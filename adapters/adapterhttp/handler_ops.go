@@ -2,6 +2,7 @@ package adapterhttp
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -188,6 +189,9 @@ func (h *handler) readFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if st, ok := fs.(adapters.FileStreamer); ok {
+		return streamFile(w, r, st, path)
+	}
 	data, err := fs.ReadFile(r.Context(), r.PathValue("ref"), path)
 	if err != nil {
 		return err
@@ -204,6 +208,42 @@ func (h *handler) readFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// streamFile answers with a file as the adapter reads it. Once the status is out,
+// a failure can only break the connection: the client then sees a transfer that
+// failed, never a file that ends early.
+func streamFile(w http.ResponseWriter, r *http.Request, st adapters.FileStreamer, path string) error {
+	f, size, err := st.OpenFile(r.Context(), r.PathValue("ref"), path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if size > api.MaxFileBytes {
+		return adapters.TooLarge("file %s is over %d bytes", path, api.MaxFileBytes)
+	}
+	// The first piece is read before the status is sent, so that an error there
+	// still gets its own answer.
+	first := make([]byte, 32<<10)
+	n, err := io.ReadFull(f, first)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	w.Header().Set("Content-Type", contentTypeBytes)
+	if size >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, werr := w.Write(first[:n]); werr != nil {
+		return nil // the client went away
+	}
+	if err != nil {
+		return nil // all of it was in the first piece
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
 func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	path, err := queryPath(r)
 	if err != nil {
@@ -216,18 +256,37 @@ func (h *handler) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > api.MaxFileBytes {
 		return fileTooLarge()
 	}
-	data, err := body.ReadAllWithin(w, http.MaxBytesReader(w, r.Body, api.MaxFileBytes), r.ContentLength, uploadReadTimeout)
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return fileTooLarge()
+	limited := http.MaxBytesReader(w, r.Body, api.MaxFileBytes)
+	if st, ok := fs.(adapters.FileStreamer); ok {
+		src := body.NewStream(w, limited, uploadReadTimeout)
+		err := st.WriteFileFrom(r.Context(), r.PathValue("ref"), path, src)
+		src.Done(err != nil)
+		if rerr := src.Err(); rerr != nil {
+			return uploadError(rerr)
 		}
-		return adapters.InvalidRequest("reading the file body failed: %v", err)
+		if err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	data, err := body.ReadAllWithin(w, limited, r.ContentLength, uploadReadTimeout)
+	if err != nil {
+		return uploadError(err)
 	}
 	if err := fs.WriteFile(r.Context(), r.PathValue("ref"), path, data); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// uploadError is the answer to a file body that could not be read.
+func uploadError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return fileTooLarge()
+	}
+	return adapters.InvalidRequest("reading the file body failed: %v", err)
 }
 
 // uploadReadTimeout is how long a file upload's body may take to arrive: 100 MiB at

@@ -112,6 +112,7 @@ var (
 	_ adapters.Streamer         = (*Adapter)(nil)
 	_ adapters.ByteStreamer     = (*Adapter)(nil)
 	_ adapters.FileSystem       = (*Adapter)(nil)
+	_ adapters.FileStreamer     = (*Adapter)(nil)
 	_ adapters.Lifecycle        = (*Adapter)(nil)
 	_ adapters.Snapshotter      = (*Adapter)(nil)
 )

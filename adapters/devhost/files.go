@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -95,53 +97,90 @@ func (a *Adapter) openTree(ref string) (*os.Root, error) {
 }
 
 // ReadFile implements adapters.FileSystem.
-func (a *Adapter) ReadFile(_ context.Context, ref, p string) ([]byte, error) {
-	rel, err := cleanPath(p, false)
+func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
+	f, size, err := a.OpenFile(ctx, ref, p)
 	if err != nil {
 		return nil, err
-	}
-	r, err := a.openTree(ref)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	// O_NONBLOCK so that a FIFO the sandbox planted cannot hang the open; it is then
-	// refused as not regular.
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fsError("read", p, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fsError("read", p, err)
-	}
-	switch {
-	case fi.IsDir():
-		return nil, adapters.InvalidRequest("devhost: read %q: is a directory", p)
-	case !fi.Mode().IsRegular():
-		return nil, adapters.InvalidRequest("devhost: read %q: not a regular file", p)
-	case fi.Size() > api.MaxFileBytes:
-		return nil, adapters.TooLarge("devhost: read %q: %d bytes is over the limit of %d", p, fi.Size(), api.MaxFileBytes)
-	}
 	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + 1)
-	// One byte over the limit is enough to tell that the file grew past it.
-	if _, err := buf.ReadFrom(io.LimitReader(f, api.MaxFileBytes+1)); err != nil {
+	buf.Grow(int(size))
+	if _, err := buf.ReadFrom(f); err != nil {
+		if api.AsError(err) != nil {
+			return nil, err
+		}
 		return nil, fsError("read", p, err)
-	}
-	if buf.Len() > api.MaxFileBytes {
-		return nil, adapters.TooLarge("devhost: read %q: over the limit of %d bytes", p, api.MaxFileBytes)
 	}
 	return buf.Bytes(), nil
 }
 
-// WriteFile implements adapters.FileSystem. The content goes to a temporary file
-// that is renamed over the target, so readers never see a partial file.
-func (a *Adapter) WriteFile(_ context.Context, ref, p string, data []byte) error {
+// OpenFile implements adapters.FileStreamer. The reader fails, rather than ends,
+// should the file grow past api.MaxFileBytes while it is read.
+func (a *Adapter) OpenFile(_ context.Context, ref, p string) (io.ReadCloser, int64, error) {
+	rel, err := cleanPath(p, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := a.openTree(ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close() // an open file outlives its Root
+	// O_NONBLOCK so that a FIFO the sandbox planted cannot hang the open; it is then
+	// refused as not regular.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, fsError("read", p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fsError("read", p, err)
+	}
+	switch {
+	case fi.IsDir():
+		err = adapters.InvalidRequest("devhost: read %q: is a directory", p)
+	case !fi.Mode().IsRegular():
+		err = adapters.InvalidRequest("devhost: read %q: not a regular file", p)
+	case fi.Size() > api.MaxFileBytes:
+		err = adapters.TooLarge("devhost: read %q: %d bytes is over the limit of %d", p, fi.Size(), api.MaxFileBytes)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, err
+	}
+	return adapters.CapFile(f, "devhost: read "+strconv.Quote(p)), fi.Size(), nil
+}
+
+// WriteFile implements adapters.FileSystem.
+func (a *Adapter) WriteFile(ctx context.Context, ref, p string, data []byte) error {
 	if len(data) > api.MaxFileBytes {
 		return adapters.TooLarge("devhost: write %q: %d bytes is over the limit of %d", p, len(data), api.MaxFileBytes)
 	}
+	return a.WriteFileFrom(ctx, ref, p, bytes.NewReader(data))
+}
+
+// readError marks a failure of the caller's reader, which WriteFileFrom returns as
+// it is (wrapped) rather than as a failure of the sandbox's filesystem.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &readError{err}
+	}
+	return n, err
+}
+
+// WriteFileFrom implements adapters.FileStreamer. The content goes to a temporary
+// file that is renamed over the target once all of it has come, so readers never see
+// a partial file and a failed upload leaves the old file (or none) in place.
+func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Reader) error {
 	rel, err := cleanPath(p, false)
 	if err != nil {
 		return err
@@ -162,7 +201,11 @@ func (a *Adapter) WriteFile(_ context.Context, ref, p string, data []byte) error
 	if err != nil {
 		return fsError("write", p, err)
 	}
-	_, err = f.Write(data)
+	// One byte over the limit is enough to tell an oversized upload.
+	n, err := io.Copy(f, io.LimitReader(sourceReader{content}, api.MaxFileBytes+1))
+	if err == nil && n > api.MaxFileBytes {
+		err = adapters.TooLarge("devhost: write %q: over the limit of %d bytes", p, api.MaxFileBytes)
+	}
 	if err == nil {
 		err = f.Chmod(0o644) // the umask must not decide
 	}
@@ -174,6 +217,12 @@ func (a *Adapter) WriteFile(_ context.Context, ref, p string, data []byte) error
 	}
 	if err != nil {
 		_ = r.Remove(tmp)
+		if re, ok := errors.AsType[*readError](err); ok {
+			return fmt.Errorf("devhost: write %q: reading the content: %w", p, re.err)
+		}
+		if api.AsError(err) != nil {
+			return err
+		}
 		return fsError("write", p, err)
 	}
 	return nil

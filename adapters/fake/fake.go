@@ -97,6 +97,7 @@ var (
 	_ adapters.ExecutionAdapter = (*Adapter)(nil)
 	_ adapters.Streamer         = (*Adapter)(nil)
 	_ adapters.FileSystem       = (*Adapter)(nil)
+	_ adapters.FileStreamer     = (*Adapter)(nil)
 	_ adapters.Lifecycle        = (*Adapter)(nil)
 	_ adapters.Pauser           = (*Adapter)(nil)
 	_ adapters.Snapshotter      = (*Adapter)(nil)

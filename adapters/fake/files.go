@@ -1,7 +1,10 @@
 package fake
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
@@ -149,4 +152,29 @@ func (a *Adapter) ListFiles(_ context.Context, ref, p string) ([]adapters.FileIn
 	}
 	slices.SortFunc(out, func(x, y adapters.FileInfo) int { return strings.Compare(x.Name, y.Name) })
 	return out, nil
+}
+
+// WriteFileFrom implements adapters.FileStreamer. The fake keeps files in memory
+// anyway, so it reads the content whole; a failed read writes nothing.
+func (a *Adapter) WriteFileFrom(ctx context.Context, ref, p string, content io.Reader) error {
+	if err := a.require("files", adapters.FeatureFiles); err != nil {
+		return err
+	}
+	data, err := adapters.ReadCapped(content, "fake: file content")
+	if err != nil {
+		if api.AsError(err) != nil {
+			return err
+		}
+		return fmt.Errorf("fake: write %s: reading the content: %w", p, err)
+	}
+	return a.WriteFile(ctx, ref, p, data)
+}
+
+// OpenFile implements adapters.FileStreamer over a copy of the file.
+func (a *Adapter) OpenFile(ctx context.Context, ref, p string) (io.ReadCloser, int64, error) {
+	data, err := a.ReadFile(ctx, ref, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
 }

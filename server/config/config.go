@@ -30,6 +30,7 @@ type Config struct {
 	Listen    string       `yaml:"listen"`
 	TLS       TLS          `yaml:"tls"`
 	Scheduler Scheduler    `yaml:"scheduler"`
+	Files     Files        `yaml:"files"`
 	Pools     []PoolConfig `yaml:"pools"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
@@ -135,6 +136,19 @@ type Scheduler struct {
 	DefaultMaxStarting int `yaml:"defaultMaxStarting"`
 }
 
+// Files bounds the large file transfers of the API in flight on one replica: a
+// transfer over the bound answers 503 with Retry-After instead of taking memory and
+// backend connections without limit.
+type Files struct {
+	// MaxTransfers bounds them for the whole replica, MaxProjectTransfers for one
+	// project, so that one project cannot take every slot.
+	MaxTransfers        int `yaml:"maxTransfers"`
+	MaxProjectTransfers int `yaml:"maxProjectTransfers"`
+	// LargeTransferBytes is the size above which a transfer counts; one whose size
+	// is not known ahead (a chunked upload) always counts.
+	LargeTransferBytes int64 `yaml:"largeTransferBytes"`
+}
+
 // PoolConfig is one pool as written in the file.
 type PoolConfig struct {
 	Name    string    `yaml:"name"`
@@ -176,6 +190,7 @@ func Default() *Config {
 			MaxQueued:                10000,
 			DefaultMaxStarting:       8,
 		},
+		Files: Files{MaxTransfers: 8, MaxProjectTransfers: 4, LargeTransferBytes: 1 << 20},
 	}
 }
 

@@ -121,6 +121,16 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)
 		}
 	}
+	f := c.Files
+	if f.MaxTransfers < 1 {
+		v.add("", "files.maxTransfers", "must be at least 1, got %d", f.MaxTransfers)
+	}
+	if f.MaxProjectTransfers < 1 {
+		v.add("", "files.maxProjectTransfers", "must be at least 1, got %d", f.MaxProjectTransfers)
+	}
+	if f.LargeTransferBytes < 1 {
+		v.add("", "files.largeTransferBytes", "must be at least 1, got %d", f.LargeTransferBytes)
+	}
 	for i, p := range c.PoolCredentials.AllowedEnv {
 		if err := api.CheckEnvPattern(p); err != nil {
 			v.add("", fmt.Sprintf("poolCredentials.allowedEnv[%d]", i), "%s", api.AsError(err).Message)

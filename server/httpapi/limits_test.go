@@ -117,6 +117,16 @@ func (c *countingFS) WriteFile(ctx context.Context, ref, p string, data []byte) 
 	return c.Adapter.WriteFile(ctx, ref, p, data)
 }
 
+// WriteFileFrom counts the streamed writes that wrote something: a refused upload
+// may begin at the backend, but must fail there.
+func (c *countingFS) WriteFileFrom(ctx context.Context, ref, p string, content io.Reader) error {
+	err := c.Adapter.WriteFileFrom(ctx, ref, p, content)
+	if err == nil {
+		c.writes++
+	}
+	return err
+}
+
 // TestFileUploadLimitWritesNothing: an upload over api.MaxFileBytes answers 413
 // payload_too_large and leaves the backend as it was: an existing file keeps its
 // content, a new one is not created, no temporary file is left on a devhost disk,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -160,6 +161,16 @@ func (s *spyAdapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error
 func (s *spyAdapter) WriteFile(ctx context.Context, ref, p string, data []byte) error {
 	s.calls.Add(1)
 	return s.Adapter.WriteFile(ctx, ref, p, data)
+}
+
+func (s *spyAdapter) OpenFile(ctx context.Context, ref, p string) (io.ReadCloser, int64, error) {
+	s.calls.Add(1)
+	return s.Adapter.OpenFile(ctx, ref, p)
+}
+
+func (s *spyAdapter) WriteFileFrom(ctx context.Context, ref, p string, content io.Reader) error {
+	s.calls.Add(1)
+	return s.Adapter.WriteFileFrom(ctx, ref, p, content)
 }
 
 func (s *spyAdapter) ListFiles(ctx context.Context, ref, p string) ([]adapters.FileInfo, error) {

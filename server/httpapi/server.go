@@ -111,6 +111,12 @@ type Options struct {
 	// UploadReadTimeout bounds the reading of a file upload's body. 0 means
 	// DefaultUploadReadTimeout.
 	UploadReadTimeout time.Duration
+	// MaxTransfers and MaxProjectTransfers bound the file transfers larger than
+	// LargeTransferBytes (or of unknown size) in flight, in all and per project; one
+	// more answers 503 with Retry-After. 0 means the Default of each.
+	MaxTransfers        int
+	MaxProjectTransfers int
+	LargeTransferBytes  int64
 	// BodyReadTimeout bounds the reading of any other request's body (JSON, at most
 	// 4 MiB). 0 means DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
@@ -153,6 +159,7 @@ type Server struct {
 	// any other body.
 	uploadTimeout time.Duration
 	bodyTimeout   time.Duration
+	transfers     *transfers
 	accessLog     bool
 	router        *chi.Mux
 }
@@ -193,6 +200,9 @@ func New(opts Options) (http.Handler, error) {
 	s.uploadTimeout = cmp.Or(opts.UploadReadTimeout, DefaultUploadReadTimeout)
 	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	s.accessLog = opts.AccessLog
+	s.transfers = newTransfers(cmp.Or(max(opts.MaxTransfers, 0), DefaultMaxTransfers),
+		cmp.Or(max(opts.MaxProjectTransfers, 0), DefaultMaxProjectTransfers),
+		cmp.Or(max(opts.LargeTransferBytes, 0), DefaultLargeTransferBytes))
 	s.maxQueued = opts.MaxQueued
 	if s.maxQueued <= 0 {
 		s.maxQueued = DefaultMaxQueued
