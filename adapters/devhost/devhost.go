@@ -105,6 +105,7 @@ type Adapter struct {
 
 	locks keyedMutex
 	procs procTable
+	track *tracker
 }
 
 var (
@@ -128,7 +129,7 @@ func New(root string, opts ...Option) (*Adapter, error) {
 	if err != nil {
 		return nil, adapters.InvalidRequest("devhost: root %q: %v", root, err)
 	}
-	a := &Adapter{root: abs, now: time.Now}
+	a := &Adapter{root: abs, now: time.Now, track: newTracker(abs)}
 	for _, o := range opts {
 		o(a)
 	}
@@ -157,7 +158,9 @@ func (a *Adapter) Info() adapters.Info {
 		Isolation: "none: host processes in a per-sandbox directory",
 		Protocol:  adapters.ProtocolVersion,
 		Description: "Development only. Commands run as the daemon's user with a minimal environment; " +
-			"processes a command leaves in the background are killed when the command ends; " +
+			"processes a command leaves in the background are killed when the command ends, and every process of a sandbox on stop and delete, " +
+			"also those that left the command's process group (setsid): they are found through a cgroup per command where the host allows one (cgroup v2), " +
+			"else through the variable " + markerVar + " in their environment, which only a program started with a fresh environment sheds; " +
 			"stop/start is a state flag; file modes are permission bits only.",
 	}
 }

@@ -25,6 +25,7 @@ func newAdapter(t *testing.T) *Adapter {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { cleanupCgroups(a) })
 	return a
 }
 

@@ -149,6 +149,9 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 		return nil, nil, err
 	}
 	env := buildEnv(fsDir, m.Env, req.Env)
+	// Set last, so the sandbox's env cannot replace it.
+	execID := randomSuffix()
+	env[markerVar] = a.track.marker(ref, execID)
 
 	path, args := "/bin/sh", []string{"/bin/sh", "-c", req.Command}
 	if len(req.Args) > 0 {
@@ -186,21 +189,19 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	growPipe(s.stdout)
 	growPipe(s.stderr)
 
-	s.cmd = &exec.Cmd{
-		Path:   path,
-		Args:   args,
-		Dir:    dir,
-		Env:    envList(env),
-		Stdout: outW,
-		Stderr: errW,
-		// Its own process group, so a timeout, Stop or Delete can kill everything
-		// the command spawned with one signal.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	group := a.track.newExecGroup(ref, execID)
+	s.cmd = command(path, args, dir, env, outW, errW, inR, group)
+	err = s.cmd.Start()
+	if err != nil && group != nil {
+		// The kernel may lack CLONE_INTO_CGROUP (before 5.7); the marker remains.
+		group.started()
+		removeCgroup(group.dir)
+		group = nil
+		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
+		err = s.cmd.Start()
 	}
-	if inR != nil {
-		s.cmd.Stdin = inR // never a typed nil: that would not mean /dev/null
-	}
-	if err := s.cmd.Start(); err != nil {
+	group.started()
+	if err != nil {
 		closeAll()
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -216,9 +217,30 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 			_ = f.Close()
 		}
 	}
-	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process}
+	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process, track: a.track, id: ref, execID: execID, group: group}
 	a.procs.add(ref, s.proc)
 	return s, nil, nil
+}
+
+// command builds the exec.Cmd of one command, started in group's cgroup when
+// group is not nil.
+func command(path string, args []string, dir string, env map[string]string, outW, errW, inR *os.File, group *execGroup) *exec.Cmd {
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   args,
+		Dir:    dir,
+		Env:    envList(env),
+		Stdout: outW,
+		Stderr: errW,
+		// Its own process group, so a timeout, Stop or Delete can kill everything
+		// the command spawned with one signal.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if inR != nil {
+		cmd.Stdin = inR // never a typed nil: that would not mean /dev/null
+	}
+	setCgroup(cmd.SysProcAttr, group)
+	return cmd
 }
 
 // chunk is a piece of one stream's output, or the end of it (eof). Its data lies in

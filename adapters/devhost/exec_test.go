@@ -81,13 +81,14 @@ func TestExecEnvironmentIsMinimal(t *testing.T) {
 		name, _, _ := strings.Cut(line, "=")
 		names[name] = true
 	}
-	for _, want := range []string{"PATH", "HOME", "MINE"} {
+	// The marker finds the command's processes for Stop and Delete.
+	for _, want := range []string{"PATH", "HOME", "MINE", markerVar} {
 		if !names[want] {
 			t.Fatalf("env lacks %s:\n%s", want, res.Stdout)
 		}
 	}
-	if len(names) != 3 {
-		t.Fatalf("env holds more than PATH, HOME and the instance env:\n%s", res.Stdout)
+	if len(names) != 4 {
+		t.Fatalf("env holds more than PATH, HOME, the marker and the instance env:\n%s", res.Stdout)
 	}
 }
 

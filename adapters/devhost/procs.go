@@ -10,6 +10,10 @@ import (
 type proc struct {
 	pgid   int
 	leader *os.Process
+	// What it has started is also found through these, wherever it has moved.
+	track      *tracker
+	id, execID string
+	group      *execGroup
 
 	mu     sync.Mutex
 	why    error // set when Stop or Delete killed it
@@ -41,6 +45,8 @@ func (p *proc) exited() {
 	if !p.reaped {
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		p.reaped = true
+		// Those that left the group (setsid) go too, as Info.Description says.
+		p.track.killExec(p.id, p.execID, p.group)
 	}
 }
 

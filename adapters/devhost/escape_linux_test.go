@@ -1,0 +1,174 @@
+package devhost
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/api"
+)
+
+// gone reports whether pid has ended: no such process, or a zombie nobody reaped
+// yet (the escaped processes are reparented, and their new parent reaps them in its
+// own time).
+func gone(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) S ...: the state follows the last ")".
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// waitGone polls /proc until pid has ended. A kill is delivered at once but takes
+// effect when the process next runs; the bound only turns a survivor into a failure
+// instead of a hang.
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for range 2000 {
+		if gone(pid) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = exec.Command("kill", "-9", strconv.Itoa(pid)).Run() // not to leave it behind
+	t.Fatalf("%s: process %d, which left its process group with setsid, is still running", what, pid)
+}
+
+// marked lists the processes that carry sandbox id's marker.
+func marked(a *Adapter, id string) []int {
+	prefix := markerVar + "=" + a.track.key + ":" + id + ":"
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || gone(pid) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && hasEntry(env, markerVar, func(v []byte) bool { return bytes.HasPrefix(v, []byte(prefix)) }) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// escapee leaves a sleeper in a session of its own, which writes its pid to
+// escaped.pid once it is there; the command waits for that, so that it cannot end
+// (and have its group killed) before the sleeper has left the group.
+const escapee = `setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped.pid; exec sleep 1000' </dev/null >/dev/null 2>&1 &
+while [ ! -e escaped.pid ]; do sleep 0.01; done`
+
+func readPid(t *testing.T, a *Adapter, id string) int {
+	t.Helper()
+	data, err := a.ReadFile(context.Background(), id, "escaped.pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// TestSetsidProcessesDie: a process a command moved into a session of its own
+// (setsid) dies with the command, on Stop and on Delete, as Info.Description says:
+// with a cgroup per command where the host allows one, and by the environment
+// marker where it does not. Each case runs both ways on a host with cgroup v2.
+func TestSetsidProcessesDie(t *testing.T) {
+	for _, mode := range []string{"cgroup", "marker"} {
+		t.Run(mode, func(t *testing.T) {
+			a := newAdapter(t)
+			if mode == "marker" {
+				a.track.cgroup = ""
+			} else if a.track.cgroup == "" {
+				t.Skip("no usable cgroup v2 hierarchy on this host")
+			}
+			ctx := context.Background()
+
+			t.Run("command end", func(t *testing.T) {
+				create(t, a, "sbx_end", nil)
+				res, err := a.Exec(ctx, "sbx_end", api.ExecRequest{Command: escapee})
+				if err != nil || res.ExitCode != 0 {
+					t.Fatalf("Exec = %+v, %v", res, err)
+				}
+				waitGone(t, readPid(t, a, "sbx_end"), "after the command ended")
+			})
+
+			// The command goes on running, holding the instance, until Stop or
+			// Delete; the file tells when the sleeper has been started.
+			for _, end := range []string{"stop", "delete"} {
+				t.Run(end, func(t *testing.T) {
+					id := "sbx_" + end
+					create(t, a, id, nil)
+					done := make(chan error, 1)
+					go func() {
+						_, err := a.Exec(ctx, id, api.ExecRequest{Command: escapee + "; exec sleep 1000"})
+						done <- err
+					}()
+					var pid int
+					for i := 0; pid == 0; i++ {
+						if data, err := a.ReadFile(ctx, id, "escaped.pid"); err == nil {
+							pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+						} else if i > 2000 {
+							t.Fatal("the command never wrote escaped.pid")
+						} else {
+							time.Sleep(5 * time.Millisecond)
+						}
+					}
+					if end == "stop" {
+						if err := a.Stop(ctx, id); err != nil {
+							t.Fatal(err)
+						}
+						wantCode(t, <-done, api.CodeInvalidState)
+					} else {
+						if err := a.Delete(ctx, id); err != nil {
+							t.Fatal(err)
+						}
+						wantCode(t, <-done, api.CodeNotFound)
+					}
+					waitGone(t, pid, "after "+end)
+					if left := marked(a, id); len(left) > 0 {
+						t.Fatalf("processes %v of %s are still running", left, id)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestMarkerCannotBeOverridden: the sandbox's env and the call's cannot replace the
+// marker, which would let a command hide its processes from Stop and Delete.
+func TestMarkerCannotBeOverridden(t *testing.T) {
+	a := newAdapter(t)
+	create(t, a, "sbx_m", map[string]string{markerVar: "x"})
+	res, err := a.Exec(context.Background(), "sbx_m", api.ExecRequest{Command: "echo $" + markerVar, Env: map[string]string{markerVar: "y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := a.track.key + ":sbx_m:"; !strings.HasPrefix(res.Stdout, want) {
+		t.Fatalf("marker = %q, want %s...", res.Stdout, want)
+	}
+}
+
+// cleanupCgroups removes the cgroups of a's sandboxes that a test left (it need not
+// delete its sandboxes), so that test runs do not pile them up on the host.
+func cleanupCgroups(a *Adapter) {
+	if a.track.cgroup == "" {
+		return
+	}
+	entries, _ := os.ReadDir(a.track.cgroup)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), a.track.key+"-") {
+			killCgroup(filepath.Join(a.track.cgroup, e.Name()))
+		}
+	}
+}
