@@ -29,7 +29,8 @@ import (
 //     with, whatever it has changed since, so only a program started with a fresh
 //     environment (env -i) sheds it.
 //
-// Both are swept on Stop and Delete, the marker also when no cgroup could be made.
+// Both are swept on Stop and Delete (with processes whose working directory is in the
+// sandbox's tree), the marker also at a command's end when no cgroup could be made.
 
 // markerVar is the variable that marks a sandbox's processes. Its value is
 // "<root key>:<sandbox id>:<exec id>".
@@ -146,28 +147,39 @@ func (g *execGroup) started() {
 	}
 }
 
-// killExec ends whatever one command left running, wherever it has moved.
-func (t *tracker) killExec(id, execID string, g *execGroup) {
+// killExec ends whatever one command of the sandbox whose tree is dir left running,
+// wherever it has moved.
+func (t *tracker) killExec(id, execID, dir string, g *execGroup) {
 	if g != nil {
 		killCgroup(g.dir)
 		return
 	}
 	want := markerVar + "=" + t.marker(id, execID)
-	sweepEnviron(func(v []byte) bool { return string(v) == want })
+	sweep(dir, func(_ string, env []byte) bool {
+		return hasEntry(env, markerVar, func(v []byte) bool { return string(v) == want })
+	})
 }
 
-// killSandbox ends every process of sandbox id and removes its cgroups.
-func (t *tracker) killSandbox(id string) {
+// killSandbox ends every process of sandbox id, whose file tree is dir, and removes
+// its cgroups.
+func (t *tracker) killSandbox(id, dir string) {
 	if t.cgroup != "" {
-		dir := t.sandboxCgroup(id)
-		if _, err := os.Stat(dir); err == nil {
-			killCgroup(dir)
+		cg := t.sandboxCgroup(id)
+		if _, err := os.Stat(cg); err == nil {
+			killCgroup(cg)
 		}
 	}
 	// Always, not only without cgroups: processes of a daemon that ran without them
-	// (or of a command whose cgroup could not be made) carry only the marker.
-	prefix := markerVar + "=" + t.key + ":" + id + ":"
-	sweepEnviron(func(v []byte) bool { return bytes.HasPrefix(v, []byte(prefix)) })
+	// (or of a command whose cgroup could not be made) carry only the marker. A
+	// process whose working directory is in the sandbox's tree goes too: that is
+	// also where one that shed the marker most likely still is.
+	prefix := []byte(markerVar + "=" + t.key + ":" + id + ":")
+	sweep(dir, func(pid string, env []byte) bool {
+		if hasEntry(env, markerVar, func(v []byte) bool { return bytes.HasPrefix(v, prefix) }) {
+			return true
+		}
+		return inTree(pid, dir)
+	})
 }
 
 // cgroupDrain bounds the wait for a killed cgroup to empty before it is removed:
@@ -209,17 +221,19 @@ func removeCgroup(dir string) {
 	_ = syscall.Rmdir(dir)
 }
 
-// sweepRounds bounds the sweeps of killSandbox: a process may fork while a sweep
-// runs, and its child is found by the next one. A round that finds nothing ends it.
-const sweepRounds = 50
+// sweepRounds bounds the rounds of a sweep: a process may fork while a round runs,
+// and its child is found by the next one; and a process in the middle of execve
+// shows an empty environment until the new program's is in place, so one in the
+// sandbox's tree with none is looked at again in the next round.
+const sweepRounds = 200
 
-// sweepEnviron kills every process (but this one) whose environment has an entry
-// for which match is true. Each is opened as a pidfd before its environment is read
-// and signalled through it, so a pid reused in between is never hit.
-func sweepEnviron(match func(entry []byte) bool) {
+// sweep kills every process (but this one) for which match, given its pid and its
+// environment, is true; dir is the sandbox's tree. Each is opened as a pidfd before
+// it is looked at and signalled through it, so a pid reused in between is never hit.
+func sweep(dir string, match func(pid string, env []byte) bool) {
 	self := os.Getpid()
 	for range sweepRounds {
-		found := false
+		again := false
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			return
@@ -234,16 +248,36 @@ func sweepEnviron(match func(entry []byte) bool) {
 				continue
 			}
 			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err == nil && hasEntry(env, markerVar, match) {
-				found = true
+			switch {
+			case err != nil:
+			case match(e.Name(), env):
+				again = true // for what it may have forked meanwhile
 				_ = unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0)
+			case len(env) == 0 && inTree(e.Name(), dir) && !zombie(e.Name()):
+				again = true
 			}
 			_ = unix.Close(pfd)
 		}
-		if !found {
+		if !again {
 			return
 		}
+		// Let a process in execve get on with it.
+		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+func inTree(pid, dir string) bool {
+	cwd, err := os.Readlink("/proc/" + pid + "/cwd")
+	return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
+}
+
+func zombie(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // hasEntry reports whether the NUL-separated environment env has an entry for name

@@ -217,7 +217,7 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 			_ = f.Close()
 		}
 	}
-	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process, track: a.track, id: ref, execID: execID, group: group}
+	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process, track: a.track, id: ref, execID: execID, fsDir: fsDir, group: group}
 	a.procs.add(ref, s.proc)
 	return s, nil, nil
 }

@@ -13,6 +13,7 @@ type proc struct {
 	// What it has started is also found through these, wherever it has moved.
 	track      *tracker
 	id, execID string
+	fsDir      string // the sandbox's tree
 	group      *execGroup
 
 	mu     sync.Mutex
@@ -46,7 +47,7 @@ func (p *proc) exited() {
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		p.reaped = true
 		// Those that left the group (setsid) go too, as Info.Description says.
-		p.track.killExec(p.id, p.execID, p.group)
+		p.track.killExec(p.id, p.execID, p.fsDir, p.group)
 	}
 }
 

@@ -256,7 +256,7 @@ func (a *Adapter) Delete(_ context.Context, ref string) error {
 	a.procs.killAll(ref, adapters.NotFound("devhost: instance %q was deleted while the command ran", ref))
 	// What the commands left running, also outside their process groups, and what
 	// a daemon that ran before this one left.
-	a.track.killSandbox(ref)
+	a.track.killSandbox(ref, a.fsDir(ref))
 	dir := a.sandboxDir(ref)
 	// The record goes first: if removing the tree fails halfway, what is left is
 	// already "not existing" instead of an instance with half its files.
@@ -299,7 +299,7 @@ func (a *Adapter) setState(ref string, state adapters.InstanceState) error {
 	if state == adapters.StateStopped {
 		// Also on an already stopped instance: killing is idempotent and cheap.
 		a.procs.killAll(ref, adapters.InvalidState("devhost: instance %q was stopped while the command ran", ref))
-		a.track.killSandbox(ref)
+		a.track.killSandbox(ref, a.fsDir(ref))
 	}
 	return nil
 }
