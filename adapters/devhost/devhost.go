@@ -44,15 +44,24 @@ const Version = "1"
 type Config struct {
 	// Root is the directory that holds every sandbox and snapshot. Required.
 	Root string `json:"root"`
+	// IgnoreResources accepts requested resources that devhost cannot apply (host
+	// processes are not limited), so that quota and cost, which count what was
+	// requested, can be tried out on devhost. Without it such a request is
+	// invalid_request rather than silently unmet.
+	IgnoreResources bool `json:"ignoreResources,omitempty"`
 }
 
-// ParseConfig reads a pool's config map. It accepts exactly the key "root" (a
-// non-empty string); any other key is an error rather than silently ignored, so a
-// typo in the operator's config does not go unnoticed.
+// Template is the one template devhost offers: the host itself. A request may name
+// it or leave the template empty.
+const Template = "devhost"
+
+// ParseConfig reads a pool's config map: "root" (a non-empty string, required) and
+// "ignoreResources" (a boolean). Any other key is an error rather than silently
+// ignored, so a typo in the operator's config does not go unnoticed.
 func ParseConfig(cfg map[string]any) (Config, error) {
 	var unknown []string
 	for k := range cfg {
-		if k != "root" {
+		if k != "root" && k != "ignoreResources" {
 			unknown = append(unknown, k)
 		}
 	}
@@ -72,7 +81,13 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	if strings.TrimSpace(root) == "" || strings.ContainsRune(root, 0) {
 		return Config{}, adapters.InvalidRequest("devhost: config key %q must be a directory path", "root").WithDetail("key", "root")
 	}
-	return Config{Root: root}, nil
+	c := Config{Root: root}
+	if raw, ok := cfg["ignoreResources"]; ok {
+		if c.IgnoreResources, ok = raw.(bool); !ok {
+			return Config{}, adapters.InvalidRequest("devhost: config key %q must be true or false, not %T", "ignoreResources", raw)
+		}
+	}
+	return c, nil
 }
 
 // FromConfig builds an adapter from a pool's config map.
@@ -81,7 +96,15 @@ func FromConfig(cfg map[string]any, opts ...Option) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.IgnoreResources {
+		opts = append([]Option{WithIgnoreResources()}, opts...)
+	}
 	return New(c.Root, opts...)
+}
+
+// WithIgnoreResources is Config.IgnoreResources.
+func WithIgnoreResources() Option {
+	return func(a *Adapter) { a.ignoreResources = true }
 }
 
 // Option adjusts an Adapter built by New.
@@ -102,6 +125,8 @@ func WithClock(now func() time.Time) Option {
 type Adapter struct {
 	root string
 	now  func() time.Time
+	// ignoreResources: see Config.IgnoreResources.
+	ignoreResources bool
 
 	locks keyedMutex
 	procs procTable
@@ -161,7 +186,8 @@ func (a *Adapter) Info() adapters.Info {
 			"processes a command leaves in the background are killed when the command ends, and every process of a sandbox on stop and delete, " +
 			"also those that left the command's process group (setsid): they are found through a cgroup per command where the host allows one (cgroup v2), " +
 			"else through the variable " + markerVar + " in their environment, which only a program started with a fresh environment sheds; " +
-			"stop/start is a state flag; file modes are permission bits only.",
+			"stop/start is a state flag; file modes are permission bits only. " +
+			"The only template is " + Template + " (or none); requested resources are not applied, and are refused unless the pool sets ignoreResources.",
 	}
 }
 
@@ -184,7 +210,9 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 		features = append(features, adapters.FeatureArchARM64)
 	}
 	slices.Sort(features)
-	return adapters.Capabilities{Features: features}, nil
+	// Declaring the one template keeps placement from choosing this pool for
+	// another, which Create would refuse.
+	return adapters.Capabilities{Features: features, Templates: []string{Template}}, nil
 }
 
 // Capacity implements adapters.ExecutionAdapter. The host's load is not tracked; the

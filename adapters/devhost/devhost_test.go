@@ -58,6 +58,8 @@ func TestParseConfig(t *testing.T) {
 		{"wrong type", map[string]any{"root": 42}, "", "must be a string"},
 		{"empty", map[string]any{"root": " "}, "", "must be a directory path"},
 		{"unknown key", map[string]any{"root": "/x", "rooot": "/y"}, "", `unknown config key "rooot"`},
+		{"ignoreResources", map[string]any{"root": "/x", "ignoreResources": true}, "/x", ""},
+		{"ignoreResources not a boolean", map[string]any{"root": "/x", "ignoreResources": "yes"}, "", "must be true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,12 +170,12 @@ func TestCreateGetListDelete(t *testing.T) {
 
 func TestCreateStoresRecord(t *testing.T) {
 	fixed := time.Date(2026, 10, 28, 12, 0, 0, 0, time.UTC)
-	a, err := New(t.TempDir(), WithClock(func() time.Time { return fixed }))
+	a, err := New(t.TempDir(), WithClock(func() time.Time { return fixed }), WithIgnoreResources())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Create(context.Background(), adapters.CreateRequest{
-		ID: "sbx_r", Installation: inst, Template: "base", Env: map[string]string{"A": "1"},
+		ID: "sbx_r", Installation: inst, Template: Template, Env: map[string]string{"A": "1"},
 		Labels: map[string]string{"team": "x"}, Resources: adapters.Resources{CPU: 2},
 	})
 	if err != nil {
@@ -183,9 +185,56 @@ func TestCreateStoresRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.CreatedAt.Equal(fixed) || m.Template != "base" || m.Env["A"] != "1" || m.Resources.CPU != 2 ||
+	if !m.CreatedAt.Equal(fixed) || m.Template != Template || m.Env["A"] != "1" || m.Resources.CPU != 2 ||
 		m.Labels["team"] != "x" || m.Labels[adapters.LabelSandboxID] != "sbx_r" || m.Labels[adapters.LabelInstallation] != inst {
 		t.Fatalf("record = %+v", m)
+	}
+}
+
+// TestCreateRefusesWhatItCannotHonour: devhost offers one template and applies no
+// resources. Another template, or resources without ignoreResources, is
+// invalid_request naming what was asked, and nothing is created; Capabilities
+// declares the template, so placement does not send it other ones.
+func TestCreateRefusesWhatItCannotHonour(t *testing.T) {
+	ctx := context.Background()
+	a := newAdapter(t)
+	caps, err := a.Capabilities(ctx)
+	if err != nil || !slices.Equal(caps.Templates, []string{Template}) {
+		t.Fatalf("Capabilities templates = %v, %v", caps.Templates, err)
+	}
+	for _, tt := range []struct {
+		name    string
+		req     adapters.CreateRequest
+		mention string
+	}{
+		{"template", adapters.CreateRequest{Template: "python"}, `template "python"`},
+		{"cpu", adapters.CreateRequest{Resources: adapters.Resources{CPU: 0.5}}, "cpu 0.5"},
+		{"memory", adapters.CreateRequest{Resources: adapters.Resources{MemoryMiB: 512}}, "memoryMiB 512"},
+		{"disk", adapters.CreateRequest{Resources: adapters.Resources{DiskGiB: 1}}, "diskGiB 1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.ID, tt.req.Installation = "sbx_refused", inst
+			_, err := a.Create(ctx, tt.req)
+			wantCode(t, err, api.CodeInvalidRequest)
+			if !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("error %q does not mention %s", err, tt.mention)
+			}
+			_, err = a.Get(ctx, "sbx_refused")
+			wantCode(t, err, api.CodeNotFound)
+		})
+	}
+	// Its own template, or none, is fine; resources are with ignoreResources.
+	if _, err := a.Create(ctx, adapters.CreateRequest{ID: "sbx_tmpl", Installation: inst, Template: Template}); err != nil {
+		t.Fatal(err)
+	}
+	lenient, err := FromConfig(map[string]any{"root": t.TempDir(), "ignoreResources": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupCgroups(lenient) })
+	if _, err := lenient.Create(ctx, adapters.CreateRequest{ID: "sbx_res", Installation: inst,
+		Resources: adapters.Resources{CPU: 2, MemoryMiB: 1024, DiskGiB: 5}}); err != nil {
+		t.Fatal(err)
 	}
 }
 

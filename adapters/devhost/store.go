@@ -131,6 +131,16 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		return adapters.Instance{}, adapters.InvalidRequest(
 			"devhost: sandbox id %q must be 1 to %d characters of letters, digits, _ and -", req.ID, maxIDLen)
 	}
+	if req.Template != "" && req.Template != Template {
+		return adapters.Instance{}, adapters.InvalidRequest(
+			"devhost: template %q is not offered; devhost runs commands on the host itself (template %q, or none)", req.Template, Template)
+	}
+	if r := req.Resources; r != (adapters.Resources{}) && !a.ignoreResources {
+		return adapters.Instance{}, adapters.InvalidRequest(
+			"devhost: cannot apply resources (cpu %g, memoryMiB %d, diskGiB %d): its commands are unlimited host processes; "+
+				"ask for none, or set ignoreResources in the pool's config to accept them for quota and cost only",
+			r.CPU, r.MemoryMiB, r.DiskGiB)
+	}
 	if req.FromSnapshot != "" && !validID(req.FromSnapshot) {
 		return adapters.Instance{}, adapters.InvalidRequest("devhost: snapshot %q does not exist", req.FromSnapshot)
 	}

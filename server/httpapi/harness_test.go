@@ -184,7 +184,9 @@ func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *en
 	e := &env{t: t, st: st, clk: clk, waker: &countingWaker{}}
 	e.pools = &testPools{st: st, clk: clk, adapters: map[string]adapters.ExecutionAdapter{}}
 	for _, p := range []store.Pool{
-		{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate, Config: map[string]any{"root": t.TempDir()},
+		// ignoreResources: the cost and quota tests ask devhost for resources it
+		// cannot apply.
+		{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate, Config: map[string]any{"root": t.TempDir(), "ignoreResources": true},
 			CostModel: store.CostModel{CPUHour: 1, MemoryGiBHour: 0.5}},
 		{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate},
 		{Name: "nostream", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"features": noStreamFeatures()}},
