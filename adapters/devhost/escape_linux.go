@@ -152,6 +152,10 @@ func (g *execGroup) started() {
 func (t *tracker) killExec(id, execID, dir string, g *execGroup) {
 	if g != nil {
 		killCgroup(g.dir)
+		// The sandbox's cgroup goes too once no command is in it (rmdir refuses
+		// while one is), so that sandboxes nobody deletes leave nothing behind. A
+		// command starting meanwhile may miss it and run with the marker alone.
+		_ = syscall.Rmdir(filepath.Dir(g.dir))
 		return
 	}
 	want := markerVar + "=" + t.marker(id, execID)
