@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -43,14 +44,24 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 // statusWriter records the status for metrics and lets the recoverer know whether an
 // answer has started. Unwrap keeps http.ResponseController (Flush for streamed execs)
 // working through it.
+//
+// It also keeps an answer from waiting for a body nobody will read: when the answer
+// starts before the request's body has been read to its end (a 401, a 413 on the
+// declared length, /healthz with a body, a body cut off half-way), the answer says
+// Connection: close and the body's read deadline is moved to now. Otherwise net/http
+// would first read the rest of the body, to reuse the connection, and a client that
+// declared a body and never sends it would get no answer and hold the connection.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// body is the request's body when it has one; nil otherwise.
+	body *trackedBody
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.dropUnreadBody()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -58,9 +69,37 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.dropUnreadBody()
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+func (w *statusWriter) dropUnreadBody() {
+	if w.body == nil || w.body.done() {
+		return
+	}
+	// Connection: close makes net/http skip reading the rest before the answer; the
+	// past deadline ends the read it does after the answer, so the connection closes
+	// at once instead of when the body deadline passes.
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+}
+
+// trackedBody is a request body that knows whether it was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	eof atomic.Bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+func (b *trackedBody) done() bool { return b.eof.Load() }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -70,6 +109,18 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			// Every body must arrive within the body deadline, and that bound holds
+			// from the first byte, before authentication: a caller without a token
+			// must not hold a connection longer than one with. A file upload, once
+			// authenticated, moves it to its own longer deadline. The deadline ends
+			// with the body: net/http clears it when it starts reading the connection
+			// in the background at the body's end, to notice a client hanging up, so
+			// a long streamed exec is not cut (TestBodyDeadlineEndsWithTheBody).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
+			sw.body = &trackedBody{ReadCloser: r.Body}
+			r.Body = sw.body
+		}
 		defer func() {
 			route := "unmatched"
 			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
@@ -150,43 +201,11 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
-			// Uploads have their own, longer deadline (body.ReadAllWithin).
-			if limit == api.MaxJSONBodyBytes && r.ContentLength != 0 {
-				r.Body = withinDeadline(w, r.Body, s.bodyTimeout)
-			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// DefaultBodyReadTimeout is how long a JSON body (at most 4 MiB) may take to arrive.
+// DefaultBodyReadTimeout is how long a request body may take to arrive: a JSON body
+// (at most 4 MiB) in all, a file upload until it is authenticated.
 const DefaultBodyReadTimeout = time.Minute
-
-// deadlineBody is a request body that must arrive before a read deadline: a client
-// that sends slowly, or stops half-way, cannot hold its connection. The deadline
-// need not be lifted once the body is in: net/http clears it when it starts reading
-// the connection in the background to notice a client hanging up, so a long
-// streamed exec is not cut (TestBodyDeadlineEndsWithTheBody).
-type deadlineBody struct {
-	io.ReadCloser
-	w      http.ResponseWriter
-	failed bool
-}
-
-func withinDeadline(w http.ResponseWriter, body io.ReadCloser, timeout time.Duration) io.ReadCloser {
-	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) != nil {
-		return body // a writer without deadlines (a test's recorder): nothing to watch
-	}
-	return &deadlineBody{ReadCloser: body, w: w}
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) && !b.failed {
-		// The rest of the body will not come: answer at once and close, instead of
-		// waiting for it.
-		b.failed = true
-		b.w.Header().Set("Connection", "close")
-	}
-	return n, err
-}
