@@ -32,6 +32,9 @@ type Config struct {
 	Scheduler Scheduler    `yaml:"scheduler"`
 	Files     Files        `yaml:"files"`
 	Pools     []PoolConfig `yaml:"pools"`
+	// MaxConnections bounds the API's open connections; 0 takes half the process's
+	// open-file limit, at most 4096 (httpapi.DefaultMaxConnections).
+	MaxConnections int `yaml:"maxConnections"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
 	PoolCredentials PoolCredentials `yaml:"poolCredentials"`

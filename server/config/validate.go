@@ -102,6 +102,9 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		v.add("", "listen", "want host:port, got %q", c.Listen)
 	}
+	if c.MaxConnections < 0 {
+		v.add("", "maxConnections", "must be 0 (the default) or more, got %d", c.MaxConnections)
+	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		v.add("", "tls", "certFile and keyFile go together: set both or neither")
 	}

@@ -292,15 +292,9 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.srv = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		// A keep-alive connection with no request for this long is closed, so idle
-		// clients do not hold connections and goroutines for ever. Bodies have their
-		// own read deadlines (httpapi); no write timeout, which would cut streams.
-		IdleTimeout: 2 * time.Minute,
-		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	// Connections are bounded before any request is authenticated (httpapi.ConnOptions).
+	conns := httpapi.ConnOptions{MaxConnections: cfg.MaxConnections}
+	d.srv = httpapi.NewHTTPServer(handler, conns, slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	if cfg.TLS.Enabled() {
 		certs, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
 		if err != nil {
@@ -308,6 +302,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 		d.srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
 	}
+	d.ln = httpapi.LimitListener(d.ln, conns)
 	// Long waits answer at once on shutdown instead of holding it up.
 	d.srv.RegisterOnShutdown(d.changes.Close)
 	return d, nil

@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -104,4 +107,101 @@ func TestReadBodyKeepsTheConnection(t *testing.T) {
 			t.Fatal("a refused body that was read closed its connection")
 		}
 	})
+}
+
+// recordingListener notes, in order, each connection it accepts and each one closed.
+type recordingListener struct {
+	net.Listener
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *recordingListener) note(e string) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	l.mu.Unlock()
+}
+
+func (l *recordingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.note("accept " + c.RemoteAddr().String())
+	return &recordingConn{Conn: c, l: l}, nil
+}
+
+type recordingConn struct {
+	net.Conn
+	l    *recordingListener
+	once sync.Once
+}
+
+func (c *recordingConn) Close() error {
+	c.once.Do(func() { c.l.note("close " + c.RemoteAddr().String()) })
+	return c.Conn.Close()
+}
+
+// At most MaxConnections connections are open at once: with a bound of one, a
+// second client is accepted only after the first one's connection closed, and is
+// then served.
+func TestConnectionLimit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingListener{Listener: ln}
+	srv := httpapi.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.URL.Path)
+	}), httpapi.ConnOptions{}, nil)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(httpapi.LimitListener(rec, httpapi.ConnOptions{MaxConnections: 1})) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	send := func(c net.Conn, path string) {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", path)
+	}
+	read := func(c net.Conn, br *bufio.Reader, path string) {
+		t.Helper()
+		// A guard against a hang, not a wait for state.
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != path {
+			t.Fatalf("GET %s: %q", path, body)
+		}
+	}
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(a, "/a")
+	read(a, bufio.NewReader(a), "/a")
+	b, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	send(b, "/b")
+	a.Close()
+	read(b, bufio.NewReader(b), "/b")
+	b.Close()
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := []string{"accept " + a.LocalAddr().String(), "close " + a.LocalAddr().String(), "accept " + b.LocalAddr().String()}
+	if len(rec.events) < 3 || !slices.Equal(rec.events[:3], want) {
+		t.Fatalf("events %q, want %q first", rec.events, want)
+	}
+}
+
+func TestDefaultMaxConnections(t *testing.T) {
+	if n := httpapi.DefaultMaxConnections(); n < 16 || n > 4096 {
+		t.Fatalf("DefaultMaxConnections() = %d", n)
+	}
 }
