@@ -232,16 +232,23 @@ func wrap(err error) error {
 
 // unreachable reports whether err says the server could not be reached or the
 // connection broke, rather than that a statement failed.
+//
+// A failed connection attempt is asked about first: whatever the server answered
+// while refusing it (57P03 starting up or in recovery, 53300 out of connection slots,
+// 55000 not accepting connections to this database, ...), the statement never ran
+// and may succeed once the server takes clients again. The server's code is in the
+// chain of such an error too, so looking at the code first would call those a failed
+// statement.
 func unreachable(err error) bool {
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return true
+	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch pe.Code {
 		case "57P01", "57P02", "57P03", "53300": // shutting down, crashed, starting, too many connections
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "08") // connection_exception
-	}
-	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
-		return true
 	}
 	if _, ok := errors.AsType[net.Error](err); ok {
 		return true
