@@ -1,15 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/body"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -113,7 +117,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeJSON reads one JSON value, strictly: an unknown field is a client speaking
-// another version of the API, and dropping it silently would hide that. The body is
+// another version of the API, and dropping it silently would hide that; a key must
+// name its field exactly, case included (jsonkeys.go); the body must be UTF-8, as
+// JSON is, since encoding/json would otherwise replace what is not. The body is
 // already capped by limitBody. With optional set, an empty body leaves v as it is. A
 // string holding a NUL character is refused (see text.go).
 func decodeJSON(r *http.Request, v any, optional bool) error {
@@ -130,12 +136,27 @@ func decodeJSON(r *http.Request, v any, optional bool) error {
 // of whose text is stored (an exec's: its stdin is data, and ExecRequest.Validate
 // refuses NUL where a command cannot take one).
 func decodeAnyJSON(r *http.Request, v any, optional bool) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if optional && errors.Is(err, io.EOF) {
+	data, err := body.ReadAll(r.Body, r.ContentLength)
+	if err != nil {
+		return bodyError(err)
+	}
+	return decodeBody(data, v, optional)
+}
+
+// decodeBody is decodeAnyJSON of a body already read.
+func decodeBody(data []byte, v any, optional bool) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		if optional {
 			return nil
 		}
+		return api.Errorf(api.CodeInvalidRequest, "request body is empty")
+	}
+	if !utf8.Valid(data) {
+		return api.Errorf(api.CodeInvalidRequest, "request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -144,7 +165,7 @@ func decodeAnyJSON(r *http.Request, v any, optional bool) error {
 		}
 		return bodyError(err)
 	}
-	return nil
+	return exactKeys(data, reflect.TypeOf(v))
 }
 
 func bodyError(err error) error {
