@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/different-ai/differently/api"
@@ -56,7 +58,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e, internal := publicError(err)
 	if internal {
 		level := s.log.Error
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		if clientGone(r, err) {
 			// The client went away; nobody reads the answer.
 			level = s.log.Debug
 		}
@@ -71,6 +73,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+}
+
+// clientGone reports whether err is the client hanging up rather than a failure:
+// the request's context was cancelled by net/http (not ended by the daemon's
+// shutdown, whose cause is an *api.Error) and err says so, or writing to the client
+// failed because the connection is gone.
+func clientGone(r *http.Request, err error) bool {
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	if r.Context().Err() == nil || api.AsError(context.Cause(r.Context())) != nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed)
 }
 
 // requestCause is err, or, when the request's context was ended by the daemon with

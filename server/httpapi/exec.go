@@ -14,6 +14,21 @@ import (
 )
 
 func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params ExecSandboxParams) {
+	// The generated binding takes any string; the document allows four. Another value
+	// (stream=yes, stream=TRUE) is refused rather than read as buffered, which the
+	// client did not ask for.
+	stream := false
+	if params.Stream != nil {
+		switch *params.Stream {
+		case N1, True:
+			stream = true
+		case N0, False:
+		default:
+			s.writeError(w, r, invalid("query parameter stream must be 0, 1, true or false, not %q", printable(string(*params.Stream))).
+				WithDetail("parameter", "stream"))
+			return
+		}
+	}
 	var req api.ExecRequest
 	if err := decodeAnyJSON(r, &req, false); err != nil {
 		s.writeError(w, r, err)
@@ -30,7 +45,7 @@ func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		s.writeError(w, r, err)
 		return
 	}
-	if st := deref(params.Stream); st == N1 || st == True {
+	if stream {
 		s.streamExec(w, r, t, req)
 		return
 	}
@@ -58,7 +73,12 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 	describe := func(err error) (string, api.Code) {
 		err = requestCause(r, err)
 		e, internal := publicError(err)
-		if internal {
+		switch {
+		case clientGone(r, err):
+			// The client hung up: nobody reads the final event, and nothing failed
+			// but the connection, which is the client's to close.
+			s.log.Debug("streamed exec ended: the client disconnected", "path", r.URL.Path, "error", err)
+		case internal:
 			s.log.Error("streamed exec failed", "path", r.URL.Path, "error", err)
 		}
 		return e.Message, e.Code
