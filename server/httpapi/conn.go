@@ -21,6 +21,11 @@ const (
 	// it refuses the request itself, with a plain-text 431 no handler sees. Below it,
 	// checkSize refuses a long URL or large headers with the error envelope.
 	MaxHeaderBytes = 1 << 20
+	// MaxURLBytes bounds a request's target (path and query as sent): the longest
+	// the API needs is a files route's path of 4096 bytes, escaped.
+	MaxURLBytes = 32 << 10
+	// MaxHeaderFieldBytes bounds a request's header fields, names and values.
+	MaxHeaderFieldBytes = 64 << 10
 	// maxConnectionsCeiling caps the default of MaxConnections.
 	maxConnectionsCeiling = 4096
 )

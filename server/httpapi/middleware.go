@@ -185,6 +185,35 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
+// checkSize refuses a request target over MaxURLBytes (414) and header fields over
+// MaxHeaderFieldBytes (431) with the error envelope. net/http refuses only past
+// MaxHeaderBytes, and then answers itself in plain text before any handler runs;
+// the lower bounds here give every size a client can reasonably send a JSON
+// answer, and keep what reaches authentication and the log small.
+func (s *Server) checkSize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.RequestURI) > MaxURLBytes {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestURITooLong, api.ErrorEnvelope{
+				Error: invalid("the request target is %d bytes, over the limit of %d", len(r.RequestURI), MaxURLBytes)})
+			return
+		}
+		n := 0
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4 // ": " and CRLF
+			}
+		}
+		if n > MaxHeaderFieldBytes {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.ErrorEnvelope{
+				Error: invalid("the request's header fields are %d bytes, over the limit of %d", n, MaxHeaderFieldBytes)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitBody caps request bodies: file content at api.MaxFileBytes, everything else
 // (JSON) at api.MaxJSONBodyBytes. A declared length over the cap is refused before
 // anything is read; a chunked body fails when the reader crosses it.

@@ -240,7 +240,7 @@ func New(opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(s.instrument, s.recoverer, s.authenticate, s.limitBody, s.checkText)
+	r.Use(s.instrument, s.recoverer, s.checkSize, s.authenticate, s.limitBody, s.checkText)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNoRoute(r))
 	})

@@ -205,3 +205,36 @@ func TestDefaultMaxConnections(t *testing.T) {
 		t.Fatalf("DefaultMaxConnections() = %d", n)
 	}
 }
+
+// A request target or header fields too large for the API are refused with the
+// error envelope (414, 431), before authentication, and the connection closed.
+func TestOversizedRequestHeadGetsTheEnvelope(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		long := strings.Repeat("a", httpapi.MaxURLBytes)
+		big := strings.Repeat("b", httpapi.MaxHeaderFieldBytes)
+		for _, c := range []struct {
+			head   string
+			status int
+		}{
+			{"GET /v1/sandboxes/" + long + " HTTP/1.1\r\nHost: test", http.StatusRequestURITooLong},
+			{"GET /healthz?x=" + long + " HTTP/1.1\r\nHost: test", http.StatusRequestURITooLong},
+			{"GET /v1/sandboxes HTTP/1.1\r\nHost: test\r\nX-Big: " + big, http.StatusRequestHeaderFieldsTooLarge},
+			{"GET /v1/sandboxes HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer " + e.admin + "\r\nX-Big: " + big, http.StatusRequestHeaderFieldsTooLarge},
+		} {
+			resp, body, closed := rawRequest(t, e.url, c.head)
+			r := response{status: resp.StatusCode, header: resp.Header, body: body}
+			r.want(t, c.status, api.CodeInvalidRequest)
+			if !closed {
+				t.Fatalf("%d: connection left open", c.status)
+			}
+		}
+		// Just under both limits, the request is the API's as usual: here, a sandbox
+		// that does not exist.
+		r := e.request(e.admin, "GET", "/v1/sandboxes/"+strings.Repeat("a", httpapi.MaxURLBytes-100), nil,
+			http.Header{"X-Big": {strings.Repeat("b", httpapi.MaxHeaderFieldBytes-1000)}})
+		if r.status != http.StatusNotFound {
+			t.Fatalf("just under the limits: status %d", r.status)
+		}
+	})
+}
