@@ -32,9 +32,6 @@ type Config struct {
 	Scheduler Scheduler    `yaml:"scheduler"`
 	Files     Files        `yaml:"files"`
 	Pools     []PoolConfig `yaml:"pools"`
-	// MaxConnections bounds the API's open connections; 0 takes half the process's
-	// open-file limit, at most 4096 (httpapi.DefaultMaxConnections).
-	MaxConnections int `yaml:"maxConnections"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
 	PoolCredentials PoolCredentials `yaml:"poolCredentials"`
@@ -44,6 +41,9 @@ type Config struct {
 	// DataDir is development mode's data directory (--data-dir wins). Outside it
 	// everything is in the database, and the daemon warns that the key does nothing.
 	DataDir string `yaml:"dataDir"`
+	// MaxConnections bounds the API's open connections; 0 takes half the process's
+	// open-file limit, at most 4096 (httpapi.DefaultMaxConnections).
+	MaxConnections int `yaml:"maxConnections"`
 }
 
 // PoolCredentials is the operator's say over pools' credentials variables.
