@@ -163,8 +163,13 @@ func (d *Daemon) releasePool(ctx context.Context, p store.Pool) error {
 
 func devPools(dataDir string) []store.Pool {
 	return []store.Pool{
+		// ignoreResources is written into the dev pool's config, where GET
+		// /v1/admin/pools shows it: the Terraform examples and first tries ask for
+		// resources, and on a development host they are meant for quota and cost, not
+		// limits. A devhost pool an operator declares refuses them unless told.
 		{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate, Region: "local",
-			Config: map[string]any{"root": filepath.Join(dataDir, "devhost")}, Source: store.PoolFromAPI},
+			Config: map[string]any{"root": filepath.Join(dataDir, "devhost"), "ignoreResources": true},
+			Source: store.PoolFromAPI},
 		{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate, Region: "local", Config: map[string]any{},
 			Source: store.PoolFromAPI},
 	}
