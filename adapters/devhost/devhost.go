@@ -84,7 +84,8 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 	c := Config{Root: root}
 	if raw, ok := cfg["ignoreResources"]; ok {
 		if c.IgnoreResources, ok = raw.(bool); !ok {
-			return Config{}, adapters.InvalidRequest("devhost: config key %q must be true or false, not %T", "ignoreResources", raw)
+			return Config{}, adapters.InvalidRequest("devhost: config key %q must be true or false, not %T", "ignoreResources", raw).
+				WithDetail("key", "ignoreResources")
 		}
 	}
 	return c, nil

@@ -51,15 +51,16 @@ func TestParseConfig(t *testing.T) {
 		cfg     map[string]any
 		want    string
 		wantErr string // substring of the message; "" means success
+		key     string // the config key the error names in its details, if any
 	}{
-		{"ok", map[string]any{"root": "/var/lib/x"}, "/var/lib/x", ""},
-		{"missing root", map[string]any{}, "", `"root" is required`},
-		{"nil map", nil, "", `"root" is required`},
-		{"wrong type", map[string]any{"root": 42}, "", "must be a string"},
-		{"empty", map[string]any{"root": " "}, "", "must be a directory path"},
-		{"unknown key", map[string]any{"root": "/x", "rooot": "/y"}, "", `unknown config key "rooot"`},
-		{"ignoreResources", map[string]any{"root": "/x", "ignoreResources": true}, "/x", ""},
-		{"ignoreResources not a boolean", map[string]any{"root": "/x", "ignoreResources": "yes"}, "", "must be true or false"},
+		{"ok", map[string]any{"root": "/var/lib/x"}, "/var/lib/x", "", ""},
+		{"missing root", map[string]any{}, "", `"root" is required`, "root"},
+		{"nil map", nil, "", `"root" is required`, "root"},
+		{"wrong type", map[string]any{"root": 42}, "", "must be a string", "root"},
+		{"empty", map[string]any{"root": " "}, "", "must be a directory path", "root"},
+		{"unknown key", map[string]any{"root": "/x", "rooot": "/y"}, "", `unknown config key "rooot"`, ""},
+		{"ignoreResources", map[string]any{"root": "/x", "ignoreResources": true}, "/x", "", ""},
+		{"ignoreResources not a boolean", map[string]any{"root": "/x", "ignoreResources": "yes"}, "", "must be true or false", "ignoreResources"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +74,12 @@ func TestParseConfig(t *testing.T) {
 			wantCode(t, err, api.CodeInvalidRequest)
 			if !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error %q does not mention %q", err, tt.wantErr)
+			}
+			// The key lets pool validation point at config.<key>, not config.
+			if tt.key != "" {
+				if got := api.AsError(err).Details["key"]; got != tt.key {
+					t.Fatalf("details key = %v, want %q", got, tt.key)
+				}
 			}
 		})
 	}
