@@ -146,7 +146,8 @@ var (
 
 // New opens (creating if needed, mode 0700) the root directory and its sandboxes and
 // snapshots subdirectories. A relative root is made absolute, because it becomes the
-// HOME and working directory of processes that must not depend on the daemon's cwd.
+// HOME and working directory of processes that must not depend on the daemon's cwd,
+// and its symlinks are resolved (see Root).
 func New(root string, opts ...Option) (*Adapter, error) {
 	if strings.TrimSpace(root) == "" || strings.ContainsRune(root, 0) {
 		return nil, adapters.InvalidRequest("devhost: root must be a directory path")
@@ -155,19 +156,25 @@ func New(root string, opts ...Option) (*Adapter, error) {
 	if err != nil {
 		return nil, adapters.InvalidRequest("devhost: root %q: %v", root, err)
 	}
-	a := &Adapter{root: abs, now: time.Now, track: newTracker(abs)}
-	for _, o := range opts {
-		o(a)
-	}
-	for _, dir := range []string{a.root, a.sandboxesDir(), a.snapshotsDir()} {
+	for _, dir := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "snapshots")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, adapters.Unavailable("devhost: create %s: %v", dir, err)
 		}
 	}
+	// Symlinks resolved: /proc/<pid>/cwd shows the real path, and the sweep that
+	// finds a sandbox's processes by their working directory compares it with this.
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, adapters.Unavailable("devhost: root %s: %v", abs, err)
+	}
+	a := &Adapter{root: resolved, now: time.Now, track: newTracker(resolved)}
+	for _, o := range opts {
+		o(a)
+	}
 	return a, nil
 }
 
-// Root returns the absolute root directory.
+// Root returns the root directory: absolute, without symlinks.
 func (a *Adapter) Root() string { return a.root }
 
 func (a *Adapter) sandboxesDir() string        { return filepath.Join(a.root, "sandboxes") }

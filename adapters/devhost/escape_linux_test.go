@@ -172,3 +172,46 @@ func cleanupCgroups(a *Adapter) {
 		}
 	}
 }
+
+// shedder leaves a sleeper that sheds the marker (env -i) and the process group
+// (setsid) but keeps working in the sandbox's directory, so only the sweep by
+// working directory finds it.
+const shedder = `env -i PATH=/usr/bin:/bin setsid sh -c 'echo $$ > escaped.tmp; mv escaped.tmp escaped.pid; exec sleep 1000' </dev/null >/dev/null 2>&1 &
+while [ ! -e escaped.pid ]; do sleep 0.01; done`
+
+// TestStopKillsByCwdUnderSymlinkedRoot: /proc/<pid>/cwd shows the resolved path, so
+// the sweep by working directory must compare it with the resolved root; a root
+// reached through a symlink must not let a sandbox's processes survive Stop.
+func TestStopKillsByCwdUnderSymlinkedRoot(t *testing.T) {
+	for _, mode := range []string{"plain", "symlink"} {
+		t.Run(mode, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, "root")
+			if mode == "symlink" {
+				if err := os.Mkdir(filepath.Join(base, "real"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("real", root); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, err := New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Without a cgroup, which would find the sleeper anyway.
+			a.track.cgroup = ""
+			ctx := context.Background()
+			create(t, a, "s1", nil)
+			res, err := a.Exec(ctx, "s1", api.ExecRequest{Command: shedder})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("Exec = %+v, %v", res, err)
+			}
+			pid := readPid(t, a, "s1")
+			if err := a.Stop(ctx, "s1"); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid, "after stop")
+		})
+	}
+}
