@@ -44,6 +44,8 @@ type tracker struct {
 	// "<key>-<id>", removed with the sandbox), or "" when the host has no usable
 	// cgroup v2 hierarchy for us.
 	cgroup string
+	// beforeKillExec, when set (by tests), runs as killExec starts.
+	beforeKillExec func()
 }
 
 func newTracker(root string) *tracker {
@@ -150,6 +152,9 @@ func (g *execGroup) started() {
 // killExec ends whatever one command of the sandbox whose tree is dir left running,
 // wherever it has moved.
 func (t *tracker) killExec(id, execID, dir string, g *execGroup) {
+	if t.beforeKillExec != nil {
+		t.beforeKillExec()
+	}
 	if g != nil {
 		killCgroup(g.dir)
 		// The sandbox's cgroup goes too once no command is in it (rmdir refuses

@@ -215,3 +215,47 @@ func TestStopKillsByCwdUnderSymlinkedRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestExitCleanupDoesNotHoldTheCommand: what runs after a command's end to kill what
+// it left (a cgroup drain that may wait seconds, or many sweep rounds) must not hold
+// the command's lock: Stop and Delete kill commands while holding the table of every
+// command, and would stall every exec of every sandbox behind that clean-up.
+func TestExitCleanupDoesNotHoldTheCommand(t *testing.T) {
+	a := newAdapter(t)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	a.track.beforeKillExec = func() {
+		close(entered)
+		<-release
+	}
+	ctx := context.Background()
+	create(t, a, "s1", nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Exec(ctx, "s1", api.ExecRequest{Command: "true"})
+		done <- err
+	}()
+	<-entered
+	var p *proc
+	a.procs.mu.Lock()
+	for q := range a.procs.m["s1"] {
+		p = q
+	}
+	a.procs.mu.Unlock()
+	if p == nil {
+		close(release)
+		t.Fatal("the command is not in the table while its clean-up runs")
+	}
+	if !p.mu.TryLock() {
+		close(release)
+		<-done
+		t.Fatal("the command's lock is held while what it left is being killed")
+	}
+	p.mu.Unlock()
+	// So Stop goes through at once rather than after the clean-up.
+	if err := a.Stop(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+}

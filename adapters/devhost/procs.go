@@ -40,12 +40,20 @@ func (p *proc) kill(why error) {
 // reaped. Nothing can join the group afterwards: only its members could add to it.
 // Should every member already be gone, the pgid is free again; hitting a new group
 // with it would take a full wrap of the pid space within microseconds.
+//
+// What left the group is killed after p.mu is released: that can take seconds (a
+// cgroup drain, sweep rounds), and Stop and Delete take p.mu in kill while holding
+// the procTable, so every command of every sandbox would wait for it. Once reaped
+// is set, kill no longer touches the group, and only the first call gets here.
 func (p *proc) exited() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.reaped {
+	first := !p.reaped
+	if first {
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		p.reaped = true
+	}
+	p.mu.Unlock()
+	if first {
 		// Those that left the group (setsid) go too, as Info.Description says.
 		p.track.killExec(p.id, p.execID, p.fsDir, p.group)
 	}
