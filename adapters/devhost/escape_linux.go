@@ -180,14 +180,17 @@ func (t *tracker) killSandbox(id, dir string) {
 	}
 	// Always, not only without cgroups: processes of a daemon that ran without them
 	// (or of a command whose cgroup could not be made) carry only the marker. A
-	// process whose working directory is in the sandbox's tree goes too: that is
-	// also where one that shed the marker most likely still is.
+	// process of the daemon's user whose working directory is in the sandbox's tree
+	// goes too: that is also where one that shed the marker most likely still is.
+	// Another user's is not the sandbox's (commands run as the daemon's user): an
+	// operator looking around in the directory, which a daemon running as root
+	// would otherwise kill.
 	prefix := []byte(markerVar + "=" + t.key + ":" + id + ":")
 	sweep(dir, func(pid string, env []byte) bool {
 		if hasEntry(env, markerVar, func(v []byte) bool { return bytes.HasPrefix(v, prefix) }) {
 			return true
 		}
-		return inTree(pid, dir)
+		return ownedInTree(pid, dir)
 	})
 }
 
@@ -262,7 +265,7 @@ func sweep(dir string, match func(pid string, env []byte) bool) {
 			case match(e.Name(), env):
 				again = true // for what it may have forked meanwhile
 				_ = unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0)
-			case len(env) == 0 && inTree(e.Name(), dir) && !zombie(e.Name()):
+			case len(env) == 0 && ownedInTree(e.Name(), dir) && !zombie(e.Name()):
 				again = true
 			}
 			_ = unix.Close(pfd)
@@ -275,9 +278,37 @@ func sweep(dir string, match func(pid string, env []byte) bool) {
 	}
 }
 
+// ownedInTree reports whether pid runs as the daemon's user (its real uid) and
+// works in dir or below.
+func ownedInTree(pid, dir string) bool {
+	return realUID(pid) == os.Geteuid() && inTree(pid, dir)
+}
+
 func inTree(pid, dir string) bool {
 	cwd, err := os.Readlink("/proc/" + pid + "/cwd")
 	return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
+}
+
+// realUID is pid's real user ID, from the "Uid:" line of /proc/<pid>/status (real,
+// effective, saved, filesystem), or -1 when it cannot be read.
+func realUID(pid string) int {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return -1
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nUid:"))
+	if !ok {
+		return -1
+	}
+	fields := bytes.Fields(rest)
+	if len(fields) == 0 {
+		return -1
+	}
+	uid, err := strconv.Atoi(string(fields[0]))
+	if err != nil {
+		return -1
+	}
+	return uid
 }
 
 func zombie(pid string) bool {

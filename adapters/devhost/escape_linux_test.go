@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,4 +259,51 @@ func TestExitCleanupDoesNotHoldTheCommand(t *testing.T) {
 	}
 	close(release)
 	<-done
+}
+
+// TestStopSparesOtherUsersInTree: the sweep by working directory kills only the
+// daemon's own processes. Another user's process that works in the sandbox's
+// directory (an operator's shell, say) is none of the sandbox's, and a daemon
+// running as root could otherwise kill anything.
+func TestStopSparesOtherUsersInTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a process as another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("no setpriv")
+	}
+	a := newAdapter(t)
+	ctx := context.Background()
+	create(t, a, "s1", nil)
+	// setpriv changes its user after the working directory is set; the directory
+	// is root's, 0700, so the process could not enter it as nobody.
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "1000")
+	cmd.Dir = a.fsDir("s1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	for i := 0; ; i++ {
+		status, _ := os.ReadFile("/proc/" + pid + "/status")
+		if bytes.Contains(status, []byte("\nUid:\t65534\t")) {
+			break
+		}
+		if i > 2000 {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatal("the process never became uid 65534")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := a.Stop(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// A SIGKILL from Stop, once sent, decides how it ends, whether or not it has
+	// taken effect yet; so the SIGTERM here tells a survivor from a victim.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("the other user's process ended with %v, want killed by SIGTERM after Stop", cmd.ProcessState)
+	}
 }
