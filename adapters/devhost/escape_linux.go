@@ -131,14 +131,24 @@ func (t *tracker) newExecGroup(id, execID string) *execGroup {
 	}
 	dir := filepath.Join(sb, execID)
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		// Not to leave the sandbox's cgroup behind empty; rmdir refuses while
+		// another command's is in it.
+		_ = syscall.Rmdir(sb)
 		return nil
 	}
 	fd, err := os.Open(dir)
 	if err != nil {
-		_ = os.Remove(dir)
+		(&execGroup{dir: dir}).remove()
 		return nil
 	}
 	return &execGroup{dir: dir, fd: fd}
+}
+
+// remove removes the cgroup of a command that was never started in it, and the
+// sandbox's cgroup when no other command's is in it.
+func (g *execGroup) remove() {
+	removeCgroup(g.dir)
+	_ = syscall.Rmdir(filepath.Dir(g.dir))
 }
 
 // started closes the directory once the command is in the cgroup (or failed).

@@ -3,6 +3,8 @@ package devhost
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,5 +307,27 @@ func TestStopSparesOtherUsersInTree(t *testing.T) {
 	_ = cmd.Wait()
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("the other user's process ended with %v, want killed by SIGTERM after Stop", cmd.ProcessState)
+	}
+}
+
+// TestFailedExecGroupLeavesNoSandboxCgroup: when a command's own cgroup cannot be
+// made (here a limit on descendants refuses it), the sandbox's cgroup made for it
+// just before is not left behind empty.
+func TestFailedExecGroupLeavesNoSandboxCgroup(t *testing.T) {
+	parent := findCgroup("differently-devhost-test-" + randomSuffix())
+	if parent == "" {
+		t.Skip("no usable cgroup v2 hierarchy on this host")
+	}
+	t.Cleanup(func() { removeCgroup(parent) })
+	if err := os.WriteFile(filepath.Join(parent, "cgroup.max.descendants"), []byte("1"), 0); err != nil {
+		t.Skipf("cannot limit descendants: %v", err)
+	}
+	tr := &tracker{key: "k", cgroup: parent}
+	if g := tr.newExecGroup("s1", "e1"); g != nil {
+		g.started()
+		t.Fatalf("made %s despite the limit", g.dir)
+	}
+	if _, err := os.Stat(tr.sandboxCgroup("s1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("sandbox cgroup after a failed command cgroup: %v, want it gone", err)
 	}
 }

@@ -18,8 +18,8 @@ type execGroup struct{ dir string }
 func (t *tracker) marker(id, execID string) string             { return id + ":" + execID }
 func (t *tracker) newExecGroup(string, string) *execGroup      { return nil }
 func (g *execGroup) started()                                  {}
+func (g *execGroup) remove()                                   {}
 func (t *tracker) killExec(string, string, string, *execGroup) {}
 func (t *tracker) killSandbox(string, string)                  {}
 
 func setCgroup(*syscall.SysProcAttr, *execGroup) {}
-func removeCgroup(string)                        {}

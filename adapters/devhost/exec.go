@@ -195,7 +195,7 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	if err != nil && group != nil {
 		// The kernel may lack CLONE_INTO_CGROUP (before 5.7); the marker remains.
 		group.started()
-		removeCgroup(group.dir)
+		group.remove()
 		group = nil
 		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
 		err = s.cmd.Start()
