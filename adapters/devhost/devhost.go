@@ -171,6 +171,8 @@ func New(root string, opts ...Option) (*Adapter, error) {
 	for _, o := range opts {
 		o(a)
 	}
+	// What an earlier daemon's Deletes could not remove.
+	a.pruneCgroups()
 	return a, nil
 }
 

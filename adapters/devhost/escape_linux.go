@@ -204,10 +204,33 @@ func (t *tracker) killSandbox(id, dir string) {
 	})
 }
 
+// cgroupIDs lists the sandboxes of this root that have a cgroup.
+func (t *tracker) cgroupIDs() []string {
+	if t.cgroup == "" {
+		return nil
+	}
+	entries, _ := os.ReadDir(t.cgroup)
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutPrefix(e.Name(), t.key+"-"); ok && e.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// dropCgroup kills what is left in sandbox id's cgroup and removes it if it is
+// empty, without waiting: what is still dying is left for a later call.
+func (t *tracker) dropCgroup(id string) {
+	cg := t.sandboxCgroup(id)
+	_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
+	removeCgroup(cg)
+}
+
 // cgroupDrain bounds the wait for a killed cgroup to empty before it is removed:
 // SIGKILL is delivered at once, but a process in uninterruptible sleep (a slow
 // disk) only dies when it wakes. A cgroup still populated then is left for the
-// next killSandbox.
+// next killSandbox, or, once its sandbox is deleted, for pruneCgroups.
 const cgroupDrain = 5 * time.Second
 
 // killCgroup kills every process in dir and below, waits for them to be gone, and

@@ -331,3 +331,43 @@ func TestFailedExecGroupLeavesNoSandboxCgroup(t *testing.T) {
 		t.Fatalf("sandbox cgroup after a failed command cgroup: %v, want it gone", err)
 	}
 }
+
+// TestDeletedSandboxCgroupsArePruned: a sandbox cgroup that outlived its sandbox (a
+// Delete whose drain ran out of time leaves it) is removed by a later Delete and by
+// the next daemon's New; an existing sandbox's cgroup is kept.
+func TestDeletedSandboxCgroupsArePruned(t *testing.T) {
+	a := newAdapter(t)
+	if a.track.cgroup == "" {
+		t.Skip("no usable cgroup v2 hierarchy on this host")
+	}
+	ctx := context.Background()
+	create(t, a, "live", nil)
+	create(t, a, "other", nil)
+	leftover := func() string {
+		dir := filepath.Join(a.track.sandboxCgroup("gone"), "e1")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Dir(dir)
+	}
+	live := a.track.sandboxCgroup("live")
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"delete", "new"} {
+		dir := leftover()
+		if how == "delete" {
+			if err := a.Delete(ctx, "other"); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := New(a.Root()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("after %s: cgroup of a deleted sandbox: %v, want it gone", how, err)
+		}
+		if _, err := os.Stat(live); err != nil {
+			t.Fatalf("after %s: cgroup of an existing sandbox: %v", how, err)
+		}
+	}
+}

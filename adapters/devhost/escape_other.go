@@ -21,5 +21,7 @@ func (g *execGroup) started()                                  {}
 func (g *execGroup) remove()                                   {}
 func (t *tracker) killExec(string, string, string, *execGroup) {}
 func (t *tracker) killSandbox(string, string)                  {}
+func (t *tracker) cgroupIDs() []string                         { return nil }
+func (t *tracker) dropCgroup(string)                           {}
 
 func setCgroup(*syscall.SysProcAttr, *execGroup) {}

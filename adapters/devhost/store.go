@@ -261,6 +261,31 @@ func (a *Adapter) Delete(_ context.Context, ref string) error {
 	if !validID(ref) {
 		return nil
 	}
+	err := a.delete(ref)
+	// After the lock on ref is released: pruneCgroups takes other sandboxes' locks,
+	// and holding two at once could deadlock with a Delete of one of those.
+	a.pruneCgroups()
+	return err
+}
+
+// pruneCgroups removes the cgroups of sandboxes that no longer exist. A Delete
+// whose cgroup did not empty within cgroupDrain leaves it behind, and nothing else
+// would look at it again. Each is checked and removed under its sandbox's lock, so
+// that a sandbox created again under the same ID keeps its commands' cgroup.
+func (a *Adapter) pruneCgroups() {
+	for _, id := range a.track.cgroupIDs() {
+		if !validID(id) {
+			continue
+		}
+		unlock := a.locks.lock("sbx:" + id)
+		if _, err := a.readMeta(id); errors.Is(err, errNoMeta) {
+			a.track.dropCgroup(id)
+		}
+		unlock()
+	}
+}
+
+func (a *Adapter) delete(ref string) error {
 	unlock := a.locks.lock("sbx:" + ref)
 	defer unlock()
 	a.procs.killAll(ref, adapters.NotFound("devhost: instance %q was deleted while the command ran", ref))
