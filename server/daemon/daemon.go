@@ -216,8 +216,14 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	// One list for the API's checks and the pool manager's builds, so a pool the list
 	// refuses can neither be written nor, stored before, be given its credential.
 	allowed := cfg.CredentialsAllowlist()
+	// A half-open pool's trial Create holds its place as long as the scheduler lets
+	// a Create run: the provision timeout plus its claim's 10 s margin.
+	var breaker pools.BreakerOptions
+	if n := cfg.Scheduler.ProvisionTimeoutSeconds; n > 0 {
+		breaker.TrialLease = seconds(n) + 10*time.Second
+	}
 	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv,
-		AllowedCredentialsEnv: allowed, Logger: log, Metrics: metrics})
+		AllowedCredentialsEnv: allowed, Logger: log, Metrics: metrics, Breaker: breaker})
 	if err := d.pools.Load(ctx); err != nil {
 		return nil, fmt.Errorf("pools: %w", err)
 	}

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"slices"
 	"time"
 )
 
@@ -24,6 +25,10 @@ const (
 	DefaultBreakerCoolDown    = 30 * time.Second
 	DefaultBreakerMaxCoolDown = 5 * time.Minute
 	DefaultBreakerTrials      = 1
+	// DefaultBreakerTrialLease is the scheduler's default provision timeout (120 s)
+	// plus the margin its provisioning claim adds (10 s): by then a trial Create has
+	// either reported or been cut off by the scheduler.
+	DefaultBreakerTrialLease = 130 * time.Second
 )
 
 // BreakerOptions tune every pool's circuit breaker; zero values take the defaults.
@@ -37,6 +42,11 @@ type BreakerOptions struct {
 	MaxCoolDown time.Duration
 	// Trials is how many trial Creates may be in flight at once while half-open.
 	Trials int
+	// TrialLease is how long a trial Create holds its place. A trial whose outcome
+	// has not come back after this long no longer stops another trial: a lost report
+	// must not keep the pool out of placement for good. Set it to at least the
+	// scheduler's provision timeout plus its claim margin.
+	TrialLease time.Duration
 }
 
 func (o BreakerOptions) withDefaults() BreakerOptions {
@@ -53,6 +63,9 @@ func (o BreakerOptions) withDefaults() BreakerOptions {
 	if o.Trials <= 0 {
 		o.Trials = DefaultBreakerTrials
 	}
+	if o.TrialLease <= 0 {
+		o.TrialLease = DefaultBreakerTrialLease
+	}
 	return o
 }
 
@@ -67,6 +80,11 @@ type BreakerStatus struct {
 	// ConsecutiveFailures counts the Creates failed as an outage since the last
 	// success.
 	ConsecutiveFailures int
+	// TrialsFull says the breaker is half-open with as many trial Creates in flight
+	// as BreakerOptions.Trials allows: BeginCreate refuses the pool until one ends or
+	// its lease runs out. A half-open pool without it takes the next Create sent to
+	// it as a trial.
+	TrialsFull bool
 }
 
 // CreateOutcome classifies how a Create ended, for the breaker.
@@ -99,8 +117,9 @@ type breaker struct {
 	// openings counts the openings since the breaker last closed; the cool-down
 	// doubles with each.
 	openings int
-	// trials counts the trial Creates in flight while half-open.
-	trials int
+	// trials holds when each trial Create in flight while half-open began; one older
+	// than the trial lease no longer counts (lapse).
+	trials []time.Time
 }
 
 func newBreaker(opts BreakerOptions) *breaker {
@@ -108,15 +127,16 @@ func newBreaker(opts BreakerOptions) *breaker {
 }
 
 // allow reports whether a Create may go to the pool now, and whether it is a
-// half-open trial, whose outcome the caller must report with trial set.
+// half-open trial, begun at now, whose outcome the caller must report with that
+// start.
 func (b *breaker) allow(now time.Time) (ok, trial bool) {
 	b.advance(now)
 	switch b.state {
 	case BreakerClosed:
 		return true, false
 	case BreakerHalfOpen:
-		if b.trials < b.opts.Trials {
-			b.trials++
+		if len(b.trials) < b.opts.Trials {
+			b.trials = append(b.trials, now)
 			return true, true
 		}
 	}
@@ -124,10 +144,17 @@ func (b *breaker) allow(now time.Time) (ok, trial bool) {
 }
 
 // record takes a Create's outcome in and reports whether the breaker opened.
-func (b *breaker) record(now time.Time, o CreateOutcome, trial bool, reason string) (opened bool) {
+// trialStart is when allow let the Create through as a trial, zero for any other
+// Create. A trial that lapsed, or that began before the breaker last opened, is no
+// longer one of those in flight, and its outcome counts as any other Create's.
+func (b *breaker) record(now time.Time, o CreateOutcome, trialStart time.Time, reason string) (opened bool) {
 	b.advance(now)
-	if trial && b.trials > 0 {
-		b.trials--
+	trial := false
+	if !trialStart.IsZero() {
+		if i := slices.IndexFunc(b.trials, trialStart.Equal); i >= 0 {
+			b.trials = slices.Delete(b.trials, i, i+1)
+			trial = true
+		}
 	}
 	switch o {
 	case CreateSucceeded:
@@ -157,15 +184,25 @@ func (b *breaker) open(now time.Time) {
 	}
 	b.state = BreakerOpen
 	b.until = now.Add(min(cool, b.opts.MaxCoolDown))
-	b.trials = 0
+	b.trials = nil
 }
 
-// advance turns an open breaker half-open once its cool-down has passed.
+// advance turns an open breaker half-open once its cool-down has passed, and drops
+// the trials whose lease ran out.
+//
+// A lapsed trial does not count as a failure: the scheduler reports a Create that
+// outran its provision timeout as an outage itself, so a trial still silent after
+// the lease lost its report on this replica, which says nothing about the pool.
 func (b *breaker) advance(now time.Time) {
 	if b.state == BreakerOpen && !now.Before(b.until) {
 		b.state = BreakerHalfOpen
-		b.trials = 0
+		b.trials = nil
 	}
+	b.trials = slices.DeleteFunc(b.trials, func(start time.Time) bool { return b.lapsed(start, now) })
+}
+
+func (b *breaker) lapsed(start, now time.Time) bool {
+	return now.Sub(start) >= b.opts.TrialLease
 }
 
 // status is the breaker as it stands at now, without changing it.
@@ -174,6 +211,14 @@ func (b *breaker) status(now time.Time) BreakerStatus {
 	switch {
 	case b.state == BreakerOpen && !now.Before(b.until):
 		s.State = BreakerHalfOpen
+	case b.state == BreakerHalfOpen:
+		live := 0
+		for _, start := range b.trials {
+			if !b.lapsed(start, now) {
+				live++
+			}
+		}
+		s.TrialsFull = live >= b.opts.Trials
 	case b.state == BreakerOpen:
 		s.OpenUntil = b.until
 	case b.state == BreakerClosed:

@@ -32,7 +32,7 @@ func end(at time.Duration, o CreateOutcome, trial bool, want BreakerState, until
 const sec = time.Second
 
 func TestBreakerStateMachine(t *testing.T) {
-	opts := BreakerOptions{Threshold: 3, CoolDown: 30 * sec, MaxCoolDown: 100 * sec, Trials: 1}
+	opts := BreakerOptions{Threshold: 3, CoolDown: 30 * sec, MaxCoolDown: 100 * sec, Trials: 1, TrialLease: 130 * sec}
 	tests := []struct {
 		name  string
 		steps []step
@@ -117,6 +117,25 @@ func TestBreakerStateMachine(t *testing.T) {
 			end(31*sec, CreateOutage, false, BreakerHalfOpen, 0, 4),
 			begin(31*sec, false, false, BreakerHalfOpen),
 		}},
+		{"a trial that never reports stops others only for its lease", []step{
+			end(0, CreateOutage, false, BreakerClosed, 0, 1),
+			end(0, CreateOutage, false, BreakerClosed, 0, 2),
+			end(0, CreateOutage, false, BreakerOpen, 30*sec, 3),
+			begin(30*sec, true, true, BreakerHalfOpen),
+			begin(30*sec+opts.TrialLease-1, false, false, BreakerHalfOpen),
+			// The lease ran out: the silent trial gives its place up, and does not
+			// count as a failure.
+			begin(30*sec+opts.TrialLease, true, true, BreakerHalfOpen),
+			end(31*sec+opts.TrialLease, CreateSucceeded, true, BreakerClosed, 0, 0),
+		}},
+		{"a lapsed trial's late failure does not reopen it", []step{
+			end(0, CreateOutage, false, BreakerClosed, 0, 1),
+			end(0, CreateOutage, false, BreakerClosed, 0, 2),
+			end(0, CreateOutage, false, BreakerOpen, 30*sec, 3),
+			begin(30*sec, true, true, BreakerHalfOpen),
+			end(30*sec+opts.TrialLease, CreateOutage, true, BreakerHalfOpen, 0, 4),
+			begin(31*sec+opts.TrialLease, true, true, BreakerHalfOpen),
+		}},
 		{"any success closes it, even one begun before it opened", []step{
 			end(0, CreateOutage, false, BreakerClosed, 0, 1),
 			end(0, CreateOutage, false, BreakerClosed, 0, 2),
@@ -127,6 +146,8 @@ func TestBreakerStateMachine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newBreaker(opts)
+			// An end with trial set reports the last trial let through.
+			var trialStart time.Time
 			for i, st := range tt.steps {
 				now := t0.Add(st.at)
 				if st.begin {
@@ -134,8 +155,15 @@ func TestBreakerStateMachine(t *testing.T) {
 					if ok != st.wantOK || trial != st.wantTrial {
 						t.Fatalf("step %d: allow = %v, trial %v; want %v, %v", i, ok, trial, st.wantOK, st.wantTrial)
 					}
+					if trial {
+						trialStart = now
+					}
 				} else {
-					b.record(now, st.outcome, st.trial, "boom")
+					var start time.Time
+					if st.trial {
+						start = trialStart
+					}
+					b.record(now, st.outcome, start, "boom")
 				}
 				got := b.status(now)
 				if got.State != st.want {
@@ -162,12 +190,30 @@ func TestBreakerStateMachine(t *testing.T) {
 func TestBreakerDefaults(t *testing.T) {
 	b := newBreaker(BreakerOptions{})
 	for range DefaultBreakerThreshold {
-		b.record(t0, CreateOutage, false, "down")
+		b.record(t0, CreateOutage, time.Time{}, "down")
 	}
 	if st := b.status(t0); st.State != BreakerOpen || !st.OpenUntil.Equal(t0.Add(DefaultBreakerCoolDown)) || st.Reason != "down" {
 		t.Fatalf("after %d failures: %+v", DefaultBreakerThreshold, st)
 	}
 	if st := b.status(t0.Add(DefaultBreakerCoolDown)); st.State != BreakerHalfOpen || !st.OpenUntil.IsZero() {
 		t.Fatalf("after the cool-down: %+v", st)
+	}
+}
+
+func TestBreakerTrialsFull(t *testing.T) {
+	b := newBreaker(BreakerOptions{Threshold: 1, CoolDown: 30 * sec, Trials: 1, TrialLease: 130 * sec})
+	b.record(t0, CreateOutage, time.Time{}, "down")
+	at := t0.Add(30 * sec)
+	if st := b.status(at); st.State != BreakerHalfOpen || st.TrialsFull {
+		t.Fatalf("half-open, no trial yet: %+v", st)
+	}
+	if ok, trial := b.allow(at); !ok || !trial {
+		t.Fatalf("allow = %v, %v", ok, trial)
+	}
+	if st := b.status(at); !st.TrialsFull {
+		t.Fatalf("with its trial in flight: %+v", st)
+	}
+	if st := b.status(at.Add(130 * sec)); st.State != BreakerHalfOpen || st.TrialsFull {
+		t.Fatalf("after the trial's lease: %+v", st)
 	}
 }

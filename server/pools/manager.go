@@ -229,9 +229,11 @@ func (m *Manager) View(name string) (View, bool) {
 // CreateTicket is a Create's pass through its pool's breaker, from BeginCreate to
 // EndCreate.
 type CreateTicket struct {
-	pool  string
-	gen   uint64
-	trial bool
+	pool string
+	gen  uint64
+	// trial is when the breaker let the Create through as a half-open trial; zero
+	// for any other Create.
+	trial time.Time
 }
 
 // BeginCreate asks the pool's breaker whether a Create may go to the pool now: always
@@ -247,12 +249,14 @@ func (m *Manager) BeginCreate(name string) (CreateTicket, bool) {
 	}
 	now := m.clk.Now()
 	allowed, trial := e.breaker.allow(now)
+	t := CreateTicket{pool: name, gen: e.gen}
 	if trial {
 		m.log.Info("pool breaker half-open: trial create", "pool", name)
+		t.trial = now
 	}
 	m.publishBreaker(name, e, now)
 	m.published[name] = true
-	return CreateTicket{pool: name, gen: e.gen, trial: trial}, allowed
+	return t, allowed
 }
 
 // EndCreate reports how a Create begun with BeginCreate ended; err is the failure of
