@@ -329,9 +329,13 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 }
 
 // rank sorts eligible pools: the preferred region (the first requested) first, then
-// pools whose breaker is closed before those trying Creates again after failures
-// (half-open), then the roomiest, then the cheapest, then by name so that equal pools
+// a half-open pool whose trial Creates are all in flight last (BeginCreate would
+// refuse it), then the roomiest, then the cheapest, then by name so that equal pools
 // keep a stable order across replicas.
+//
+// A half-open pool that can take a trial ranks as a closed one would: were it ranked
+// after every closed pool, it would get its trial only once all of them were full,
+// and a recovered pool could stay half-open, without traffic, indefinitely.
 func rank(vs []pools.View, req Request, active map[string]int) {
 	preferred := ""
 	if len(req.Placement.Regions) > 0 {
@@ -347,7 +351,7 @@ func rank(vs []pools.View, req Request, active map[string]int) {
 				return 1
 			}
 		}
-		if ta, tb := a.Breaker.State == pools.BreakerHalfOpen, b.Breaker.State == pools.BreakerHalfOpen; ta != tb {
+		if ta, tb := trialsFull(a), trialsFull(b); ta != tb {
 			if tb {
 				return -1
 			}
@@ -373,6 +377,12 @@ func rank(vs []pools.View, req Request, active map[string]int) {
 		}
 		return strings.Compare(a.Pool.Name, b.Pool.Name)
 	})
+}
+
+// trialsFull reports whether the pool is half-open with every trial Create it allows
+// in flight.
+func trialsFull(v pools.View) bool {
+	return v.Breaker.State == pools.BreakerHalfOpen && v.Breaker.TrialsFull
 }
 
 // inRegion reports whether the pool's own region or one its adapter declares is r.

@@ -57,6 +57,8 @@ func noAdapter(msg string) func(*pools.View) {
 
 func kindMissing(v *pools.View) { v.KindMissing = true }
 
+func withTrialsFull(v *pools.View) { v.Breaker.TrialsFull = true }
+
 func breakerIn(state pools.BreakerState) func(*pools.View) {
 	return func(v *pools.View) {
 		v.Breaker = pools.BreakerStatus{State: state, ConsecutiveFailures: 3}
@@ -253,9 +255,15 @@ func TestPlaceRanking(t *testing.T) {
 			want:   []string{"b", "a"},
 		},
 		{
-			name:  "a pool trying creates again after failures goes after the others",
+			name:  "a half-open pool that can take a trial ranks as a closed one",
 			req:   req,
 			views: []pools.View{pool("a", breakerIn(pools.BreakerHalfOpen)), pool("b", bounded(2)), pool("c", breakerIn(pools.BreakerClosed))},
+			want:  []string{"a", "c", "b"},
+		},
+		{
+			name:  "a half-open pool with its trial in flight goes after the others",
+			req:   req,
+			views: []pools.View{pool("a", breakerIn(pools.BreakerHalfOpen), withTrialsFull), pool("b", bounded(2)), pool("c", breakerIn(pools.BreakerClosed))},
 			want:  []string{"c", "b", "a"},
 		},
 		{

@@ -203,3 +203,102 @@ func TestCreatesFailOverToTheHealthyPool(t *testing.T) {
 		}
 	})
 }
+
+// A pool whose breaker opened and then turned half-open gets its trial Create from
+// the next sandbox that would have gone to it, though another pool has room; the
+// trial's success closes the breaker. Were half-open pools ranked after every closed
+// one, the recovered pool would wait, without traffic, as long as the other had room.
+func TestHalfOpenPoolGetsItsTrialWhileOthersHaveRoom(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
+		fails := []any{}
+		for range pools.DefaultBreakerThreshold {
+			fails = append(fails, string(api.CodeProviderUnavailable))
+		}
+		for _, p := range []store.Pool{
+			{Name: "a", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
+			{Name: "b", Adapter: "fake", Trust: api.TrustPrivate},
+		} {
+			if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: prometheus.NewRegistry()})
+		refresh := func() {
+			t.Helper()
+			if err := m.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refresh()
+		inst, err := st.InstallationID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		provision := func(want scheduler.Result) {
+			t.Helper()
+			got, err := s.ProvisionOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Pass, want.Claimed = scheduler.PassProvision, got.Claimed
+			if got != want {
+				t.Fatalf("pass: %+v, want %+v", got, want)
+			}
+		}
+		create := func() string {
+			t.Helper()
+			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
+				ID: ids.At("sbx", clk.Now()), Org: "org_1", Project: "prj_1", State: store.StateQueued,
+				NextAttemptAt: clk.Now(), Placement: store.Placement{AllowedPools: []string{"a", "b"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Millisecond) // distinct ids
+			return sb.ID
+		}
+		pool := func(id string) string {
+			t.Helper()
+			sb, err := st.GetSandbox(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb.State != store.StateRunning {
+				t.Fatalf("sandbox %s is %s (%s), want running", id, sb.State, sb.Reason)
+			}
+			return sb.Pool
+		}
+
+		// a ranks first (by name) and fails the first Creates: its breaker opens.
+		for range pools.DefaultBreakerThreshold {
+			create()
+		}
+		provision(scheduler.Result{Requeued: pools.DefaultBreakerThreshold})
+		if v, _ := m.View("a"); v.Breaker.State != pools.BreakerOpen {
+			t.Fatalf("a's breaker: %+v", v.Breaker)
+		}
+		clk.Advance(scheduler.Backoff(1))
+		provision(scheduler.Result{Started: pools.DefaultBreakerThreshold})
+
+		// After the cool-down, a new sandbox is a's trial, and a works again.
+		clk.Advance(pools.DefaultBreakerCoolDown)
+		refresh() // the failures marked a unhealthy until a probe passes
+		if v, _ := m.View("a"); v.Breaker.State != pools.BreakerHalfOpen || v.Breaker.TrialsFull {
+			t.Fatalf("a's breaker after the cool-down: %+v", v.Breaker)
+		}
+		next := create()
+		provision(scheduler.Result{Started: 1})
+		if got := pool(next); got != "a" {
+			t.Fatalf("the sandbox after the cool-down went to %s, want a (its trial)", got)
+		}
+		if v, _ := m.View("a"); v.Breaker.State != pools.BreakerClosed {
+			t.Fatalf("a's breaker after its trial succeeded: %+v", v.Breaker)
+		}
+	})
+}
