@@ -239,9 +239,13 @@ func wrap(err error) error {
 // and may succeed once the server takes clients again. The server's code is in the
 // chain of such an error too, so looking at the code first would call those a failed
 // statement.
+//
+// Except a refusal that says the configuration is wrong (misconfigured): waiting
+// will not mend a wrong password or a missing database, and an operator reads a
+// logged internal error sooner than a 503 that tells clients to try again.
 func unreachable(err error) bool {
 	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
-		return true
+		return !misconfigured(err)
 	}
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch pe.Code {
@@ -254,6 +258,24 @@ func unreachable(err error) bool {
 		return true
 	}
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// misconfigured reports whether the server refused a connection for a reason only a
+// change of the database URL or of the server's roles and databases can remedy.
+func misconfigured(err error) bool {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	if !ok {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(pe.Code, "28"): // invalid_authorization_specification: 28000 login rejected, 28P01 wrong password
+		return true
+	case pe.Code == "3D000": // invalid_catalog_name: no such database
+		return true
+	case pe.Code == "42501": // insufficient_privilege: no CONNECT on the database
+		return true
+	}
+	return false
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
