@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -300,5 +301,88 @@ func TestHalfOpenPoolGetsItsTrialWhileOthersHaveRoom(t *testing.T) {
 		if v, _ := m.View("a"); v.Breaker.State != pools.BreakerClosed {
 			t.Fatalf("a's breaker after its trial succeeded: %+v", v.Breaker)
 		}
+	})
+}
+
+// In a deployment whose only pool has its breaker open, the waiting sandboxes are
+// still placed, to be requeued with the reason saying until when the pool is paused,
+// rather than left unclaimed with an older reason; after the cool-down they start.
+func TestSandboxesOfAPausedOnlyPoolSayUntilWhen(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
+		fails := []any{}
+		for range pools.DefaultBreakerThreshold {
+			fails = append(fails, string(api.CodeProviderUnavailable))
+		}
+		p := store.Pool{Name: "only", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}}
+		if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
+			t.Fatal(err)
+		}
+		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: prometheus.NewRegistry()})
+		refresh := func() {
+			t.Helper()
+			if err := m.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refresh()
+		inst, err := st.InstallationID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		provision := func(want scheduler.Result) {
+			t.Helper()
+			got, err := s.ProvisionOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Pass = scheduler.PassProvision
+			if got != want {
+				t.Fatalf("pass: %+v, want %+v", got, want)
+			}
+		}
+		var queued []string
+		for range pools.DefaultBreakerThreshold {
+			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
+				ID: ids.At("sbx", clk.Now()), Org: "org_1", Project: "prj_1", State: store.StateQueued,
+				NextAttemptAt: clk.Now(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued = append(queued, sb.ID)
+			clk.Advance(time.Millisecond) // distinct ids
+		}
+		n := len(queued)
+		provision(scheduler.Result{Claimed: n, Requeued: n})
+		v, _ := m.View("only")
+		if v.Breaker.State != pools.BreakerOpen {
+			t.Fatalf("breaker: %+v", v.Breaker)
+		}
+		until := v.Breaker.OpenUntil.UTC().Format(time.RFC3339)
+		refresh() // the failures marked the pool unhealthy until a probe passes
+		clk.Advance(scheduler.Backoff(1))
+		provision(scheduler.Result{Claimed: n, Requeued: n})
+		for _, id := range queued {
+			sb, err := st.GetSandbox(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb.State != store.StateQueued || !strings.Contains(sb.Reason, "paused") || !strings.Contains(sb.Reason, until) {
+				t.Fatalf("sandbox %s is %s (%q), want queued, paused until %s", id, sb.State, sb.Reason, until)
+			}
+		}
+
+		// After the cool-down one of them is the trial, which closes the breaker; the
+		// others follow in the next pass.
+		clk.Advance(pools.DefaultBreakerCoolDown)
+		provision(scheduler.Result{Claimed: n, Started: 1, Requeued: n - 1})
+		clk.Advance(scheduler.RequeueDelay)
+		provision(scheduler.Result{Claimed: n - 1, Started: n - 1})
 	})
 }

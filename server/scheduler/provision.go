@@ -78,8 +78,15 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 	// Claim no more than this replica can start now: a sandbox claimed without a
 	// start slot would only be handed back. releaseSlot wakes the loop when a slot
 	// frees.
-	free := s.freeSlots(s.pools.Views())
+	free, paused := s.freeSlots(s.pools.Views())
 	limit := min(s.opts.BatchSize, free)
+	if free == 0 {
+		// Every pool that could take work has its breaker open: claim a batch all the
+		// same, only for placement to requeue it with the reason saying until when the
+		// pools are paused. Without this the sandboxes would wait, untouched, showing
+		// an older reason (in a single-pool deployment, always).
+		limit = min(s.opts.BatchSize, paused)
+	}
 	if limit == 0 {
 		s.setStarved()
 		return nil, res, nil
@@ -625,17 +632,29 @@ func (s *Scheduler) setStarved() {
 }
 
 // freeSlots counts the start slots free on this replica over the pools that can take
-// work (healthy, with an adapter, the breaker not open).
-func (s *Scheduler) freeSlots(views []pools.View) int {
+// work (healthy, with an adapter, the breaker not open). paused counts those of the
+// pools that could but for an open breaker, and only when no pool can take work
+// (every usable pool is paused); it is zero otherwise.
+func (s *Scheduler) freeSlots(views []pools.View) (free, paused int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	free := 0
+	usable := false
 	for _, v := range views {
-		if v.Healthy && v.Adapter != nil && v.Breaker.State != pools.BreakerOpen {
-			free += max(0, s.maxStarting(v)-s.starting[v.Pool.Name])
+		if !v.Healthy || v.Adapter == nil {
+			continue
 		}
+		n := max(0, s.maxStarting(v)-s.starting[v.Pool.Name])
+		if v.Breaker.State == pools.BreakerOpen {
+			paused += n
+			continue
+		}
+		usable = true
+		free += n
 	}
-	return free
+	if usable {
+		paused = 0
+	}
+	return free, paused
 }
 
 // preferOthers moves the pool that last answered insufficient_capacity, or failed
