@@ -314,8 +314,8 @@ func (m *Manager) MarkUnhealthy(name string, err error) {
 
 // RebuildsAdapter reports whether changing a pool from old to next reaches its
 // adapter, which must then be built anew: the adapter kind, its config or its
-// credentials variable changed. Nothing else of a pool is passed to a factory, so
-// any other change keeps the adapter built for old, with what it holds.
+// credentials variable changed. A factory may read nothing else of the pool
+// (Factory), so any other change keeps the adapter built for old, with what it holds.
 func RebuildsAdapter(old, next store.Pool) bool {
 	return old.Adapter != next.Adapter || old.CredentialsEnv != next.CredentialsEnv ||
 		!reflect.DeepEqual(nonNilConfig(old.Config), nonNilConfig(next.Config))
