@@ -38,7 +38,7 @@ type Config struct {
 func ParseConfig(cfg map[string]any) (Config, error) {
 	r := poolconfig.Read(Kind, cfg)
 	c := Config{
-		APIURL:   r.URL("apiURL", DefaultAPIURL),
+		APIURL:   r.URLOrDefault("apiURL", DefaultAPIURL),
 		Target:   r.String("target", ""),
 		Snapshot: r.String("snapshot", ""),
 		Class:    r.String("class", ClassContainer),

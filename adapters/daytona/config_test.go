@@ -91,3 +91,17 @@ func TestInfoAndCapabilities(t *testing.T) {
 		t.Errorf("regions without a target: %v", caps.Regions)
 	}
 }
+
+// TestEmptyAPIURLMeansTheDefault: configs written with apiURL: "" (or blank) to ask
+// for the default URL still load, and get it.
+func TestEmptyAPIURLMeansTheDefault(t *testing.T) {
+	for _, v := range []string{"", "  "} {
+		c, err := ParseConfig(map[string]any{"apiURL": v})
+		if err != nil || c.APIURL != DefaultAPIURL {
+			t.Errorf("apiURL %q: %+v, %v; want the default URL", v, c, err)
+		}
+	}
+	if _, err := ParseConfig(map[string]any{"apiURL": "ftp://x"}); !api.IsCode(err, api.CodeInvalidRequest) {
+		t.Errorf("a bad apiURL: %v", err)
+	}
+}

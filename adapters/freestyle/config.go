@@ -44,7 +44,7 @@ type Config struct {
 func ParseConfig(cfg map[string]any) (Config, error) {
 	r := poolconfig.Read(Kind, cfg)
 	c := Config{
-		APIURL:   strings.TrimSpace(r.URL("apiURL", DefaultAPIURL)),
+		APIURL:   strings.TrimSpace(r.URLOrDefault("apiURL", DefaultAPIURL)),
 		Snapshot: strings.TrimSpace(r.String("snapshot", "")),
 		Egress:   strings.TrimSpace(r.String("egress", EgressNone)),
 		Domain:   strings.TrimSpace(r.String("domain", DefaultDomain)),

@@ -83,6 +83,12 @@ func TestParseConfig(t *testing.T) {
 	if err != nil || c.APIURL != "http://x" || c.Snapshot != "sn1" || c.Egress != "public" || c.Domain != "example.com" {
 		t.Fatalf("set: %+v, %v", c, err)
 	}
+	// apiURL: "" asked for the default before URLs were checked, and still does.
+	for _, v := range []string{"", " "} {
+		if c, err := freestyle.ParseConfig(map[string]any{"apiURL": v}); err != nil || c.APIURL != freestyle.DefaultAPIURL {
+			t.Errorf("apiURL %q: %+v, %v; want the default URL", v, c, err)
+		}
+	}
 	for key, v := range map[string]any{"region": "x", "egress": "some", "snapshot": 3, "domain": "a/b"} {
 		_, err := freestyle.ParseConfig(map[string]any{key: v})
 		if e := api.AsError(err); e == nil || e.Code != api.CodeInvalidRequest || e.Details["key"] != key {

@@ -42,6 +42,10 @@ func TestParseConfigErrors(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_request naming the key", key, err)
 		}
 	}
+	// apiURL has no default here: an empty one is refused, not taken as unset.
+	if _, err := ParseConfig(map[string]any{"apiURL": ""}); !api.IsCode(err, api.CodeInvalidRequest) || !strings.Contains(err.Error(), "apiURL") {
+		t.Errorf("empty apiURL: %v, want invalid_request naming it", err)
+	}
 	if _, err := ParseConfig(map[string]any{"apiURL": "http://x", "features": []any{"nope"}}); !api.IsCode(err, api.CodeInvalidRequest) {
 		t.Errorf("unknown feature: %v", err)
 	}

@@ -81,6 +81,19 @@ func (r *Reader) Float(key string, def float64) float64 { return get(r, key, def
 // first probe. An empty or blank value is refused too; leave the key out for def.
 func (r *Reader) URL(key, def string) string { return get(r, key, def, ToURL) }
 
+// URLOrDefault is URL for a key that has a default, where an empty or blank value
+// means unset and gives def: pool configs written before URL refused empty values
+// used "" to ask for the default, and still must load. A required URL has no
+// default to fall back on; read it with URL.
+func (r *Reader) URLOrDefault(key, def string) string {
+	return get(r, key, def, func(v any) (string, error) {
+		if s, ok := v.(string); ok && strings.TrimSpace(s) == "" {
+			return def, nil
+		}
+		return ToURL(v)
+	})
+}
+
 // Strings returns a list of strings, or nil when unset (an explicit [] is non-nil).
 func (r *Reader) Strings(key string) []string { return get(r, key, nil, ToStrings) }
 
