@@ -50,6 +50,9 @@ type DeniedError struct {
 	// Network is the denied network the address is in; invalid when the address
 	// is refused for being in no allowed network.
 	Network netip.Prefix
+	// Unspecified is set when the address is refused for being in 0.0.0.0/8 or
+	// being ::, whatever the lists say.
+	Unspecified bool
 }
 
 func (e *DeniedError) Error() string {
@@ -57,19 +60,32 @@ func (e *DeniedError) Error() string {
 	if e.Host != "" && e.Host != what {
 		what = fmt.Sprintf("%s (%s)", e.Host, what)
 	}
+	if e.Unspecified {
+		return fmt.Sprintf("%s is an unspecified address, which reaches the daemon's own host; no pool endpoint may be one", what)
+	}
 	if e.Network.IsValid() {
 		return fmt.Sprintf("%s is in %s, a network the daemon's operator denies pool endpoints (poolEndpoints.deniedNetworks)", what, e.Network)
 	}
 	return fmt.Sprintf("%s is outside the networks the daemon's operator allows pool endpoints (poolEndpoints.allowedNetworks)", what)
 }
 
+// thisNetwork is 0.0.0.0/8: Linux connects 0.0.0.0 to the host itself, as it does
+// ::, so either would reach the daemon's loopback services past a list that denies
+// only 127.0.0.0/8 and ::1.
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
 // CheckAddr refuses an address outside the policy's networks. An IPv4 address
-// written as IPv6 (::ffff:169.254.169.254) is held to the IPv4 networks.
+// written as IPv6 (::ffff:169.254.169.254) is held to the IPv4 networks. An active
+// policy always refuses the unspecified addresses (0.0.0.0/8, ::), even when
+// Allowed holds them.
 func (p *Policy) CheckAddr(a netip.Addr) error {
 	if !p.Active() {
 		return nil
 	}
 	a = a.Unmap().WithZone("")
+	if a.IsUnspecified() || thisNetwork.Contains(a) {
+		return &DeniedError{Addr: a, Unspecified: true}
+	}
 	for _, n := range p.Denied {
 		if n.Contains(a) {
 			return &DeniedError{Addr: a, Network: n}

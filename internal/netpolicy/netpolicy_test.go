@@ -168,3 +168,29 @@ func TestControlRefusesTheDial(t *testing.T) {
 	ln.Close()
 	<-done
 }
+
+// TestUnspecifiedRefused: 0.0.0.0/8 and :: reach the host itself on Linux, so an
+// active policy refuses them at check and at dial time, even when a list allows
+// them; no policy refuses nothing.
+func TestUnspecifiedRefused(t *testing.T) {
+	for _, p := range []*Policy{{Denied: LinkLocal}, {Allowed: prefixes(t, "0.0.0.0/0", "::/0")}} {
+		for _, addr := range []string{"0.0.0.0", "0.1.2.3", "::", "::ffff:0.0.0.0"} {
+			var d *DeniedError
+			if err := p.CheckAddr(netip.MustParseAddr(addr)); !errors.As(err, &d) || !d.Unspecified {
+				t.Errorf("%+v: CheckAddr(%s) = %v, want refused as unspecified", p, addr, err)
+			}
+			if err := p.CheckHost(t.Context(), addr); err == nil {
+				t.Errorf("%+v: CheckHost(%s) passed", p, addr)
+			}
+		}
+		if err := p.Control("tcp", "0.0.0.0:80", nil); err == nil {
+			t.Errorf("%+v: a dial to 0.0.0.0 passed", p)
+		}
+		if err := p.Control("tcp6", "[::]:80", nil); err == nil {
+			t.Errorf("%+v: a dial to :: passed", p)
+		}
+	}
+	if (*Policy)(nil).CheckAddr(netip.MustParseAddr("0.0.0.0")) != nil {
+		t.Error("no policy refused 0.0.0.0")
+	}
+}
