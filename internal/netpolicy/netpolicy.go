@@ -24,9 +24,16 @@ import (
 	"time"
 )
 
-// LinkLocal are the networks a production daemon denies when its operator names
-// none: IPv4 and IPv6 link-local, where cloud metadata services answer.
+// LinkLocal are IPv4 and IPv6 link-local, where most cloud metadata services answer.
 var LinkLocal = []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10")}
+
+// Metadata are cloud metadata services outside link-local: AWS's IPv6 instance
+// metadata endpoint and Alibaba Cloud's.
+var Metadata = []netip.Prefix{netip.MustParsePrefix("fd00:ec2::254/128"), netip.MustParsePrefix("100.100.100.200/32")}
+
+// DefaultDenied are the networks a production daemon denies when its operator names
+// none: LinkLocal and Metadata.
+var DefaultDenied = append(slices.Clone(LinkLocal), Metadata...)
 
 // Policy says which networks endpoints may be in. The zero value and nil allow all.
 type Policy struct {

@@ -81,10 +81,11 @@ type PoolEndpoints struct {
 	// may be in. Left out or empty, every network is allowed but the denied ones.
 	AllowedNetworks []string `yaml:"allowedNetworks"`
 	// DeniedNetworks are refused even when allowed. Left out, a production daemon
-	// denies the link-local networks (169.254.0.0/16, where cloud metadata services
-	// answer, and fe80::/10) and a development daemon denies none; written, the list
-	// replaces that default, so an operator who lists networks of their own and
-	// still wants link-local denied lists it too.
+	// denies netpolicy.DefaultDenied (the link-local networks 169.254.0.0/16 and
+	// fe80::/10, where most cloud metadata services answer, and the metadata
+	// addresses fd00:ec2::254 and 100.100.100.200) and a development daemon denies
+	// none; written, the list replaces that default, so an operator who lists
+	// networks of their own and still wants those denied lists them too.
 	DeniedNetworks []string `yaml:"deniedNetworks"`
 }
 
@@ -107,7 +108,7 @@ func (c *Config) EndpointPolicy(dev bool) *netpolicy.Policy {
 		p.Allowed = []netip.Prefix{{}}
 	}
 	if c.PoolEndpoints.DeniedNetworks == nil && !dev {
-		p.Denied = slices.Clone(netpolicy.LinkLocal)
+		p.Denied = slices.Clone(netpolicy.DefaultDenied)
 	}
 	return p
 }

@@ -53,8 +53,10 @@ func TestValidateChecksPoolConfig(t *testing.T) {
 func TestEndpointPolicy(t *testing.T) {
 	metadata := netip.MustParseAddr("169.254.169.254")
 	c := config.Default()
-	if c.EndpointPolicy(false).CheckAddr(metadata) == nil {
-		t.Error("production default allows the metadata address")
+	for _, a := range []netip.Addr{metadata, netip.MustParseAddr("fe80::1"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")} {
+		if c.EndpointPolicy(false).CheckAddr(a) == nil {
+			t.Errorf("production default allows the metadata address %s", a)
+		}
 	}
 	if c.EndpointPolicy(true).Active() {
 		t.Error("development default refuses something")
