@@ -104,14 +104,59 @@ func (p *Policy) CheckAddr(a netip.Addr) error {
 	return nil
 }
 
+// HostError says a host is refused for how it is written, before any address.
+type HostError struct {
+	Host   string
+	Reason string
+}
+
+func (e *HostError) Error() string { return fmt.Sprintf("host %q %s", e.Host, e.Reason) }
+
+// literal reads host as URLs write an address (10.0.0.1, [::1], ::1): ok is false
+// for a name. A host written only with numbers, dots and 0x forms that is not an
+// address in canonical form (2130706434, 0177.0.0.1, 0x7f.1, 127.0.0.1.) is an
+// error: Go reads it as a name that does not resolve, but C resolvers and proxies
+// read it as an address, which the policy would then never have seen. A trailing
+// dot is taken off before that test, so that it cannot hide the number.
+func literal(host string) (a netip.Addr, ok bool, err error) {
+	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a, true, nil
+	}
+	if numeric(strings.TrimSuffix(h, ".")) {
+		return netip.Addr{}, false, &HostError{Host: host, Reason: "is written as a number but not as an IP address in canonical form (d.d.d.d without leading zeros or a trailing dot); write the address"}
+	}
+	return netip.Addr{}, false, nil
+}
+
+// numeric reports whether every dot-separated label of h is empty, decimal digits
+// or a 0x hexadecimal number: what inet_aton and its kin may read as an address.
+func numeric(h string) bool {
+	for label := range strings.SplitSeq(h, ".") {
+		digits, hex := label, false
+		if len(label) >= 2 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X') {
+			digits, hex = label[2:], true
+		}
+		for _, c := range digits {
+			if !('0' <= c && c <= '9' || hex && ('a' <= c && c <= 'f' || 'A' <= c && c <= 'F')) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // CheckHost refuses a host (an address, or a name whose addresses are looked up)
-// when any of its addresses is outside the policy's networks. A name that cannot be
-// resolved passes: it may exist later, and Control refuses what it turns out to be.
+// when any of its addresses is outside the policy's networks, and a number that is
+// not an address in canonical form (literal). A name that cannot be resolved passes:
+// it may exist later, and Control refuses what it turns out to be.
 func (p *Policy) CheckHost(ctx context.Context, host string) error {
 	if !p.Active() || host == "" {
 		return nil
 	}
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+	if a, ok, err := literal(host); err != nil {
+		return err
+	} else if ok {
 		return p.CheckAddr(a)
 	}
 	resolve := p.Resolve

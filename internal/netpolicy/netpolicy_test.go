@@ -194,3 +194,54 @@ func TestUnspecifiedRefused(t *testing.T) {
 		t.Error("no policy refused 0.0.0.0")
 	}
 }
+
+// TestCheckHostNumericForms: a host written as a number in a form other than a
+// canonical address (which Go does not resolve but C resolvers and proxies read as
+// an address) is refused without a lookup; canonical addresses are checked as
+// addresses; names with digits, or with a trailing dot, are names.
+func TestCheckHostNumericForms(t *testing.T) {
+	looked := map[string]bool{}
+	p := &Policy{Denied: prefixes(t, "169.254.0.0/16"), Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+		looked[host] = true
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+	}}
+	for _, tc := range []struct {
+		host  string
+		ok    bool
+		asked bool // whether the resolver is asked
+	}{
+		{"2130706434", false, false},
+		{"0177.0.0.2", false, false},
+		{"127.0.0.2.", false, false},
+		{"0x7f.1", false, false},
+		{"0X7F.0.0.1", false, false},
+		{"0x7f000001", false, false},
+		{"127.1", false, false},
+		{"127.000.0.1", false, false},
+		{"10.0.0.1.", false, false},
+		{"0x", false, false},
+		{"1..2", false, false},
+		{".", false, false},
+		{"2852039166", false, false}, // 169.254.169.254
+		{"10.0.0.1", true, false},
+		{"[::1]", true, false},
+		{"169.254.169.254", false, false},
+		{"1e100.net", true, true},
+		{"0xdead.example", true, true},
+		{"123.example.", true, true},
+		{"x10.0.0.1", true, true},
+		{"example.com.", true, true},
+	} {
+		err := p.CheckHost(t.Context(), tc.host)
+		if tc.ok != (err == nil) {
+			t.Errorf("CheckHost(%q) = %v, want allowed %v", tc.host, err, tc.ok)
+		}
+		if looked[tc.host] != tc.asked {
+			t.Errorf("CheckHost(%q): looked up %v, want %v", tc.host, looked[tc.host], tc.asked)
+		}
+		var h *HostError
+		if err != nil && !tc.ok && !tc.asked && tc.host != "169.254.169.254" && !errors.As(err, &h) {
+			t.Errorf("CheckHost(%q) = %v, want a HostError", tc.host, err)
+		}
+	}
+}
