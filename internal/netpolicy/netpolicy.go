@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"syscall"
@@ -44,6 +45,10 @@ type Policy struct {
 	// Resolve looks up a host name's addresses for CheckHost; the system resolver
 	// when nil. Tests give a table, so that no lookup leaves the machine.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Proxy picks the proxy a Transport's request goes through, as
+	// http.Transport.Proxy; http.ProxyFromEnvironment (HTTP_PROXY, HTTPS_PROXY,
+	// NO_PROXY) when nil. Tests give a loopback proxy.
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 // Active reports whether the policy refuses anything.
@@ -151,6 +156,12 @@ func numeric(h string) bool {
 // not an address in canonical form (literal). A name that cannot be resolved passes:
 // it may exist later, and Control refuses what it turns out to be.
 func (p *Policy) CheckHost(ctx context.Context, host string) error {
+	return p.checkHost(ctx, host, false)
+}
+
+// checkHost is CheckHost; strict refuses a name that does not resolve, or resolves
+// to no address, instead of letting it pass.
+func (p *Policy) checkHost(ctx context.Context, host string, strict bool) error {
 	if !p.Active() || host == "" {
 		return nil
 	}
@@ -168,6 +179,13 @@ func (p *Policy) CheckHost(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := resolve(ctx, host)
+	if strict && (err != nil || len(addrs) == 0) {
+		reason := "resolves to no address"
+		if err != nil {
+			reason = "does not resolve (" + err.Error() + ")"
+		}
+		return &HostError{Host: host, Reason: reason + " from the daemon, which refuses to send a request for a name it cannot check to a proxy"}
+	}
 	if err != nil {
 		return nil
 	}
@@ -199,11 +217,36 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 }
 
 // Transport is http.DefaultTransport's configuration with dials held to the policy.
-// Behind a proxy (HTTPS_PROXY), what is dialled, and so checked, is the proxy.
+//
+// Behind a proxy (HTTPS_PROXY, or Proxy), what is dialled, and so checked by
+// Control, is the proxy, which then connects wherever the request names. So, under
+// an active policy, a request is handed to a proxy only once its target host passed
+// the check too: an address is checked as it is; a name is looked up (Resolve) and
+// every address it resolves to is checked; a name that does not resolve from the
+// daemon is refused, since the addresses the proxy would reach cannot be known. The
+// proxy looks the name up again, so a name that resolves differently there (split
+// DNS, rebinding between the two lookups) is beyond this check.
 func (p *Policy) Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}
 	t.DialContext = d.DialContext
+	if p != nil && p.Proxy != nil {
+		t.Proxy = p.Proxy
+	}
+	if p.Active() && t.Proxy != nil {
+		proxy := t.Proxy
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			u, err := proxy(req)
+			if err != nil || u == nil {
+				// No proxy: the dial itself is checked.
+				return u, err
+			}
+			if err := p.checkHost(req.Context(), req.URL.Hostname(), true); err != nil {
+				return nil, err
+			}
+			return u, nil
+		}
+	}
 	return t
 }
 

@@ -3,9 +3,14 @@ package netpolicy
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -243,5 +248,81 @@ func TestCheckHostNumericForms(t *testing.T) {
 		if err != nil && !tc.ok && !tc.asked && tc.host != "169.254.169.254" && !errors.As(err, &h) {
 			t.Errorf("CheckHost(%q) = %v, want a HostError", tc.host, err)
 		}
+	}
+}
+
+// TestProxyTargetsChecked: behind a forward proxy (here one on loopback that answers
+// every request itself, so nothing leaves the machine), the dial reaches only the
+// proxy, so the policy checks the request's target before handing it over: an
+// address, a number read as one, a name resolving to a denied address and a name
+// that does not resolve never reach the proxy; an allowed name does.
+func TestProxyTargetsChecked(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.Host)
+		mu.Unlock()
+		if r.Method == http.MethodConnect {
+			w.WriteHeader(http.StatusForbidden) // no tunnel: nothing leaves the machine
+			return
+		}
+		_, _ = io.WriteString(w, "proxied")
+	}))
+	defer proxy.Close()
+	proxyURL, _ := url.Parse(proxy.URL)
+	p := &Policy{
+		// The proxy is at 127.0.0.1; what it could reach for us is 127.0.0.2.
+		Denied: prefixes(t, "127.0.0.2/32", "169.254.0.0/16"),
+		Proxy:  http.ProxyURL(proxyURL),
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			switch host {
+			case "metadata.internal":
+				return []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("127.0.0.2")}, nil
+			case "plugin.internal":
+				return []netip.Addr{netip.MustParseAddr("10.0.0.2")}, nil
+			}
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		},
+	}
+	client := p.Client(0)
+	for _, target := range []string{
+		"http://127.0.0.2:8080/",
+		"http://2130706434:8080/",
+		"http://0x7f.0.0.2/",
+		"http://metadata.internal/",
+		"https://metadata.internal/",
+		"http://gone.internal/",
+		"http://0.0.0.0:8080/",
+		"http://[::]:8080/",
+		"http://169.254.169.254/latest",
+	} {
+		resp, err := client.Get(target)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: reached the proxy (%s)", target, resp.Status)
+			continue
+		}
+		var d *DeniedError
+		var h *HostError
+		if !errors.As(err, &d) && !errors.As(err, &h) {
+			t.Errorf("%s: %v, want the policy's refusal", target, err)
+		}
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Errorf("the proxy got %v", seen)
+	}
+	mu.Unlock()
+	resp, err := client.Get("http://plugin.internal:8080/x")
+	if err != nil {
+		t.Fatalf("an allowed name: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if string(body) != "proxied" || len(seen) != 1 || seen[0] != "GET plugin.internal:8080" {
+		t.Errorf("an allowed name: %q, the proxy saw %v", body, seen)
 	}
 }
