@@ -4,12 +4,19 @@
 // characters, a message cut short) or an encoding of it (base64 in a Basic
 // authorization header, hex, a URL's percent-escapes, a JSON string's escapes).
 //
-// A Set removes, for each secret:
-//   - the secret and each of its encodings, whole, however short the secret is;
-//   - for a secret of at least MinPartial bytes, every run of text made of pieces of
-//     MinPartial or more characters of the secret or of one of its encodings. A
-//     shorter secret is removed whole only: its pieces would take ordinary words
-//     with them.
+// A Set removes, for each secret of at least MinPartial bytes:
+//   - the secret and each of its encodings, whole;
+//   - every run of text made of pieces of MinPartial or more characters of the
+//     secret or of one of its encodings.
+//
+// A shorter secret is removed only as itself (and as a JSON string writes it), and
+// only where it stands apart from a longer word: not where it is joined by a letter,
+// a digit or an underscore to a side of it that is one. Its pieces, its encodings
+// ("1" is "31" in hex, "MQ" in base64) and its occurrences inside words ("dev" in
+// "development", "1" in "12") would take ordinary text with them, and a backend that
+// quotes a secret sets it off.
+//
+// Percent-escapes are matched whichever case their hex digits are in (%2f, %2F).
 //
 // The encodings are standard and URL-safe base64, with and without padding, of the
 // secret from each of its first three bytes (base64 of a text that holds the secret
@@ -26,6 +33,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -41,6 +49,9 @@ const MinPartial = 8 // window reads exactly this many bytes
 type Set struct {
 	// whole holds every secret and encoding, longest first.
 	whole []string
+	// bounded holds the secrets shorter than MinPartial and their JSON forms,
+	// longest first: removed only where they stand apart from a word.
+	bounded []string
 	// grams holds every MinPartial-byte window of the secrets of at least
 	// MinPartial bytes and of their encodings, as the 8 bytes read as one number
 	// (quicker to look up than a string).
@@ -63,11 +74,21 @@ func New(secrets ...string) *Set {
 func String(text string, secrets ...string) string { return New(secrets...).String(text) }
 
 // Empty reports whether the Set removes nothing.
-func (s *Set) Empty() bool { return s == nil || len(s.whole) == 0 }
+func (s *Set) Empty() bool { return s == nil || len(s.whole) == 0 && len(s.bounded) == 0 }
 
 // Add registers one more secret; "" is ignored.
 func (s *Set) Add(secret string) {
 	if secret == "" {
+		return
+	}
+	longestFirst := func(a, b string) int { return len(b) - len(a) }
+	if len(secret) < MinPartial {
+		for _, f := range jsonForms(secret) {
+			if f != "" && !slices.Contains(s.bounded, f) {
+				s.bounded = append(s.bounded, f)
+			}
+		}
+		slices.SortStableFunc(s.bounded, longestFirst)
 		return
 	}
 	forms := wholeForms(secret)
@@ -77,10 +98,7 @@ func (s *Set) Add(secret string) {
 		}
 	}
 	// Longer forms first, so that TrimPartial tries the longest piece first.
-	slices.SortStableFunc(s.whole, func(a, b string) int { return len(b) - len(a) })
-	if len(secret) < MinPartial {
-		return
-	}
+	slices.SortStableFunc(s.whole, longestFirst)
 	if s.grams == nil {
 		s.grams = map[uint64]struct{}{}
 		s.lead = new([1 << 16 / 64]uint64)
@@ -102,6 +120,13 @@ func wholeForms(secret string) []string {
 	for _, enc := range encodings {
 		forms = append(forms, enc.EncodeToString(b))
 	}
+	return append(forms, jsonForms(secret)[1:]...)
+}
+
+// jsonForms is secret and how JSON strings write it: as Go does (<, > and &
+// escaped), as other encoders do, and with the solidus escaped as some do.
+func jsonForms(secret string) []string {
+	forms := []string{secret}
 	// JSON as Go writes it (<, > and & escaped), as other encoders write it, and with
 	// the solidus escaped as some do.
 	var plain bytes.Buffer
@@ -155,6 +180,33 @@ func (s *Set) String(text string) string {
 			cover[i] = true
 		}
 	}
+	s.find(text, mark)
+	// The encodings escape in upper case (%2F); a text that escapes in lower case
+	// is matched again with its escapes upper-cased, which keeps every offset.
+	if upper, ok := upperEscapes(text); ok {
+		s.find(upper, mark)
+	}
+	for _, f := range s.bounded {
+		for from := 0; from < len(text); {
+			i := strings.Index(text[from:], f)
+			if i < 0 {
+				break
+			}
+			if at := from + i; apart(text, at, at+len(f)) {
+				mark(at, at+len(f))
+			}
+			from += i + 1
+		}
+	}
+	if cover == nil {
+		return text
+	}
+	return s.replace(text, cover)
+}
+
+// find marks in text every whole form and every window of the secrets of at least
+// MinPartial bytes.
+func (s *Set) find(text string, mark func(from, to int)) {
 	for _, f := range s.whole {
 		for from := 0; from < len(text); {
 			i := strings.Index(text[from:], f)
@@ -175,9 +227,66 @@ func (s *Set) String(text string) string {
 			}
 		}
 	}
-	if cover == nil {
-		return text
+}
+
+// upperEscapes is text with the hex digits of its percent-escapes in upper case, and
+// whether any was in lower case.
+func upperEscapes(text string) (string, bool) {
+	var b []byte
+	for i := strings.IndexByte(text, '%'); i >= 0 && i+2 < len(text); {
+		if isHex(text[i+1]) && isHex(text[i+2]) {
+			for _, k := range []int{i + 1, i + 2} {
+				if c := text[k]; 'a' <= c && c <= 'f' {
+					if b == nil {
+						b = []byte(text)
+					}
+					b[k] = c - 'a' + 'A'
+				}
+			}
+		}
+		next := strings.IndexByte(text[i+1:], '%')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
 	}
+	if b == nil {
+		return text, false
+	}
+	return string(b), true
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// apart reports whether text[from:to] is not joined to a word: at each end, the
+// match or its neighbour is not a letter, digit or underscore. A match that begins
+// or ends inside a UTF-8 sequence is taken as apart: it is no word's part, and is
+// removed with the character it cuts.
+func apart(text string, from, to int) bool {
+	if !utf8.RuneStart(text[from]) || to < len(text) && !utf8.RuneStart(text[to]) {
+		return true
+	}
+	if from > 0 {
+		before, _ := utf8.DecodeLastRuneInString(text[:from])
+		first, _ := utf8.DecodeRuneInString(text[from:])
+		if wordRune(before) && wordRune(first) {
+			return false
+		}
+	}
+	if to < len(text) {
+		last, _ := utf8.DecodeLastRuneInString(text[:to])
+		after, _ := utf8.DecodeRuneInString(text[to:])
+		if wordRune(last) && wordRune(after) {
+			return false
+		}
+	}
+	return true
+}
+
+func wordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// replace writes text with each covered run replaced by one Marker.
+func (s *Set) replace(text string, cover []bool) string {
 	// Widen each run to whole characters: half a character left behind would be
 	// invalid UTF-8 in a message.
 	for i := 0; i < len(text); i++ {
@@ -219,13 +328,15 @@ func (s *Set) TrimPartial(text string, minLen int) string {
 		return text
 	}
 	minLen = max(minLen, 1)
-	for _, f := range s.whole {
-		for n := min(len(f)-1, len(text)); n >= minLen; n-- {
-			if strings.HasSuffix(text, f[:n]) {
-				text = text[:len(text)-n]
+	// Compared with its escapes in upper case, as the forms write them.
+	cmp, _ := upperEscapes(text)
+	for _, f := range slices.Concat(s.whole, s.bounded) {
+		for n := min(len(f)-1, len(cmp)); n >= minLen; n-- {
+			if strings.HasSuffix(cmp, f[:n]) {
+				cmp = cmp[:len(cmp)-n]
 				break
 			}
 		}
 	}
-	return text
+	return text[:len(cmp)]
 }

@@ -51,9 +51,9 @@ func TestString(t *testing.T) {
 		}
 	}
 
-	// A short secret is removed whole, never in pieces.
+	// A short secret is removed whole, never in pieces, and not in its encodings.
 	short := New("abc123")
-	if got := short.String("abc123 and YWJjMTIz and abc12"); got != Marker+" and "+Marker+" and abc12" {
+	if got := short.String("abc123 and YWJjMTIz and abc12"); got != Marker+" and YWJjMTIz and abc12" {
 		t.Errorf("short secret: %q", got)
 	}
 
@@ -90,8 +90,9 @@ func TestTrimPartial(t *testing.T) {
 
 // FuzzString: whatever the text around it and whichever piece or encoding of the
 // secret it holds, no part of the result outside the markers holds a piece of
-// MinPartial bytes of the secret, of its hex or of its base64, nor the whole secret,
-// and the result is valid UTF-8 when the text was.
+// MinPartial bytes of the secret, of its hex or of its base64, nor the whole secret
+// (but a secret shorter than MinPartial joined to a word), and the result is valid
+// UTF-8 when the text was.
 func FuzzString(f *testing.F) {
 	f.Add(key, "before ", " after", uint8(0), uint8(0), uint8(40))
 	f.Add("short", "x", "y", uint8(1), uint8(0), uint8(5))
@@ -130,9 +131,27 @@ func FuzzString(f *testing.F) {
 				}
 			}
 		}
-		for _, part := range strings.Split(got, Marker) {
-			if strings.Contains(part, secret) {
-				t.Fatalf("String(%q) = %q keeps the secret %q", text, got, secret)
+		parts := strings.Split(got, Marker)
+		for k, part := range parts {
+			// A secret shorter than MinPartial may be left inside a word. A marker
+			// stands for what it replaced, which may have been the word it was
+			// joined to: next to one, count it as a letter.
+			edged, shift := part, 0
+			if k > 0 {
+				edged, shift = "a"+edged, 1
+			}
+			if k < len(parts)-1 {
+				edged += "a"
+			}
+			for from := 0; ; from++ {
+				i := strings.Index(part[from:], secret)
+				if i < 0 {
+					break
+				}
+				from += i
+				if len(secret) >= MinPartial || apart(edged, from+shift, from+shift+len(secret)) {
+					t.Fatalf("String(%q) = %q keeps the secret %q", text, got, secret)
+				}
 			}
 			for _, p := range pieces {
 				if strings.Contains(part, p) {
@@ -151,5 +170,55 @@ func BenchmarkString(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		_ = s.String(text)
+	}
+}
+
+// TestShortSecrets: a secret shorter than MinPartial is removed where it stands apart
+// (and as JSON writes it), never inside a longer word or number, and never as its
+// hex, base64 or percent-escapes, which are ordinary text at that length.
+func TestShortSecrets(t *testing.T) {
+	for _, tc := range []struct{ secret, in, want string }{
+		{"1", "line 12", "line 12"},
+		{"1", "error 31 at MQTT", "error 31 at MQTT"}, // hex and base64 of "1"
+		{"1", "key 1 refused", "key " + Marker + " refused"},
+		{"1", "key=1&x=2", "key=" + Marker + "&x=2"},
+		{"dev", "development", "development"},
+		{"dev", "ZGV2 646576 devs", "ZGV2 646576 devs"},
+		{"dev", `token "dev" refused`, `token "` + Marker + `" refused`},
+		{"dev", "dev", Marker},
+		{"dev", "a_dev", "a_dev"},
+		{"dev", "dev-1", Marker + "-1"},
+		{"p@ss", "p%40ss and p@ss.", "p%40ss and " + Marker + "."},
+		{"a/b", `{"k":"a\/b"}`, `{"k":"` + Marker + `"}`},
+		{"<x>", `{"k":"\u003cx\u003e"}`, `{"k":"` + Marker + `"}`},
+		{"-x-", "a-x-b", "a" + Marker + "b"}, // no word character at its ends
+		{"é", "café é", "café " + Marker},
+	} {
+		if got := New(tc.secret).String(tc.in); got != tc.want {
+			t.Errorf("secret %q: String(%q) = %q, want %q", tc.secret, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestPercentEscapesEitherCase: a secret escaped with lower-case hex digits (%2f) is
+// removed as one escaped in upper case is, whole, in pieces and when cut short.
+func TestPercentEscapesEitherCase(t *testing.T) {
+	secret := "s3cr/t+<&>-long-enough"
+	s := New(secret)
+	upper := url.QueryEscape(secret) // s3cr%2Ft%2B%3C%26%3E-long-enough
+	lower := strings.NewReplacer("%2F", "%2f", "%2B", "%2b", "%3C", "%3c", "%3E", "%3e").Replace(upper)
+	mixed := strings.Replace(upper, "%3C", "%3c", 1)
+	for _, in := range []string{upper, lower, mixed, lower[:14], lower[4:]} {
+		text := "GET /?k=" + in + " refused"
+		if got := s.String(text); got != "GET /?k="+Marker+" refused" {
+			t.Errorf("String(%q) = %q", text, got)
+		}
+	}
+	if got := s.TrimPartial("cut: s3cr%2ft%2", 4); got != "cut: " {
+		t.Errorf("TrimPartial of a lower-case escape = %q", got)
+	}
+	// Lower-case escapes of other text are left as they were.
+	if got := s.String("path /a%2fb%e2%80%a6 ok"); got != "path /a%2fb%e2%80%a6 ok" {
+		t.Errorf("unrelated escapes: %q", got)
 	}
 }
