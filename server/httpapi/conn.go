@@ -58,7 +58,8 @@ func NewHTTPServer(handler http.Handler, o ConnOptions, errorLog *log.Logger) *h
 }
 
 // LimitListener is ln accepting at most o.MaxConnections connections at once (see
-// ConnOptions). Without a bound, every connection a client opens and leaves open
+// ConnOptions), whose connections answer net/http's own refusals in the error
+// envelope (envelopeListener). Without a bound, every connection a client opens and leaves open
 // costs a file descriptor, and once the process runs out it can no longer accept
 // anyone, nor open its database connections.
 func LimitListener(ln net.Listener, o ConnOptions) net.Listener {
@@ -66,7 +67,7 @@ func LimitListener(ln net.Listener, o ConnOptions) net.Listener {
 	if n <= 0 {
 		n = DefaultMaxConnections()
 	}
-	return netutil.LimitListener(ln, n)
+	return envelopeListener{netutil.LimitListener(ln, n)}
 }
 
 // DefaultMaxConnections is half the process's limit on open files, so that the other
