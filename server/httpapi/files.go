@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -80,7 +81,11 @@ func (s *Server) ReadSandboxFile(w http.ResponseWriter, r *http.Request, id Sand
 	}
 	fileHeaders(w, int64(len(data)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	if err := s.sendFile(w, bytes.NewReader(data)); err != nil {
+		// The client stopped taking the file: end the connection, and with it the
+		// slot.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func fileHeaders(w http.ResponseWriter, size int64) {
@@ -126,15 +131,71 @@ func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, t target, st
 	}
 	fileHeaders(w, size)
 	w.WriteHeader(http.StatusOK)
-	if _, werr := w.Write(first[:n]); werr != nil || err != nil {
-		return // the client went away, or that was all of it
+	rest := io.Reader(f)
+	if err != nil {
+		rest = eofReader{} // that was all of it
 	}
-	if _, err := io.Copy(w, f); err != nil {
-		if r.Context().Err() == nil {
+	if err := s.sendFile(w, io.MultiReader(bytes.NewReader(first[:n]), rest)); err != nil {
+		if _, ok := errors.AsType[*sendError](err); !ok && r.Context().Err() == nil {
 			s.log.Warn("file download broke off", "path", r.URL.Path, "error", err)
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// DefaultTransferStallTimeout is how long a download may wait for its client to take
+// the next piece of it.
+const DefaultTransferStallTimeout = 30 * time.Second
+
+// sendError is a download that failed on the client's side: it took nothing for the
+// stall timeout, or the connection is gone.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return "sending the file: " + e.err.Error() }
+func (e *sendError) Unwrap() error { return e.err }
+
+// sendPiece is how much of a file goes to the client under one write deadline.
+const sendPiece = 32 << 10
+
+// sendFile copies src to the answer, each piece under a write deadline of the stall
+// timeout. The server has no write timeout (it would cut streamed execs), so
+// without one a client that reads the status line and then nothing would block the
+// write for ever, and hold its transfer slot, the adapter's reader and the
+// connection with it. The deadline is moved with every piece: a slow client that
+// keeps reading is not cut, however long the file takes. On success the deadline is
+// lifted, since net/http keeps it for the connection's next request. A failure to
+// read src is returned as it is, a failure to write as a *sendError.
+func (s *Server) sendFile(w http.ResponseWriter, src io.Reader) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, sendPiece)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			// An error is http.ErrNotSupported, from a writer that is no
+			// connection (a test's recorder): it cannot stall.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.stallTimeout))
+			if _, err := w.Write(buf[:n]); err != nil {
+				return &sendError{err: err}
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	// What net/http still buffers goes out under the deadline too.
+	_ = rc.SetWriteDeadline(time.Now().Add(s.stallTimeout))
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return &sendError{err: err}
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return nil
 }
 
 // DefaultUploadReadTimeout is how long a file upload's body may take to arrive: 100

@@ -111,6 +111,10 @@ type Options struct {
 	// UploadReadTimeout bounds the reading of a file upload's body. 0 means
 	// DefaultUploadReadTimeout.
 	UploadReadTimeout time.Duration
+	// TransferStallTimeout is how long a file download may wait for its client to
+	// take the next piece; past it the connection is closed and the transfer's slot
+	// freed. 0 means DefaultTransferStallTimeout.
+	TransferStallTimeout time.Duration
 	// MaxTransfers and MaxProjectTransfers bound the file transfers larger than
 	// LargeTransferBytes (or of unknown size) in flight, in all and per project; one
 	// more answers 503 with Retry-After. 0 means the Default of each.
@@ -162,6 +166,9 @@ type Server struct {
 	transfers     *transfers
 	accessLog     bool
 	router        *chi.Mux
+
+	// stallTimeout bounds each write of a file download.
+	stallTimeout time.Duration
 }
 
 // Every operation is implemented: the compiler proves the routes are covered.
@@ -199,6 +206,7 @@ func New(opts Options) (http.Handler, error) {
 	s.changes.Listen(s.cache.onChange)
 	s.uploadTimeout = cmp.Or(opts.UploadReadTimeout, DefaultUploadReadTimeout)
 	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	s.stallTimeout = cmp.Or(opts.TransferStallTimeout, DefaultTransferStallTimeout)
 	s.accessLog = opts.AccessLog
 	s.transfers = newTransfers(cmp.Or(max(opts.MaxTransfers, 0), DefaultMaxTransfers),
 		cmp.Or(max(opts.MaxProjectTransfers, 0), DefaultMaxProjectTransfers),
