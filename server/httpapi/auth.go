@@ -68,6 +68,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		p, err := s.principal(r)
 		if err != nil {
+			// A caller without a valid token gets its answer and loses the
+			// connection: kept alive, it would hold one of the maxConnections
+			// (conn.go) until the idle timeout, and a few such callers could keep
+			// everyone out, probes included.
+			closeAfterAnswer(w, r)
 			s.writeError(w, r, err)
 			return
 		}

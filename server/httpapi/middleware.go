@@ -85,6 +85,16 @@ func (w *statusWriter) dropUnreadBody() {
 	_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
 }
 
+// closeAfterAnswer makes the answer to r the last on its connection. Over HTTP/2
+// it does nothing: a connection there carries other requests' streams, and Go's
+// server reads Connection: close as a GOAWAY for all of them, whereas the one
+// request's unread body ends with its own stream.
+func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor < 2 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
 // trackedBody is a request body that knows whether it was read to its end.
 type trackedBody struct {
 	io.ReadCloser

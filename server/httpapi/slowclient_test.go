@@ -238,3 +238,55 @@ func TestOversizedRequestHeadGetsTheEnvelope(t *testing.T) {
 		}
 	})
 }
+
+// Callers without a token cannot take the connections from everyone else: a 401
+// closes its connection, so with a bound of two, two such callers that keep their
+// connections open still leave room for a probe of /healthz.
+func TestUnauthenticatedCallersDoNotHoldConnections(t *testing.T) {
+	onSQLite(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := httpapi.ConnOptions{MaxConnections: 2}
+		srv := httpapi.NewHTTPServer(e.handler, o, nil)
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(httpapi.LimitListener(ln, o)) }()
+		t.Cleanup(func() {
+			srv.Close()
+			<-served
+		})
+		for i := range 2 {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The client never closes its side before the test ends.
+			defer c.Close()
+			// A guard against a hang, not a wait for state.
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			fmt.Fprintf(c, "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("client %d: %v", i, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+				t.Fatalf("client %d: status %d, Connection %q; want 401 closing the connection",
+					i, resp.StatusCode, resp.Header.Get("Connection"))
+			}
+		}
+		// A guard against a hang, not a timing: before, the probe waited for the
+		// idle timeout of two minutes.
+		hc := &http.Client{Timeout: 20 * time.Second}
+		resp, err := hc.Get("http://" + ln.Addr().String() + "/healthz")
+		if err != nil {
+			t.Fatalf("/healthz after two callers without a token: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz: status %d", resp.StatusCode)
+		}
+	})
+}
