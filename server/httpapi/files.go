@@ -212,7 +212,7 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 	release, err := s.transferSlot(t, r.ContentLength)
 	if err != nil {
 		// The body is not read: the answer must not wait for it.
-		w.Header().Set("Connection", "close")
+		closeAfterAnswer(w, r)
 		s.writeError(w, r, err)
 		return
 	}

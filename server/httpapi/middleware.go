@@ -56,12 +56,15 @@ type statusWriter struct {
 	status int
 	// body is the request's body when it has one; nil otherwise.
 	body *trackedBody
+	// h2 is set for a request over HTTP/2, whose connection carries other
+	// requests' streams: see closeAfterAnswer.
+	h2 bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
-		w.dropUnreadBody()
+		w.beforeAnswer()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -69,9 +72,19 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
-		w.dropUnreadBody()
+		w.beforeAnswer()
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) beforeAnswer() {
+	if w.h2 {
+		// Whoever asked to close the connection (internal/body, for one) meant
+		// this request's: over HTTP/2 its stream ends on its own, and the header
+		// would end the others' too.
+		w.Header().Del("Connection")
+	}
+	w.dropUnreadBody()
 }
 
 func (w *statusWriter) dropUnreadBody() {
@@ -80,8 +93,11 @@ func (w *statusWriter) dropUnreadBody() {
 	}
 	// Connection: close makes net/http skip reading the rest before the answer; the
 	// past deadline ends the read it does after the answer, so the connection closes
-	// at once instead of when the body deadline passes.
-	w.Header().Set("Connection", "close")
+	// at once instead of when the body deadline passes. Over HTTP/2 the server
+	// resets the stream of an unread body by itself.
+	if !w.h2 {
+		w.Header().Set("Connection", "close")
+	}
 	_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
 }
 
@@ -118,7 +134,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, h2: r.ProtoMajor >= 2}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			// Every body must arrive within the body deadline, and that bound holds
 			// from the first byte, before authentication: a caller without a token
@@ -203,7 +219,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 func (s *Server) checkSize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.RequestURI) > MaxURLBytes {
-			w.Header().Set("Connection", "close")
+			closeAfterAnswer(w, r)
 			writeJSON(w, http.StatusRequestURITooLong, api.ErrorEnvelope{
 				Error: invalid("the request target is %d bytes, over the limit of %d", len(r.RequestURI), MaxURLBytes)})
 			return
@@ -215,7 +231,7 @@ func (s *Server) checkSize(next http.Handler) http.Handler {
 			}
 		}
 		if n > MaxHeaderFieldBytes {
-			w.Header().Set("Connection", "close")
+			closeAfterAnswer(w, r)
 			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.ErrorEnvelope{
 				Error: invalid("the request's header fields are %d bytes, over the limit of %d", n, MaxHeaderFieldBytes)})
 			return
