@@ -77,16 +77,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // clientGone reports whether err is the client hanging up rather than a failure:
 // the request's context was cancelled by net/http (not ended by the daemon's
-// shutdown, whose cause is an *api.Error) and err says so, or writing to the client
-// failed because the connection is gone.
+// shutdown, whose cause is an *api.Error) and err says so, whether as the
+// context's error or as the broken connection writing to the client met. net/http
+// cancels the context as soon as a write to the client fails, so a broken pipe or a
+// reset under a live context came from elsewhere: the database's connection or a
+// backend's, which is a failure to log.
 func clientGone(r *http.Request, err error) bool {
-	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
-		return true
-	}
 	if r.Context().Err() == nil || api.AsError(context.Cause(r.Context())) != nil {
 		return false
 	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed)
+	return errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // requestCause is err, or, when the request's context was ended by the daemon with
