@@ -25,7 +25,17 @@ func TestDecodeBody(t *testing.T) {
 		{`{"template":"base","unknown":1}`, false, `unknown field "unknown"`},
 		{"{\"template\":\"ba\xffse\"}", false, "not valid UTF-8"},
 		{"{\"labels\":{\"\xc3\":\"x\"}}", false, "not valid UTF-8"},
-		{`{"template":"\udc00"}`, true, ""}, // an escape, valid UTF-8 text: json makes it U+FFFD
+		// An escaped surrogate that UTF-16 does not pair would become U+FFFD.
+		{`{"template":"a\ud800b"}`, false, `the escape \ud800 at byte 14 is half of a UTF-16 surrogate pair`},
+		{`{"template":"\udc00"}`, false, "surrogate"},
+		{`{"template":"\uDBFF"}`, false, "surrogate"},
+		{`{"template":"\ude00\ud83d"}`, false, "surrogate"},
+		{`{"template":"\ud83d\ud83d\ude00"}`, false, "surrogate"},
+		{`{"template":"\ud83d\n"}`, false, "surrogate"},
+		{`{"labels":{"\ud800":"x"}}`, false, "surrogate"},
+		{`{"template":"\ud83d\ude00 \uD83D\uDE00 \u00e9 \ufffd"}`, true, ""},
+		{`{"template":"\\ud800"}`, true, ""}, // a backslash, then the text "ud800"
+		{`{"template":"\"\ud83d\ude00\\"}`, true, ""},
 		{``, false, "empty"},
 		{`{} {}`, false, "more than one"},
 	} {
@@ -48,7 +58,8 @@ func TestDecodeBody(t *testing.T) {
 // what it takes is UTF-8 JSON whose keys name SandboxCreate's fields exactly.
 func FuzzDecodeBody(f *testing.F) {
 	for _, s := range []string{`{"template":"x"}`, `{"Template":"x"}`, `{"placement":{"Regions":[]}}`,
-		`{"labels":{"A":"b"}}`, "{\"template\":\"\xff\"}", `[{"a":1}]`, `{"placement":[{"x":{}}]}`, `null`, `{}`} {
+		`{"labels":{"A":"b"}}`, "{\"template\":\"\xff\"}", `[{"a":1}]`, `{"placement":[{"x":{}}]}`, `null`, `{}`,
+		`{"template":"a\ud800b"}`, `{"template":"\ud83d\ude00"}`, `{"labels":{"\\ud800":"\udc00"}}`} {
 		f.Add([]byte(s))
 	}
 	fields := jsonFields(reflect.TypeFor[SandboxCreate]())

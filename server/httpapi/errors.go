@@ -136,7 +136,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeJSON reads one JSON value, strictly: an unknown field is a client speaking
 // another version of the API, and dropping it silently would hide that; a key must
 // name its field exactly, case included (jsonkeys.go); the body must be UTF-8, as
-// JSON is, since encoding/json would otherwise replace what is not. The body is
+// JSON is, since encoding/json would otherwise replace what is not, and so must its
+// \u escapes be (loneSurrogate). The body is
 // already capped by limitBody. With optional set, an empty body leaves v as it is. A
 // string holding a NUL character is refused (see text.go).
 func decodeJSON(r *http.Request, v any, optional bool) error {
@@ -171,6 +172,10 @@ func decodeBody(data []byte, v any, optional bool) error {
 	if !utf8.Valid(data) {
 		return api.Errorf(api.CodeInvalidRequest, "request body is not valid UTF-8")
 	}
+	if at := loneSurrogate(data); at >= 0 {
+		return api.Errorf(api.CodeInvalidRequest,
+			"request body is not valid UTF-8: the escape %s at byte %d is half of a UTF-16 surrogate pair", data[at:at+6], at)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -183,6 +188,71 @@ func decodeBody(data []byte, v any, optional bool) error {
 		return bodyError(err)
 	}
 	return exactKeys(data, reflect.TypeOf(v))
+}
+
+// loneSurrogate returns the offset of the first \u escape in a string of the JSON
+// text data that is a UTF-16 surrogate (U+D800 to U+DFFF) not paired as UTF-16
+// pairs them (a high one, then a low one), or -1. encoding/json decodes such an
+// escape to U+FFFD, so a body whose bytes are all UTF-8 would still carry text that
+// is not, changed without a word. Malformed escapes are left to the decoder.
+func loneSurrogate(data []byte) int {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 < len(data) && data[i+1] != 'u' {
+				i++ // a one-character escape, \\ included
+				continue
+			}
+			r, ok := hex4(data, i+2)
+			if !ok {
+				continue
+			}
+			switch {
+			case r >= 0xD800 && r < 0xDC00:
+				if i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+					if low, ok := hex4(data, i+8); ok && low >= 0xDC00 && low < 0xE000 {
+						i += 11
+						continue
+					}
+				}
+				return i
+			case r >= 0xDC00 && r < 0xE000:
+				return i
+			}
+			i += 5
+		}
+	}
+	return -1
+}
+
+// hex4 is the number the four hexadecimal digits at data[at:] spell.
+func hex4(data []byte, at int) (rune, bool) {
+	if at+4 > len(data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 func bodyError(err error) error {

@@ -21,6 +21,9 @@ func TestStrictJSONBodies(t *testing.T) {
 			{"POST", "/v1/sandboxes", "{\"template\":\"b\xffase\"}", "UTF-8"},
 			{"POST", "/v1/admin/tokens", `{"Scope":"admin"}`, `"Scope"`},
 			{"POST", "/v1/admin/tokens", "{\"scope\":\"admin\",\"name\":\"\xc3\"}", "UTF-8"},
+			// Escaped, but still not text: json would make it U+FFFD.
+			{"POST", "/v1/sandboxes", `{"template":"a\ud800b"}`, "surrogate"},
+			{"POST", "/v1/admin/tokens", `{"scope":"admin","name":"\udc00"}`, "surrogate"},
 		} {
 			r := e.request(e.admin, c.method, c.path, strings.NewReader(c.body), nil).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
 			if msg := r.apiError(t).Message; !strings.Contains(msg, c.want) {
@@ -36,6 +39,7 @@ func TestStrictJSONBodies(t *testing.T) {
 		sb := e.running(e.admin, "fake")
 		e.do(e.admin, "POST", "/v1/sandboxes/"+sb.ID+"/exec", `{"Command":"true"}`).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
 		e.do(e.admin, "POST", "/v1/sandboxes/"+sb.ID+"/exec", "{\"command\":\"echo \xff\"}").want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+		e.do(e.admin, "POST", "/v1/sandboxes/"+sb.ID+"/exec", `{"command":"echo \ud800"}`).want(t, http.StatusBadRequest, api.CodeInvalidRequest)
 		e.do(e.admin, "POST", "/v1/sandboxes/"+sb.ID+"/exec", `{"command":"true"}`).want(t, http.StatusOK)
 	})
 }
