@@ -81,13 +81,18 @@ func atEnd(r io.Reader) error {
 // When the read fails, the answer closes the connection and the deadline stays, so
 // that nothing waits for the rest of the body before answering.
 func ReadAllWithin(w http.ResponseWriter, r io.Reader, declared int64, timeout time.Duration) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	data, err := ReadAll(r, declared)
+	return ReadAllWithinStall(w, r, declared, timeout, 0)
+}
+
+// ReadAllWithinStall is ReadAllWithin of a body that must also bring a byte at
+// least every stall (Stream.SetStall; 0 sets no such bound).
+func ReadAllWithinStall(w http.ResponseWriter, r io.Reader, declared int64, timeout, stall time.Duration) ([]byte, error) {
+	s := NewStream(w, r, timeout)
+	s.SetStall(stall)
+	data, err := ReadAll(s, declared)
+	s.Done(err != nil)
 	if err != nil {
-		w.Header().Set("Connection", "close")
 		return nil, err
 	}
-	_ = rc.SetReadDeadline(time.Time{})
 	return data, nil
 }

@@ -18,14 +18,40 @@ type Stream struct {
 	w   http.ResponseWriter
 	n   int64
 	err error
+	// end is when the whole body must have come; stall, when positive, how long
+	// it may go without a byte (SetStall).
+	end   time.Time
+	stall time.Duration
 }
 
 // NewStream sets the read deadline of w's connection to now plus timeout; Done
 // lifts it.
 func NewStream(w http.ResponseWriter, r io.Reader, timeout time.Duration) *Stream {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	return &Stream{r: r, rc: rc, w: w}
+	end := time.Now().Add(timeout)
+	_ = rc.SetReadDeadline(end)
+	return &Stream{r: r, rc: rc, w: w, end: end}
+}
+
+// SetStall bounds, within the timeout, how long the body may go without bringing a
+// byte: the read deadline becomes the earlier of the two and moves with every read
+// that brings some. The timeout is sized for the largest body at a slow rate; a
+// client that declares a few bytes and sends none would otherwise hold its
+// connection, and whatever the body holds, for all of it. 0 sets no such bound.
+func (s *Stream) SetStall(d time.Duration) {
+	s.stall = d
+	s.moveDeadline()
+}
+
+func (s *Stream) moveDeadline() {
+	if s.stall <= 0 {
+		return
+	}
+	d := time.Now().Add(s.stall)
+	if d.After(s.end) {
+		d = s.end
+	}
+	_ = s.rc.SetReadDeadline(d)
 }
 
 // Read reads the body. It is meant for one reader at a time, as an io.Reader is.
@@ -35,6 +61,9 @@ func (s *Stream) Read(p []byte) (int, error) {
 	}
 	n, err := s.r.Read(p)
 	s.n += int64(n)
+	if n > 0 {
+		s.moveDeadline()
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		s.err = err
 	}

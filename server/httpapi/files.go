@@ -148,7 +148,7 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // DefaultTransferStallTimeout is how long a download may wait for its client to take
-// the next piece of it.
+// the next piece of it, and an upload for the next bytes of its body.
 const DefaultTransferStallTimeout = 30 * time.Second
 
 // sendError is a download that failed on the client's side: it took nothing for the
@@ -199,7 +199,8 @@ func (s *Server) sendFile(w http.ResponseWriter, src io.Reader) error {
 }
 
 // DefaultUploadReadTimeout is how long a file upload's body may take to arrive: 100
-// MiB at about 170 KiB/s.
+// MiB at about 170 KiB/s. Within it, the body may go no longer than the stall
+// timeout without bringing a byte.
 const DefaultUploadReadTimeout = 10 * time.Minute
 
 func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id SandboxID, params WriteSandboxFileParams) {
@@ -222,6 +223,7 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		// The body goes to the adapter as it arrives: a 100 MiB upload takes a
 		// buffer's worth of the daemon's memory, not 100 MiB.
 		src := body.NewStream(w, r.Body, s.uploadTimeout)
+		src.SetStall(s.stallTimeout)
 		err := st.WriteFileFrom(r.Context(), t.sb.BackendRef, params.Path, src)
 		src.Done(err != nil)
 		if rerr := src.Err(); rerr != nil {
@@ -235,7 +237,7 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	data, err := body.ReadAllWithin(w, r.Body, r.ContentLength, s.uploadTimeout)
+	data, err := body.ReadAllWithinStall(w, r.Body, r.ContentLength, s.uploadTimeout, s.stallTimeout)
 	if err != nil {
 		s.writeError(w, r, uploadError(err))
 		return

@@ -112,8 +112,8 @@ type Options struct {
 	// DefaultUploadReadTimeout.
 	UploadReadTimeout time.Duration
 	// TransferStallTimeout is how long a file download may wait for its client to
-	// take the next piece; past it the connection is closed and the transfer's slot
-	// freed. 0 means DefaultTransferStallTimeout.
+	// take the next piece, and an upload for its body's next bytes; past it the
+	// transfer fails and its slot is freed. 0 means DefaultTransferStallTimeout.
 	TransferStallTimeout time.Duration
 	// MaxTransfers and MaxProjectTransfers bound the file transfers larger than
 	// LargeTransferBytes (or of unknown size) in flight, in all and per project; one
@@ -167,7 +167,8 @@ type Server struct {
 	accessLog     bool
 	router        *chi.Mux
 
-	// stallTimeout bounds each write of a file download.
+	// stallTimeout bounds each write of a file download, and each wait for an
+	// upload's next bytes.
 	stallTimeout time.Duration
 }
 
