@@ -55,42 +55,12 @@ func TestCreatesFailOverToTheHealthyPool(t *testing.T) {
 		for range 5 {
 			fails = append(fails, string(api.CodeProviderUnavailable))
 		}
-		for _, p := range []store.Pool{
-			{Name: "a-flaky", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
-			{Name: "b-good", Adapter: "fake", Trust: api.TrustPrivate},
-		} {
-			if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		reg := prometheus.NewRegistry()
-		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: reg})
-		refresh := func() {
-			t.Helper()
-			if err := m.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refresh()
-		inst, err := st.InstallationID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		provision := func(want scheduler.Result) {
-			t.Helper()
-			got, err := s.ProvisionOnce(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want.Pass, want.Claimed = scheduler.PassProvision, got.Claimed
-			if got != want {
-				t.Fatalf("pass: %+v, want %+v", got, want)
-			}
-		}
+		r := newFailoverRig(t, st, clk,
+			store.Pool{Name: "a-flaky", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
+			store.Pool{Name: "b-good", Adapter: "fake", Trust: api.TrustPrivate},
+		)
+		m, refresh := r.m, r.refresh
+		provision := r.expectIgnoringClaimed
 		create := func(allowed ...string) string {
 			t.Helper()
 			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
@@ -122,7 +92,7 @@ func TestCreatesFailOverToTheHealthyPool(t *testing.T) {
 		}
 		metric := func(name string) float64 {
 			t.Helper()
-			sample, _, err := metrics.Get(reg, name, map[string]string{"pool": "a-flaky"})
+			sample, _, err := metrics.Get(r.reg, name, map[string]string{"pool": "a-flaky"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,41 +187,12 @@ func TestHalfOpenPoolGetsItsTrialWhileOthersHaveRoom(t *testing.T) {
 		for range pools.DefaultBreakerThreshold {
 			fails = append(fails, string(api.CodeProviderUnavailable))
 		}
-		for _, p := range []store.Pool{
-			{Name: "a", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
-			{Name: "b", Adapter: "fake", Trust: api.TrustPrivate},
-		} {
-			if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: prometheus.NewRegistry()})
-		refresh := func() {
-			t.Helper()
-			if err := m.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refresh()
-		inst, err := st.InstallationID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		provision := func(want scheduler.Result) {
-			t.Helper()
-			got, err := s.ProvisionOnce(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want.Pass, want.Claimed = scheduler.PassProvision, got.Claimed
-			if got != want {
-				t.Fatalf("pass: %+v, want %+v", got, want)
-			}
-		}
+		r := newFailoverRig(t, st, clk,
+			store.Pool{Name: "a", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}},
+			store.Pool{Name: "b", Adapter: "fake", Trust: api.TrustPrivate},
+		)
+		m, refresh := r.m, r.refresh
+		provision := r.expectIgnoringClaimed
 		create := func() string {
 			t.Helper()
 			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
@@ -316,36 +257,9 @@ func TestSandboxesOfAPausedOnlyPoolSayUntilWhen(t *testing.T) {
 			fails = append(fails, string(api.CodeProviderUnavailable))
 		}
 		p := store.Pool{Name: "only", Adapter: "fake", Trust: api.TrustPrivate, Config: map[string]any{"createErrors": fails}}
-		if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
-			t.Fatal(err)
-		}
-		m := pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: prometheus.NewRegistry()})
-		refresh := func() {
-			t.Helper()
-			if err := m.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refresh()
-		inst, err := st.InstallationID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := scheduler.New(st, m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		provision := func(want scheduler.Result) {
-			t.Helper()
-			got, err := s.ProvisionOnce(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want.Pass = scheduler.PassProvision
-			if got != want {
-				t.Fatalf("pass: %+v, want %+v", got, want)
-			}
-		}
+		r := newFailoverRig(t, st, clk, p)
+		m, refresh := r.m, r.refresh
+		provision := r.expect
 		var queued []string
 		for range pools.DefaultBreakerThreshold {
 			sb, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{
@@ -385,4 +299,68 @@ func TestSandboxesOfAPausedOnlyPoolSayUntilWhen(t *testing.T) {
 		clk.Advance(scheduler.RequeueDelay)
 		provision(scheduler.Result{Claimed: n - 1, Started: n - 1})
 	})
+}
+
+// failoverRig is a pool manager and a scheduler over st, with the given pools stored
+// and probed once.
+type failoverRig struct {
+	t   *testing.T
+	m   *pools.Manager
+	s   *scheduler.Scheduler
+	reg *prometheus.Registry
+}
+
+func newFailoverRig(t *testing.T, st store.Store, clk *clock.Manual, ps ...store.Pool) *failoverRig {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range ps {
+		if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &failoverRig{t: t, reg: prometheus.NewRegistry()}
+	r.m = pools.NewManager(st, pools.DefaultRegistry(true), clk, pools.Options{Metrics: r.reg})
+	r.refresh()
+	inst, err := st.InstallationID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.s, err = scheduler.New(st, r.m, clk, scheduler.Options{Installation: inst, ReplicaID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// refresh probes every pool, as the manager's loop does.
+func (r *failoverRig) refresh() {
+	r.t.Helper()
+	if err := r.m.Refresh(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// expect runs one provisioning pass and fails unless it did what want says.
+func (r *failoverRig) expect(want scheduler.Result) {
+	r.t.Helper()
+	got, err := r.s.ProvisionOnce(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	want.Pass = scheduler.PassProvision
+	if got != want {
+		r.t.Fatalf("pass: %+v, want %+v", got, want)
+	}
+}
+
+// expectIgnoringClaimed is expect for passes whose claim count the test leaves open.
+func (r *failoverRig) expectIgnoringClaimed(want scheduler.Result) {
+	r.t.Helper()
+	got, err := r.s.ProvisionOnce(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	want.Pass, want.Claimed = scheduler.PassProvision, got.Claimed
+	if got != want {
+		r.t.Fatalf("pass: %+v, want %+v", got, want)
+	}
 }
