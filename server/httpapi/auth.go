@@ -72,7 +72,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			// connection: kept alive, it would hold one of the maxConnections
 			// (conn.go) until the idle timeout, and a few such callers could keep
 			// everyone out, probes included.
-			closeAfterAnswer(w, r)
+			closeAfterAnswer(w)
 			s.writeError(w, r, err)
 			return
 		}

@@ -131,21 +131,17 @@ func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, t target, st
 	}
 	fileHeaders(w, size)
 	w.WriteHeader(http.StatusOK)
-	rest := io.Reader(f)
-	if err != nil {
-		rest = eofReader{} // that was all of it
+	src := io.Reader(bytes.NewReader(first[:n]))
+	if err == nil { // the file goes on past its first piece
+		src = io.MultiReader(src, f)
 	}
-	if err := s.sendFile(w, io.MultiReader(bytes.NewReader(first[:n]), rest)); err != nil {
+	if err := s.sendFile(w, src); err != nil {
 		if _, ok := errors.AsType[*sendError](err); !ok && r.Context().Err() == nil {
 			s.log.Warn("file download broke off", "path", r.URL.Path, "error", err)
 		}
 		panic(http.ErrAbortHandler)
 	}
 }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // DefaultTransferStallTimeout is how long a download may wait for its client to take
 // the next piece of it, and an upload for the next bytes of its body.
@@ -213,7 +209,7 @@ func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id San
 	release, err := s.transferSlot(t, r.ContentLength)
 	if err != nil {
 		// The body is not read: the answer must not wait for it.
-		closeAfterAnswer(w, r)
+		closeAfterAnswer(w)
 		s.writeError(w, r, err)
 		return
 	}

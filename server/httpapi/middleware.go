@@ -78,13 +78,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) beforeAnswer() {
+	w.dropUnreadBody()
 	if w.h2 {
 		// Whoever asked to close the connection (internal/body, for one) meant
 		// this request's: over HTTP/2 its stream ends on its own, and the header
 		// would end the others' too.
 		w.Header().Del("Connection")
 	}
-	w.dropUnreadBody()
 }
 
 func (w *statusWriter) dropUnreadBody() {
@@ -94,21 +94,19 @@ func (w *statusWriter) dropUnreadBody() {
 	// Connection: close makes net/http skip reading the rest before the answer; the
 	// past deadline ends the read it does after the answer, so the connection closes
 	// at once instead of when the body deadline passes. Over HTTP/2 the server
-	// resets the stream of an unread body by itself.
-	if !w.h2 {
-		w.Header().Set("Connection", "close")
-	}
+	// resets the stream of an unread body by itself, and beforeAnswer drops the
+	// header.
+	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
 }
 
 // closeAfterAnswer makes the answer to r the last on its connection. Over HTTP/2
-// it does nothing: a connection there carries other requests' streams, and Go's
+// the statusWriter every request goes through (instrument) drops the header again
+// before the answer: a connection there carries other requests' streams, and Go's
 // server reads Connection: close as a GOAWAY for all of them, whereas the one
 // request's unread body ends with its own stream.
-func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor < 2 {
-		w.Header().Set("Connection", "close")
-	}
+func closeAfterAnswer(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
 }
 
 // trackedBody is a request body that knows whether it was read to its end.
@@ -219,7 +217,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 func (s *Server) checkSize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(r.RequestURI) > MaxURLBytes {
-			closeAfterAnswer(w, r)
+			closeAfterAnswer(w)
 			writeJSON(w, http.StatusRequestURITooLong, api.ErrorEnvelope{
 				Error: invalid("the request target is %d bytes, over the limit of %d", len(r.RequestURI), MaxURLBytes)})
 			return
@@ -231,7 +229,7 @@ func (s *Server) checkSize(next http.Handler) http.Handler {
 			}
 		}
 		if n > MaxHeaderFieldBytes {
-			closeAfterAnswer(w, r)
+			closeAfterAnswer(w)
 			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.ErrorEnvelope{
 				Error: invalid("the request's header fields are %d bytes, over the limit of %d", n, MaxHeaderFieldBytes)})
 			return
