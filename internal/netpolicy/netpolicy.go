@@ -151,6 +151,20 @@ func numeric(h string) bool {
 	return true
 }
 
+// CheckLiteral is CheckHost without a lookup: an address, or a number that is not
+// one in canonical form, is checked as CheckHost does, and a name passes, left to
+// Control at the dial. For callers that must not wait on DNS.
+func (p *Policy) CheckLiteral(host string) error {
+	if !p.Active() || host == "" {
+		return nil
+	}
+	a, ok, err := literal(host)
+	if err != nil || !ok {
+		return err
+	}
+	return p.CheckAddr(a)
+}
+
 // CheckHost refuses a host (an address, or a name whose addresses are looked up)
 // when any of its addresses is outside the policy's networks, and a number that is
 // not an address in canonical form (literal). A name that cannot be resolved passes:
@@ -165,10 +179,8 @@ func (p *Policy) checkHost(ctx context.Context, host string, strict bool) error 
 	if !p.Active() || host == "" {
 		return nil
 	}
-	if a, ok, err := literal(host); err != nil {
-		return err
-	} else if ok {
-		return p.CheckAddr(a)
+	if _, ok, err := literal(host); err != nil || ok {
+		return p.CheckLiteral(host)
 	}
 	resolve := p.Resolve
 	if resolve == nil {

@@ -248,6 +248,11 @@ func TestCheckHostNumericForms(t *testing.T) {
 		if err != nil && !tc.ok && !tc.asked && tc.host != "169.254.169.254" && !errors.As(err, &h) {
 			t.Errorf("CheckHost(%q) = %v, want a HostError", tc.host, err)
 		}
+		// CheckLiteral decides the same without a lookup, and lets every name pass.
+		delete(looked, tc.host)
+		if err := p.CheckLiteral(tc.host); (err == nil) != (tc.ok || tc.asked) || looked[tc.host] {
+			t.Errorf("CheckLiteral(%q) = %v (looked up %v), want allowed %v", tc.host, err, looked[tc.host], tc.ok || tc.asked)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -103,9 +102,7 @@ func (r *Registry) SetEndpointPolicy(p *netpolicy.Policy) {
 // dials are held to the endpoint policy, or nil (each adapter's own default) when
 // there is no policy. timeout 0 means none.
 func (r *Registry) httpClient(timeout time.Duration) *http.Client {
-	r.mu.RLock()
-	p := r.endpoints
-	r.mu.RUnlock()
+	p := r.policy()
 	if !p.Active() {
 		return nil
 	}
@@ -158,15 +155,27 @@ func (r *Registry) CheckConfig(ctx context.Context, kind string, cfg map[string]
 	if err != nil {
 		return err
 	}
+	policy := r.policy()
+	return checkEndpoints(kind, endpoints, func(host string) error { return policy.CheckHost(ctx, host) })
+}
+
+// policy is the endpoint policy SetEndpointPolicy set, or nil.
+func (r *Registry) policy() *netpolicy.Policy {
 	r.mu.RLock()
-	policy := r.endpoints
-	r.mu.RUnlock()
+	defer r.mu.RUnlock()
+	return r.endpoints
+}
+
+// checkEndpoints runs check on the host of each endpoint and names the first refused
+// one's key. An endpoint that does not parse is passed over: the kind's config check
+// reports it.
+func checkEndpoints(kind string, endpoints []Endpoint, check func(host string) error) error {
 	for _, e := range endpoints {
-		u, perr := url.Parse(strings.TrimSpace(e.URL))
-		if perr != nil {
-			continue // the kind's check has reported it
+		u, err := url.Parse(strings.TrimSpace(e.URL))
+		if err != nil {
+			continue
 		}
-		if err := policy.CheckHost(ctx, u.Hostname()); err != nil {
+		if err := check(u.Hostname()); err != nil {
 			return poolconfig.KeyError(kind, e.Key, err)
 		}
 	}
@@ -237,13 +246,12 @@ func (r *Registry) Build(ctx context.Context, p store.Pool, env Env) (adapters.E
 }
 
 // checkLiteralEndpoints refuses a pool whose endpoint is written as an address
-// outside the endpoint policy, before its credential is resolved: a pool stored
-// before the policy was set, or written to the store by hand. Names are not looked
-// up here (Build does no slow I/O); the clients' dials refuse what they resolve to.
+// outside the endpoint policy, or as a number that is not an address in canonical
+// form, before its credential is resolved: a pool stored before the policy was set,
+// or written to the store by hand. Names are not looked up here (Build does no slow
+// I/O); the clients' dials refuse what they resolve to.
 func (r *Registry) checkLiteralEndpoints(reg registration, p store.Pool) error {
-	r.mu.RLock()
-	policy := r.endpoints
-	r.mu.RUnlock()
+	policy := r.policy()
 	if !policy.Active() || reg.check == nil {
 		return nil
 	}
@@ -251,18 +259,7 @@ func (r *Registry) checkLiteralEndpoints(reg registration, p store.Pool) error {
 	if err != nil {
 		return nil // the factory reports it in its own words
 	}
-	for _, e := range endpoints {
-		u, perr := url.Parse(strings.TrimSpace(e.URL))
-		if perr != nil {
-			continue
-		}
-		if a, aerr := netip.ParseAddr(u.Hostname()); aerr == nil {
-			if err := policy.CheckAddr(a); err != nil {
-				return poolconfig.KeyError(p.Adapter, e.Key, err)
-			}
-		}
-	}
-	return nil
+	return checkEndpoints(p.Adapter, endpoints, policy.CheckLiteral)
 }
 
 // ResolveCredentials reads the pool's credentials variable. A named variable that is
