@@ -79,6 +79,13 @@ func (p *testPools) EndCreate(_ pools.CreateTicket, o pools.CreateOutcome, _ err
 	p.outcomes = append(p.outcomes, o)
 }
 
+// reported is the outcomes EndCreate was given, in order.
+func (p *testPools) reported() []pools.CreateOutcome {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.outcomes)
+}
+
 func (p *testPools) markedPools() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

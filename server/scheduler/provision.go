@@ -350,14 +350,13 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	// The outcome is recorded even when ctx ended meanwhile (shutdown), so that work
 	// in flight is handed back rather than left in provisioning.
 	uctx := context.WithoutCancel(ctx)
+	s.endCreate(j.ticket, err, ctx.Err() != nil)
 
 	if err == nil {
-		s.pools.EndCreate(j.ticket, pools.CreateSucceeded, nil)
 		s.m.attempts.WithLabelValues(pool, codeOK).Inc()
 		return s.recordRunning(uctx, j, inst)
 	}
 	if ctx.Err() != nil {
-		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		s.m.attempts.WithLabelValues(pool, codeInterrupted).Inc()
 		// Shutdown, not the backend's fault: retry at once elsewhere, uncounted. Create
 		// is keyed by the sandbox ID, so a retry finds any instance this call made.
@@ -374,7 +373,6 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
 	case api.CodeInsufficientCapacity:
-		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		now := s.clk.Now()
 		return s.finish(uctx, j.sb.ID, pool, func(cur *store.Sandbox) outcome {
 			toQueued(cur, reason, now.Add(RequeueDelay))
@@ -382,17 +380,35 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 			return outRequeued
 		})
 	case api.CodeSandboxFailed:
-		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		return s.retry(uctx, j.sb.ID, pool, reason, false)
 	case api.CodeInvalidRequest:
-		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
 		return s.fail(uctx, j.sb.ID, pool, reason, true)
 	default:
-		s.pools.EndCreate(j.ticket, pools.CreateOutage, err)
 		s.pools.MarkUnhealthy(pool, err)
 		// The retry goes to another eligible pool first: this one's probe may well
 		// pass before the backoff ends while its Creates still fail.
 		return s.retry(uctx, j.sb.ID, pool, reason, true)
+	}
+}
+
+// endCreate hands the Create's ticket back to its pool's breaker with what the
+// result says of the pool: only an outage (provider_unavailable, a timeout, internal
+// or a code this version does not know) counts against it; a shutdown, a full pool,
+// a sandbox that failed to start or a refused request say nothing of its health.
+func (s *Scheduler) endCreate(t pools.CreateTicket, err error, shutdown bool) {
+	switch {
+	case err == nil:
+		s.pools.EndCreate(t, pools.CreateSucceeded, nil)
+		return
+	case shutdown:
+		s.pools.EndCreate(t, pools.CreateNeutral, nil)
+		return
+	}
+	switch api.CodeOf(err) {
+	case api.CodeInsufficientCapacity, api.CodeSandboxFailed, api.CodeInvalidRequest:
+		s.pools.EndCreate(t, pools.CreateNeutral, nil)
+	default:
+		s.pools.EndCreate(t, pools.CreateOutage, err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -108,6 +109,14 @@ func TestProvisionErrorTable(t *testing.T) {
 			}
 			if marked := e.pools.markedPools(); tt.markUnheal != slices.Equal(marked, []string{"fake"}) {
 				t.Errorf("marked unhealthy = %v, want marked %v", marked, tt.markUnheal)
+			}
+			// The breaker hears of an outage only, as the pool's health does.
+			want := pools.CreateNeutral
+			if tt.markUnheal {
+				want = pools.CreateOutage
+			}
+			if got := e.pools.reported(); !slices.Equal(got, []pools.CreateOutcome{want}) {
+				t.Errorf("breaker outcomes = %v, want [%v]", got, want)
 			}
 			if !tt.thenRunning {
 				return
