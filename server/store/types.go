@@ -141,6 +141,11 @@ type Sandbox struct {
 	// replica's memory because whichever replica claims the sandbox next must know.
 	AvoidPool  string     `json:"-"`
 	AvoidUntil *time.Time `json:"-"`
+	// Pending are the events the write in progress appends: server/lifecycle's
+	// transitions add them, and CreateSandbox, CreateSandboxAdmitted, UpdateSandbox and
+	// UpdateSandboxes append them in the transaction that writes the sandbox. A
+	// sandbox read from the store has none.
+	Pending []Event `json:"-"`
 }
 
 // SandboxFilter selects sandboxes for ListSandboxes. Zero fields do not filter.
