@@ -104,6 +104,18 @@ type Store interface {
 	// with no sandbox are absent from the map.
 	CountSandboxesByState(ctx context.Context, states []State) (map[State]int, error)
 
+	// ListEvents returns one page of the events f selects and the cursor that
+	// continues after it. The cursor is returned on every page, the last included: a
+	// follower passes it back as f.After to get what was appended since, and misses no
+	// event even when transactions commit in another order than they appended (on
+	// PostgreSQL an event is only shown once every transaction that began before its
+	// own has ended, so nothing can appear behind a cursor). Events of one sandbox
+	// come in Seq order. A malformed cursor is invalid_request.
+	ListEvents(ctx context.Context, f EventFilter) (items []Event, next string, err error)
+	// PruneEvents deletes the events that r no longer keeps (see EventRetention), in
+	// bounded batches, and returns how many it deleted.
+	PruneEvents(ctx context.Context, now time.Time, r EventRetention) (int, error)
+
 	// PutProject creates or replaces the project (org, name): CreatedAt is kept on a
 	// replace, UpdatedAt=now, Version bumped (1 on create).
 	PutProject(ctx context.Context, now time.Time, p Project) (Project, error)
