@@ -12,6 +12,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -439,10 +440,7 @@ func (s *Server) terminatePool(ctx context.Context, name string) error {
 				if cur.State.IsTerminal() || cur.State == store.StateTerminating || cur.Pool != name {
 					return errUnchanged
 				}
-				cur.State = store.StateTerminating
-				cur.Reason = "pool " + name + " is being deleted"
-				cur.NextAttemptAt = s.now()
-				return nil
+				return lifecycle.Terminate(cur, "pool "+name+" is being deleted", s.now(), actor(ctx))
 			})
 			if err != nil && !errors.Is(err, errUnchanged) && !api.IsCode(err, api.CodeNotFound) {
 				return errorf("terminate sandbox %s: %w", sb.ID, err)

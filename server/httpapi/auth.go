@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -48,6 +49,11 @@ func (p principal) owns(org, project string) bool {
 }
 
 type principalKey struct{}
+
+// actor is the caller as recorded in the events of the changes it makes.
+func actor(ctx context.Context) lifecycle.Actor {
+	return lifecycle.Token(principalFrom(ctx).tokenID)
+}
 
 func principalFrom(ctx context.Context) principal {
 	p, _ := ctx.Value(principalKey{}).(principal)

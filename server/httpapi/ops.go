@@ -9,6 +9,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -89,29 +90,28 @@ func optional[I any](t target, op string) (I, error) {
 	return i, nil
 }
 
-// lifecycle describes one of stop, start, pause and resume.
-type lifecycle struct {
-	op      string
+// action is one of stop, start, pause and resume: the adapter's call and the
+// transition that records it.
+type action struct {
+	op      lifecycle.Op
 	feature string
-	from    store.State
-	to      store.State
 	call    func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error
 }
 
 var (
-	opStop = lifecycle{"stop", adapters.FeatureStopStart, store.StateRunning, store.StateStopped,
+	opStop = action{lifecycle.OpStop, adapters.FeatureStopStart,
 		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
 			return call(a, "stop", func(l adapters.Lifecycle) error { return l.Stop(ctx, ref) })
 		}}
-	opStart = lifecycle{"start", adapters.FeatureStopStart, store.StateStopped, store.StateRunning,
+	opStart = action{lifecycle.OpStart, adapters.FeatureStopStart,
 		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
 			return call(a, "start", func(l adapters.Lifecycle) error { return l.Start(ctx, ref) })
 		}}
-	opPause = lifecycle{"pause", adapters.FeaturePauseResume, store.StateRunning, store.StatePaused,
+	opPause = action{lifecycle.OpPause, adapters.FeaturePauseResume,
 		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
 			return call(a, "pause", func(p adapters.Pauser) error { return p.Pause(ctx, ref) })
 		}}
-	opResume = lifecycle{"resume", adapters.FeaturePauseResume, store.StatePaused, store.StateRunning,
+	opResume = action{lifecycle.OpResume, adapters.FeaturePauseResume,
 		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
 			return call(a, "resume", func(p adapters.Pauser) error { return p.Resume(ctx, ref) })
 		}}
@@ -128,39 +128,37 @@ func call[I any](a adapters.ExecutionAdapter, op string, fn func(I) error) error
 // runLifecycle moves a sandbox between from and to. Asking for the state it is already
 // in succeeds without calling the adapter, as the adapter contract's calls are
 // idempotent too.
-func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string, lc lifecycle) {
+func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string, lc action) {
 	ctx := r.Context()
 	sb, err := s.loadSandbox(ctx, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if sb.State == lc.to {
+	if sb.State == lc.op.To() {
 		writeJSON(w, http.StatusOK, s.toSandbox(sb))
 		return
 	}
-	if sb.State != lc.from {
+	if sb.State != lc.op.From() {
 		s.writeError(w, r, conflict("cannot %s a sandbox that is %s", lc.op, sb.State).WithDetail("state", string(sb.State)))
 		return
 	}
-	t, err := s.operateOn(ctx, sb, lc.op, lc.feature)
+	t, err := s.operateOn(ctx, sb, string(lc.op), lc.feature)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if err := lc.call(ctx, t.view.Adapter, sb.BackendRef); err != nil {
-		s.writeError(w, r, adapterError(err, lc.op, t.view))
+		s.writeError(w, r, adapterError(err, string(lc.op), t.view))
 		return
 	}
 	out, err := s.updateSandbox(ctx, id, func(cur *store.Sandbox) error {
 		// Another request (a delete, the reconciler) moved the sandbox while the
 		// backend worked; its state wins and the caller hears about the conflict.
-		if cur.State != lc.from || cur.BackendRef != sb.BackendRef {
+		if cur.State != lc.op.From() || cur.BackendRef != sb.BackendRef {
 			return conflict("sandbox changed to %s during %s", cur.State, lc.op).WithDetail("state", string(cur.State))
 		}
-		cur.State = lc.to
-		cur.Reason = ""
-		return nil
+		return lifecycle.Operate(cur, lc.op, actor(ctx))
 	})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/different-ai/differently/internal/textcut"
 	"github.com/different-ai/differently/server/placement"
 	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -323,18 +324,19 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 	}
 	now := s.now()
 	sb.ID = ids.New("sbx")
-	sb.State = store.StateQueued
-	sb.NextAttemptAt = now
 	// A sandbox restored from a snapshot goes through the queue, whose placement
 	// reads the snapshot's backend reference.
 	var start *scheduler.Start
+	var candidates []store.Candidate
 	if s.direct != nil && !d.Wait && snapshotPool == "" && sb.FromSnapshot == "" {
 		if ranked, ok, err := s.directPools(ctx, d.Pools, placementRequest); err != nil {
 			return sb, false, nil, err
 		} else if ok {
-			start = s.direct.Reserve(&sb, ranked)
+			start = s.direct.Reserve(ranked)
+			candidates = lifecycle.Candidates(ranked, d.Rejected)
 		}
 	}
+	by := actor(ctx)
 	defer start.Release() // unless started below
 	// Admission, in the transaction that inserts: the project's quota, then the bound
 	// on the queue. A retried create (same Idempotency-Key) skips both. A client that
@@ -354,14 +356,14 @@ func (s *Server) queueSandbox(ctx context.Context, sb store.Sandbox, snapshotPoo
 				"the queue is full (it holds at most %d sandboxes waiting for a pool); try again later",
 				s.maxQueued), queueFullRetryAfter)
 		}
-		switch {
-		case start == nil:
-		case a.Due > 0:
-			// Others due now were waiting first: no overtaking them. One waiting out a
-			// backoff, or for a pool with no room, does not hold the others back.
-			start.Queue(ins)
-		default:
-			start.Claim(ins)
+		if err := lifecycle.Create(ins, now, by); err != nil {
+			return err
+		}
+		// With others due now, the sandbox stays queued: they were waiting first, and
+		// no overtaking them. One waiting out a backoff, or for a pool with no room,
+		// does not hold the others back.
+		if start != nil && a.Due == 0 {
+			return start.Place(ins, candidates)
 		}
 		return nil
 	})
@@ -593,10 +595,10 @@ func (s *Server) DeleteSandbox(w http.ResponseWriter, r *http.Request, id Sandbo
 		if cur.State.IsTerminal() || cur.State == store.StateTerminating {
 			return errUnchanged
 		}
-		cur.State = store.StateTerminating
-		cur.Reason = "deleted through the API"
-		cur.NextAttemptAt = now
-		del.Prepare(cur, now)
+		if err := lifecycle.Terminate(cur, "deleted through the API", now, actor(ctx)); err != nil {
+			return err
+		}
+		del.Prepare(cur, now, actor(ctx))
 		return nil
 	})
 	var started <-chan store.Sandbox

@@ -49,7 +49,7 @@ type Waker interface {
 // deletion at once when it can, instead of leaving it for a pass (package
 // scheduler's Reserve and ReserveDelete).
 type Direct interface {
-	Reserve(sb *store.Sandbox, ranked []string) *scheduler.Start
+	Reserve(ranked []string) *scheduler.Start
 	ReserveDelete() *scheduler.Delete
 }
 

@@ -31,6 +31,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/different-ai/differently/api"
@@ -225,7 +226,7 @@ type Failure struct {
 // Fail ends a sandbox that is not finished yet without deleting anything: a Create
 // that cannot succeed, a lost instance, a delete given up on.
 func Fail(sb *store.Sandbox, f Failure, by Actor) error {
-	if sb.State.IsTerminal() {
+	if sb.State == "" || sb.State.IsTerminal() {
 		return illegal(sb, "fail")
 	}
 	from, attempt := sb.State, 0
@@ -304,7 +305,7 @@ func Observe(sb *store.Sandbox, to store.State, reason string, by Actor) error {
 // Terminate marks a sandbox for deletion, due at once. The termination passes (or
 // the replica that takes the deletion directly) delete its instance.
 func Terminate(sb *store.Sandbox, reason string, now time.Time, by Actor) error {
-	if sb.State.IsTerminal() || sb.State == store.StateTerminating {
+	if sb.State == "" || sb.State.IsTerminal() || sb.State == store.StateTerminating {
 		return illegal(sb, "delete")
 	}
 	from := sb.State
@@ -371,4 +372,25 @@ func ReleaseClaim(sb *store.Sandbox) { clearClaim(sb) }
 func clearClaim(sb *store.Sandbox) {
 	sb.ClaimedBy = ""
 	sb.ClaimExpiresAt = nil
+}
+
+// Candidates is the record of a placement: the pools that could take the sandbox,
+// best first, then those passed over with why, by name.
+func Candidates(ranked []string, rejected map[string]string) []store.Candidate {
+	if len(ranked)+len(rejected) == 0 {
+		return nil
+	}
+	out := make([]store.Candidate, 0, len(ranked)+len(rejected))
+	for i, name := range ranked {
+		out = append(out, store.Candidate{Pool: name, Rank: i + 1})
+	}
+	names := make([]string, 0, len(rejected))
+	for name := range rejected {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		out = append(out, store.Candidate{Pool: name, Reason: rejected[name]})
+	}
+	return out
 }

@@ -33,6 +33,8 @@ type Action struct {
 	Kind      ActionKind
 	SandboxID string
 	Ref       string
+	// Region is where the backend says an adopted instance runs ("" when it does not say).
+	Region string
 	// State is the sandbox's new state for Follow.
 	State store.State
 	// Reason is written on the sandbox.
@@ -198,7 +200,7 @@ func planHere(sb store.Sandbox, insts []adapters.Instance, t Timing) []Action {
 			return []Action{requeuePending(sb)}
 		}
 		// Either way exactly one survives.
-		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[keep].Ref}}
+		out := []Action{{Kind: Adopt, SandboxID: sb.ID, Ref: insts[keep].Ref, Region: insts[keep].Region}}
 		for i, extra := range insts {
 			if i != keep {
 				out = append(out, Action{Kind: DeleteDuplicate, SandboxID: sb.ID, Ref: extra.Ref, Reason: "second instance of one sandbox"})

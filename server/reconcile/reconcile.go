@@ -14,6 +14,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -72,6 +73,8 @@ type Reconciler struct {
 	pools PoolSource
 	clk   clock.Clock
 	opts  Options
+	// actor is who this replica's reconciler is in the events it records.
+	actor lifecycle.Actor
 	m     *recMetrics
 	// turn is this replica's pass lock: a pass holds its one slot.
 	turn chan struct{}
@@ -103,7 +106,8 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.Logger = opts.Logger.With("replica", opts.ReplicaID)
-	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts, m: newRecMetrics(opts.Metrics), turn: make(chan struct{}, 1)}
+	return &Reconciler{st: st, pools: ps, clk: clk, opts: opts, actor: lifecycle.Reconciler(opts.ReplicaID),
+		m: newRecMetrics(opts.Metrics), turn: make(chan struct{}, 1)}
 }
 
 // leaseTTL is how long one TryLease makes this replica the leader: three intervals,
@@ -445,6 +449,9 @@ func (r *Reconciler) liveSandboxes(ctx context.Context) (map[string]store.Sandbo
 
 var errChanged = errors.New("sandbox changed since the plan was made")
 
+// adoptedWhy is the message of an adoption's event.
+const adoptedWhy = "its instance was found on the backend although no Create recorded it"
+
 // apply carries out one action. It reports false when the action no longer applies
 // (the sandbox changed meanwhile), which is not an error.
 func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned store.Sandbox) (bool, error) {
@@ -478,22 +485,16 @@ func (r *Reconciler) apply(ctx context.Context, v pools.View, a Action, planned 
 		}
 		switch a.Kind {
 		case Adopt:
-			sb.State, sb.BackendRef, sb.Reason = store.StateRunning, a.Ref, ""
-			sb.ClaimedBy, sb.ClaimExpiresAt = "", nil
-			if sb.TTLSeconds > 0 {
-				exp := store.ExpiresAt(now, sb.TTLSeconds)
-				sb.ExpiresAt = &exp
-			}
+			return lifecycle.Adopt(sb, lifecycle.Instance{Ref: a.Ref, Region: a.Region}, now, adoptedWhy, r.actor)
 		case Requeue:
-			sb.State, sb.Reason, sb.NextAttemptAt = store.StateQueued, a.Reason, now
-			sb.ClaimedBy, sb.ClaimExpiresAt = "", nil
-			// Placed afresh, as the scheduler requeues: a queued sandbox that kept its
-			// pool would count against that pool's maxConcurrency while it waits.
-			sb.Pool, sb.Region = "", ""
+			return lifecycle.Requeue(sb, lifecycle.Retry{Reason: a.Reason, At: now}, r.actor)
 		case Lost:
-			sb.State, sb.Reason = store.StateFailed, a.Reason
+			return lifecycle.Fail(sb, lifecycle.Failure{Reason: a.Reason, Code: string(api.CodeNotFound)}, r.actor)
 		case Follow:
-			sb.State, sb.Reason = a.State, a.Reason
+			if a.State == store.StateFailed {
+				return lifecycle.Fail(sb, lifecycle.Failure{Reason: a.Reason, Code: string(api.CodeSandboxFailed)}, r.actor)
+			}
+			return lifecycle.Observe(sb, a.State, a.Reason, r.actor)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -42,14 +43,14 @@ type Start struct {
 	used bool
 }
 
-// Reserve takes a start slot for sb, about to be stored, on the first of ranked
-// (placement's ranking of the pools that can take it) that has one free on this
-// replica, and makes sb provisioning there, claimed by this replica. It returns nil,
-// leaving sb alone, when the sandbox should be queued instead: Run is not running,
-// no ranked pool is healthy with a free slot, or some ranked pool sets
-// maxConcurrency (whose count only a pass makes). The caller must call Start or
-// Release on what it returns.
-func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
+// Reserve takes a start slot, for a sandbox about to be stored, on the first of
+// ranked (placement's ranking of the pools that can take it) that has one free on
+// this replica. It returns nil when the sandbox should be queued instead: Run is
+// not running, no ranked pool is healthy with a free slot, or some ranked pool sets
+// maxConcurrency (whose count only a pass makes). The caller places the sandbox
+// with Place in the transaction that stores it, or leaves it queued, and must call
+// Start or Release on what Reserve returned.
+func (s *Scheduler) Reserve(ranked []string) *Start {
 	views := make([]pools.View, 0, len(ranked))
 	for _, name := range ranked {
 		v, ok := s.pools.View(name)
@@ -75,34 +76,20 @@ func (s *Scheduler) Reserve(sb *store.Sandbox, ranked []string) *Start {
 			s.unacquire(v.Pool.Name)
 			continue
 		}
-		sb.State = store.StateProvisioning
-		sb.Pool, sb.Region = v.Pool.Name, v.Pool.Region
-		sb.Reason = ""
-		sb.NextAttemptAt = now
-		r := &Start{s: s, ctx: ctx, view: v, at: now, ticket: ticket}
-		r.Claim(sb)
-		return r
+		return &Start{s: s, ctx: ctx, view: v, at: now, ticket: ticket}
 	}
 	s.direct.end()
 	return nil
 }
 
-// Claim claims sb for this replica's Create, until ProvisionTimeout and a margin from
-// now. Reserve calls it; the API calls it again inside the transaction that stores
-// sb, so that time spent waiting there (for a connection, a project's lock, SQLite's
-// writer) does not come out of the Create's time, which ends a margin before the
-// claim (create).
-func (r *Start) Claim(sb *store.Sandbox) {
-	exp := r.s.clk.Now().Add(r.s.opts.ProvisionTimeout + provisionLeaseMargin)
-	sb.ClaimedBy = r.s.opts.ReplicaID
-	sb.ClaimExpiresAt = &exp
-}
-
-// Queue undoes what Reserve made of sb, which is then stored queued for a pass; the
-// slot stays held until Release. The API calls it when queued sandboxes are due: they
-// were waiting first.
-func (r *Start) Queue(sb *store.Sandbox) {
-	toQueued(sb, "", r.at)
+// Place moves sb, a new queued sandbox, to provisioning on the reserved pool,
+// claimed for this replica's Create until ProvisionTimeout and a margin from now.
+// The API calls it inside the transaction that stores sb, so that time spent
+// waiting there (for a connection, a project's lock, SQLite's writer) does not come
+// out of the Create's time, which ends a margin before the claim (create).
+// candidates are placement's record of the pools it weighed.
+func (r *Start) Place(sb *store.Sandbox, candidates []store.Candidate) error {
+	return lifecycle.Place(sb, r.s.placement(r.view, candidates), r.s.clk.Now(), r.s.actor)
 }
 
 // Start begins the Create of sb, the sandbox as stored, when it is still the one
@@ -169,18 +156,20 @@ func (s *Scheduler) ReserveDelete() *Delete {
 }
 
 // Prepare is called under the row lock of a sandbox the API has just moved to
-// terminating (cur). A sandbox with no instance, and no Create in flight that could
-// make one, is terminated there and then: there is nothing to delete. One with an
-// instance and no live claim is claimed for deletion by this replica. Any other is
-// left to the passes. Prepare on a nil Delete does only the first.
-func (d *Delete) Prepare(cur *store.Sandbox, now time.Time) {
+// terminating (cur), by by. A sandbox with no instance, and no Create in flight that
+// could make one, is terminated there and then: there is nothing to delete. One with
+// an instance and no live claim is claimed for deletion by this replica. Any other
+// is left to the passes. Prepare on a nil Delete does only the first.
+func (d *Delete) Prepare(cur *store.Sandbox, now time.Time, by lifecycle.Actor) {
 	if d != nil {
 		d.claimed, d.ended = false, false
 	}
 	switch {
 	case NoInstance(cur, now):
-		cur.State = store.StateTerminated
-		clearClaim(cur)
+		// There is nothing to delete: the sandbox ends in the same write.
+		if err := lifecycle.Terminated(cur, cur.Reason, by); err != nil {
+			return
+		}
 		if d != nil {
 			d.ended = true
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -46,13 +47,18 @@ func (e *env) deleting(t *testing.T, sb store.Sandbox) (*Delete, store.Sandbox) 
 	d := e.s.ReserveDelete()
 	out, err := e.st.UpdateSandbox(context.Background(), sb.ID, e.clk.Now(), func(cur *store.Sandbox) error {
 		cur.State = store.StateTerminating
-		d.Prepare(cur, e.clk.Now())
+		d.Prepare(cur, e.clk.Now(), lifecycle.Daemon)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d, out
+}
+
+// place is the admission of a create that starts at once on r's pool.
+func place(r *Start) func(store.Admission, *store.Sandbox) error {
+	return func(_ store.Admission, ins *store.Sandbox) error { return r.Place(ins, nil) }
 }
 
 func newQueued() store.Sandbox {
@@ -85,15 +91,11 @@ func receive(t *testing.T, c <-chan store.Sandbox) (store.Sandbox, bool) {
 
 func TestReserveNeedsRun(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{})))
-	sb := newQueued()
-	if r := e.s.Reserve(&sb, []string{"fake"}); r != nil {
+	if r := e.s.Reserve([]string{"fake"}); r != nil {
 		t.Fatal("Reserve took work while Run was not running")
 	}
 	if d := e.s.ReserveDelete(); d != nil {
 		t.Fatal("ReserveDelete took work while Run was not running")
-	}
-	if sb.State != store.StateQueued || sb.Pool != "" || sb.ClaimedBy != "" {
-		t.Fatalf("Reserve changed a sandbox it did not take: %+v", sb)
 	}
 }
 
@@ -102,14 +104,14 @@ func TestDirectStartRuns(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve(&sb, []string{"fake"})
+	r := e.s.Reserve([]string{"fake"})
 	if r == nil {
 		t.Fatal("Reserve = nil with a free slot")
 	}
-	if sb.State != store.StateProvisioning || sb.Pool != "fake" || sb.ClaimedBy != "replica-1" || sb.ClaimExpiresAt == nil {
-		t.Fatalf("reserved sandbox = %+v", sb)
+	stored := e.admit(t, sb, place(r))
+	if stored.State != store.StateProvisioning || stored.Pool != "fake" || stored.ClaimedBy != "replica-1" || stored.ClaimExpiresAt == nil {
+		t.Fatalf("stored sandbox = %+v", stored)
 	}
-	stored := e.admit(t, sb, nil)
 	got, ok := receive(t, r.Start(stored))
 	if !ok {
 		t.Fatal("the Create's outcome was not delivered")
@@ -140,18 +142,15 @@ func TestDirectStartClaimsFromTheInsert(t *testing.T) {
 	e := newEnv(t, Options{ProvisionTimeout: time.Minute}, view("fake", fake.New(fake.Config{})))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve(&sb, []string{"fake"})
+	r := e.s.Reserve([]string{"fake"})
 	if r == nil {
 		t.Fatal("Reserve = nil with a free slot")
 	}
 	defer r.Release()
-	if want := e.clk.Now().Add(time.Minute + provisionLeaseMargin); sb.ClaimExpiresAt == nil || !sb.ClaimExpiresAt.Equal(want) {
-		t.Fatalf("reserved claim expires %v, want %v", sb.ClaimExpiresAt, want)
-	}
 	e.clk.Advance(20 * time.Second) // waiting for the store
-	r.Claim(&sb)
-	if want := e.clk.Now().Add(time.Minute + provisionLeaseMargin); !sb.ClaimExpiresAt.Equal(want) || sb.ClaimedBy != "replica-1" {
-		t.Fatalf("claim in the insert: %s until %v, want replica-1 until %v", sb.ClaimedBy, sb.ClaimExpiresAt, want)
+	stored := e.admit(t, sb, place(r))
+	if want := e.clk.Now().Add(time.Minute + provisionLeaseMargin); stored.ClaimExpiresAt == nil || !stored.ClaimExpiresAt.Equal(want) || stored.ClaimedBy != "replica-1" {
+		t.Fatalf("claim in the insert: %s until %v, want replica-1 until %v", stored.ClaimedBy, stored.ClaimExpiresAt, want)
 	}
 }
 
@@ -182,12 +181,8 @@ func TestReserveDeclines(t *testing.T) {
 				tt.setup(e)
 			}
 			before := e.slotsInUse()
-			sb := newQueued()
-			if r := e.s.Reserve(&sb, tt.ranked); r != nil {
-				t.Fatalf("Reserve took the sandbox: %+v", sb)
-			}
-			if sb.State != store.StateQueued || sb.Pool != "" || sb.ClaimedBy != "" {
-				t.Fatalf("declined sandbox changed: %+v", sb)
+			if r := e.s.Reserve(tt.ranked); r != nil {
+				t.Fatal("Reserve took a slot")
 			}
 			if e.slotsInUse() != before {
 				t.Fatal("a declined Reserve kept a slot")
@@ -196,18 +191,15 @@ func TestReserveDeclines(t *testing.T) {
 	}
 }
 
-// Another sandbox queued first: the API queues the new one instead (Queue), and
+// Another sandbox queued first: the API queues the new one instead (no Place), and
 // Start then starts nothing and gives the slot back.
 func TestDirectStartQueuedInstead(t *testing.T) {
 	fk := fake.New(fake.Config{})
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve(&sb, []string{"fake"})
-	stored := e.admit(t, sb, func(_ store.Admission, ins *store.Sandbox) error {
-		r.Queue(ins)
-		return nil
-	})
+	r := e.s.Reserve([]string{"fake"})
+	stored := e.admit(t, sb, nil)
 	if stored.State != store.StateQueued || stored.Pool != "" || stored.ClaimedBy != "" || stored.ClaimExpiresAt != nil {
 		t.Fatalf("stored %+v, want it queued and unclaimed", stored)
 	}
@@ -239,8 +231,8 @@ func TestDirectStartErrors(t *testing.T) {
 			e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{CreateErrors: []api.Code{tt.code}})))
 			openDirect(t, e)
 			sb := newQueued()
-			r := e.s.Reserve(&sb, []string{"fake"})
-			got, ok := receive(t, r.Start(e.admit(t, sb, nil)))
+			r := e.s.Reserve([]string{"fake"})
+			got, ok := receive(t, r.Start(e.admit(t, sb, place(r))))
 			if !ok {
 				t.Fatal("no outcome delivered")
 			}
@@ -268,8 +260,8 @@ func TestDirectStartShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.s.direct.open(ctx)
 	sb := newQueued()
-	r := e.s.Reserve(&sb, []string{"fake"})
-	c := r.Start(e.admit(t, sb, nil))
+	r := e.s.Reserve([]string{"fake"})
+	c := r.Start(e.admit(t, sb, place(r)))
 	cancel()
 	e.s.direct.close()
 	select {
@@ -353,7 +345,7 @@ func TestDirectDeletePrepare(t *testing.T) {
 			}
 			cur := tt.sb
 			cur.State = store.StateTerminating
-			d.Prepare(&cur, now)
+			d.Prepare(&cur, now, lifecycle.Daemon)
 			if cur.State != tt.state || cur.ClaimedBy != tt.claimedBy {
 				t.Fatalf("prepared %s claimed by %q, want %s claimed by %q", cur.State, cur.ClaimedBy, tt.state, tt.claimedBy)
 			}

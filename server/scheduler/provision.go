@@ -10,6 +10,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/placement"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -37,6 +38,10 @@ type job struct {
 	claimedAt time.Time
 	// ticket is the pool breaker's leave for this Create (PoolSource.BeginCreate).
 	ticket pools.CreateTicket
+	// candidates are the pools placement weighed, for the placement's event.
+	candidates []store.Candidate
+	// took is how long the Create took, once it has ended.
+	took time.Duration
 }
 
 // ProvisionOnce claims due queued sandboxes, places each, and creates their instances
@@ -123,7 +128,7 @@ func (s *Scheduler) placePass(ctx context.Context) (creates func() Result, res R
 			if !s.ours(cur, store.StateQueued) {
 				return errStale
 			}
-			clearClaim(cur)
+			lifecycle.ReleaseClaim(cur)
 			return nil
 		}); rerr != nil {
 			s.log.Error("release claim", "sandbox", sb.ID, "error", rerr)
@@ -203,16 +208,17 @@ type decision struct {
 func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.View, byName map[string]pools.View, policy store.Policy, active map[string]int) decision {
 	log := s.log.With("sandbox", sb.ID)
 	now := s.clk.Now()
+	var candidates []store.Candidate
 	requeueAt := func(reason string, at time.Time) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
-			o, _ := s.requeue(ctx, sb.ID, "", reason, at)
+			o, _ := s.wait(ctx, sb.ID, reason, at, candidates)
 			return o
 		}}
 	}
 	requeue := func(reason string) decision { return requeueAt(reason, now.Add(RequeueDelay)) }
-	fail := func(reason string) decision {
+	fail := func(reason string, code api.Code) decision {
 		return decision{apply: func(ctx context.Context, s *Scheduler) outcome {
-			o, _ := s.fail(ctx, sb.ID, "", reason, false)
+			o, _ := s.fail(ctx, sb.ID, "", lifecycle.Failure{Reason: reason, Code: string(code)})
 			return o
 		}}
 	}
@@ -227,7 +233,7 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 		snap, err := s.st.GetSnapshot(ctx, sb.FromSnapshot)
 		switch {
 		case api.IsCode(err, api.CodeNotFound):
-			return fail(fmt.Sprintf("snapshot %s does not exist", sb.FromSnapshot))
+			return fail(fmt.Sprintf("snapshot %s does not exist", sb.FromSnapshot), api.CodeNotFound)
 		case err != nil:
 			log.Error("load snapshot", "snapshot", sb.FromSnapshot, "error", err)
 			return requeue("waiting: the snapshot to restore could not be read")
@@ -236,13 +242,14 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 	}
 
 	d := placement.Place(req, views, policy, active)
+	ranked := preferOthers(sb, d.Pools, now)
+	candidates = lifecycle.Candidates(ranked, d.Rejected)
 	switch {
 	case d.Wait:
 		return requeue(d.Reason)
 	case len(d.Pools) == 0:
-		return fail(d.Reason)
+		return fail(d.Reason, d.Code)
 	}
-	ranked := preferOthers(sb, d.Pools, now)
 
 	var trying []string
 	for _, name := range ranked {
@@ -258,7 +265,7 @@ func (s *Scheduler) decide(ctx context.Context, sb store.Sandbox, views []pools.
 			continue
 		}
 		active[name]++
-		return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef, ticket: ticket}}
+		return decision{job: &job{sb: sb, view: view, snapshotRef: snapshotRef, ticket: ticket, candidates: candidates}}
 	}
 	if len(trying) == len(ranked) {
 		// The trials' outcomes decide; asking again at once would only be refused.
@@ -279,13 +286,8 @@ func (s *Scheduler) start(ctx context.Context, j job) (*job, outcome) {
 		if !s.ours(cur, store.StateQueued) {
 			return errStale
 		}
-		cur.State = store.StateProvisioning
-		cur.Pool, cur.Region = pool, j.view.Pool.Region
-		cur.Reason = ""
 		// The short placement claim becomes one that outlasts the Create.
-		exp := s.clk.Now().Add(s.opts.ProvisionTimeout + provisionLeaseMargin)
-		cur.ClaimExpiresAt = &exp
-		return nil
+		return lifecycle.Place(cur, s.placement(j.view, j.candidates), s.clk.Now(), s.actor)
 	})
 	if !ok {
 		s.releaseSlot(pool)
@@ -338,10 +340,12 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	if timeout <= 0 {
 		s.releaseSlot(pool)
 		s.pools.EndCreate(j.ticket, pools.CreateNeutral, nil)
-		return s.requeue(context.WithoutCancel(ctx), j.sb.ID, pool, "provisioning began too late for its claim; retrying", s.clk.Now())
+		return s.requeue(context.WithoutCancel(ctx), j, lifecycle.Retry{Reason: "provisioning began too late for its claim; retrying", At: s.clk.Now()})
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
+	began := s.clk.Now()
 	inst, err := j.view.Adapter.Create(cctx, j.req)
+	j.took = s.clk.Now().Sub(began)
 	cancel()
 	s.releaseSlot(pool)
 	if err == nil {
@@ -360,7 +364,7 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 		s.m.attempts.WithLabelValues(pool, codeInterrupted).Inc()
 		// Shutdown, not the backend's fault: retry at once elsewhere, uncounted. Create
 		// is keyed by the sandbox ID, so a retry finds any instance this call made.
-		return s.requeue(uctx, j.sb.ID, pool, "provisioning interrupted by a shutdown; retrying", s.clk.Now())
+		return s.requeue(uctx, j, lifecycle.Retry{Reason: "provisioning interrupted by a shutdown; retrying", At: s.clk.Now(), Duration: j.took})
 	}
 	code := api.CodeOf(err)
 	label := code
@@ -374,20 +378,28 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	switch code {
 	case api.CodeInsufficientCapacity:
 		now := s.clk.Now()
-		return s.finish(uctx, j.sb.ID, pool, func(cur *store.Sandbox) outcome {
-			toQueued(cur, reason, now.Add(RequeueDelay))
-			avoid(cur, pool, now)
-			return outRequeued
-		})
+		return s.requeue(uctx, j, lifecycle.Retry{Reason: reason, Code: string(code), At: now.Add(RequeueDelay),
+			Avoid: pool, AvoidUntil: now.Add(avoidFor), Duration: j.took})
 	case api.CodeSandboxFailed:
-		return s.retry(uctx, j.sb.ID, pool, reason, false)
+		return s.retry(uctx, j, reason, string(code), false)
 	case api.CodeInvalidRequest:
-		return s.fail(uctx, j.sb.ID, pool, reason, true)
+		return s.fail(uctx, j.sb.ID, pool, lifecycle.Failure{Reason: reason, Code: string(code), Counted: true, Duration: j.took})
 	default:
 		s.pools.MarkUnhealthy(pool, err)
 		// The retry goes to another eligible pool first: this one's probe may well
 		// pass before the backoff ends while its Creates still fail.
-		return s.retry(uctx, j.sb.ID, pool, reason, true)
+		return s.retry(uctx, j, reason, string(code), true)
+	}
+}
+
+// placement is where start puts a sandbox: on view's pool, under a claim that
+// outlasts its Create.
+func (s *Scheduler) placement(view pools.View, candidates []store.Candidate) lifecycle.Placement {
+	return lifecycle.Placement{
+		Pool: view.Pool.Name, Region: view.Pool.Region,
+		Claimer:    s.opts.ReplicaID,
+		ClaimUntil: s.clk.Now().Add(s.opts.ProvisionTimeout + provisionLeaseMargin),
+		Candidates: candidates,
 	}
 }
 
@@ -410,12 +422,6 @@ func (s *Scheduler) endCreate(t pools.CreateTicket, err error, shutdown bool) {
 	default:
 		s.pools.EndCreate(t, pools.CreateOutage, err)
 	}
-}
-
-// avoid ranks pool last for the sandbox, on every replica, for avoidFor.
-func avoid(cur *store.Sandbox, pool string, now time.Time) {
-	until := now.Add(avoidFor)
-	cur.AvoidPool, cur.AvoidUntil = pool, &until
 }
 
 // checkCreated refuses what a Create answered when it cannot be the instance asked
@@ -441,28 +447,13 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 		seen = *cur
 		if s.deletedWhileProvisioning(cur, pool) {
 			// Leave it terminating; with the ref the terminator can delete the instance.
-			cur.BackendRef = inst.Ref
-			clearClaim(cur)
 			o = outNone
-			return nil
+			return lifecycle.BindInstance(cur, inst.Ref, s.actor)
 		}
 		if !s.provisioning(cur, pool) {
 			return errStale
 		}
-		now := s.clk.Now()
-		cur.State = store.StateRunning
-		cur.BackendRef = inst.Ref
-		if inst.Region != "" {
-			cur.Region = inst.Region
-		}
-		cur.Reason = ""
-		cur.AvoidPool, cur.AvoidUntil = "", nil
-		clearClaim(cur)
-		if cur.TTLSeconds > 0 {
-			exp := store.ExpiresAt(now, cur.TTLSeconds)
-			cur.ExpiresAt = &exp
-		}
-		return nil
+		return lifecycle.Run(cur, lifecycle.Instance{Ref: inst.Ref, Region: inst.Region}, s.clk.Now(), j.took, s.actor)
 	})
 	switch {
 	case err != nil:
@@ -488,44 +479,43 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 	return outNone, store.Sandbox{}
 }
 
-// requeue sends the sandbox back to queued without counting an attempt.
-func (s *Scheduler) requeue(ctx context.Context, id, pool, reason string, at time.Time) (outcome, store.Sandbox) {
-	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
-		toQueued(cur, reason, at)
-		return outRequeued
+// wait keeps a claimed queued sandbox that placement could not place queued until at.
+func (s *Scheduler) wait(ctx context.Context, id, reason string, at time.Time, candidates []store.Candidate) (outcome, store.Sandbox) {
+	return s.finish(ctx, id, "", func(cur *store.Sandbox) (outcome, error) {
+		return outRequeued, lifecycle.Wait(cur, reason, "", at, candidates, s.actor)
+	})
+}
+
+// requeue sends the sandbox of a Create back to the queue as r says.
+func (s *Scheduler) requeue(ctx context.Context, j job, r lifecycle.Retry) (outcome, store.Sandbox) {
+	return s.finish(ctx, j.sb.ID, j.view.Pool.Name, func(cur *store.Sandbox) (outcome, error) {
+		return outRequeued, lifecycle.Requeue(cur, r, s.actor)
 	})
 }
 
 // retry counts an attempt and backs off, or fails the sandbox after MaxAttempts;
 // avoidPool ranks the pool last for the next attempts.
-func (s *Scheduler) retry(ctx context.Context, id, pool, reason string, avoidPool bool) (outcome, store.Sandbox) {
-	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
-		cur.Attempts++
-		if cur.Attempts >= s.opts.MaxAttempts {
-			cur.State = store.StateFailed
-			cur.Reason = fmt.Sprintf("%s (gave up after %d attempts)", reason, cur.Attempts)
-			clearClaim(cur)
-			return outFailed
+func (s *Scheduler) retry(ctx context.Context, j job, reason, code string, avoidPool bool) (outcome, store.Sandbox) {
+	pool := j.view.Pool.Name
+	return s.finish(ctx, j.sb.ID, pool, func(cur *store.Sandbox) (outcome, error) {
+		if attempts := cur.Attempts + 1; attempts >= s.opts.MaxAttempts {
+			f := lifecycle.Failure{Reason: fmt.Sprintf("%s (gave up after %d attempts)", reason, attempts),
+				Code: code, Counted: true, Duration: j.took}
+			return outFailed, lifecycle.Fail(cur, f, s.actor)
 		}
 		now := s.clk.Now()
-		toQueued(cur, reason, now.Add(Backoff(cur.Attempts)))
+		r := lifecycle.Retry{Reason: reason, Code: code, At: now.Add(Backoff(cur.Attempts + 1)), Counted: true, Duration: j.took}
 		if avoidPool {
-			avoid(cur, pool, now)
+			r.Avoid, r.AvoidUntil = pool, now.Add(avoidFor)
 		}
-		return outRequeued
+		return outRequeued, lifecycle.Requeue(cur, r, s.actor)
 	})
 }
 
-// fail ends the sandbox; counted says whether a Create was attempted.
-func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted bool) (outcome, store.Sandbox) {
-	return s.finish(ctx, id, pool, func(cur *store.Sandbox) outcome {
-		if counted {
-			cur.Attempts++
-		}
-		cur.State = store.StateFailed
-		cur.Reason = reason
-		clearClaim(cur)
-		return outFailed
+// fail ends the sandbox: before placement when pool is "", after its Create otherwise.
+func (s *Scheduler) fail(ctx context.Context, id, pool string, f lifecycle.Failure) (outcome, store.Sandbox) {
+	return s.finish(ctx, id, pool, func(cur *store.Sandbox) (outcome, error) {
+		return outFailed, lifecycle.Fail(cur, f, s.actor)
 	})
 }
 
@@ -533,14 +523,16 @@ func (s *Scheduler) fail(ctx context.Context, id, pool, reason string, counted b
 // "" (before placement), provisioning on pool otherwise. A sandbox deleted while its
 // Create ran only gets its claim released, so the terminator need not wait for the
 // lease to lapse. It returns the row as written (zero when nothing was).
-func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.Sandbox) outcome) (outcome, store.Sandbox) {
+func (s *Scheduler) finish(ctx context.Context, id, pool string, fn func(*store.Sandbox) (outcome, error)) (outcome, store.Sandbox) {
 	o := outNone
 	row, ok, err := s.update(ctx, id, func(cur *store.Sandbox) error {
 		switch {
 		case pool == "" && s.ours(cur, store.StateQueued), s.provisioning(cur, pool):
-			o = fn(cur)
+			var err error
+			o, err = fn(cur)
+			return err
 		case s.deletedWhileProvisioning(cur, pool):
-			clearClaim(cur)
+			lifecycle.ReleaseClaim(cur)
 			o = outNone
 		default:
 			return errStale
@@ -567,21 +559,6 @@ func (s *Scheduler) provisioning(cur *store.Sandbox, pool string) bool {
 
 func (s *Scheduler) deletedWhileProvisioning(cur *store.Sandbox, pool string) bool {
 	return pool != "" && cur.Pool == pool && cur.BackendRef == "" && s.ours(cur, store.StateTerminating)
-}
-
-// toQueued makes the sandbox claimable again at at. The pool is cleared so that it
-// is placed afresh (and does not count against that pool's maxConcurrency meanwhile).
-func toQueued(cur *store.Sandbox, reason string, at time.Time) {
-	cur.State = store.StateQueued
-	cur.Pool, cur.Region = "", ""
-	cur.Reason = reason
-	cur.NextAttemptAt = at
-	clearClaim(cur)
-}
-
-func clearClaim(cur *store.Sandbox) {
-	cur.ClaimedBy = ""
-	cur.ClaimExpiresAt = nil
 }
 
 // Backoff is the wait before the next attempt after attempts counted failures:

@@ -46,6 +46,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/outage"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
@@ -182,7 +183,9 @@ type Scheduler struct {
 	passLogs map[Pass]*outage.Log
 	opts     Options
 	log      *slog.Logger
-	m        *schedMetrics
+	// actor is who this replica's scheduler is in the events it records.
+	actor lifecycle.Actor
+	m     *schedMetrics
 	batch    *store.Batcher
 	// direct owns the goroutines of the work the API hands over (direct.go).
 	direct directRuns
@@ -254,6 +257,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 	}
 	return &Scheduler{
 		st: st, pools: ps, clk: clk, opts: opts, m: m,
+		actor:         lifecycle.Scheduler(opts.ReplicaID),
 		batch:         opts.Writes,
 		log:           log,
 		passLogs:      passLogs,

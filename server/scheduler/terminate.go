@@ -13,6 +13,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -137,7 +138,7 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 	if !ok {
 		// The pool cannot be deleted while this sandbox is not terminal, so this
 		// replica has not loaded it yet: try again later rather than leak the instance.
-		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is not loaded on this replica", sb.Pool))
+		return s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is not loaded on this replica", sb.Pool), "")
 	}
 	switch {
 	case view.Adapter == nil && view.KindMissing:
@@ -151,7 +152,7 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 		// builds again, here or on another replica. The reason is the tenant's to
 		// read; why the adapter is missing is the operator's, in the log.
 		log.Warn("cannot delete the instance yet: the pool has no adapter", "reason", view.LastError)
-		o, row, err := s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is unavailable: its adapter could not be built", sb.Pool))
+		o, row, err := s.deleteFailed(ctx, sb, fmt.Sprintf("pool %s is unavailable: its adapter could not be built", sb.Pool), string(api.CodeProviderUnavailable))
 		return o, row, errors.Join(err, errPoolDown)
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.opts.TerminateTimeout)
@@ -159,7 +160,7 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 	cancel()
 	if err != nil {
 		log.Warn("delete failed", "ref", sb.BackendRef, "error", err)
-		o, row, ferr := s.deleteFailed(ctx, sb, message(err))
+		o, row, ferr := s.deleteFailed(ctx, sb, message(err), string(api.CodeOf(err)))
 		if api.IsCode(err, api.CodeProviderUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			ferr = errors.Join(ferr, errPoolDown)
 		}
@@ -176,15 +177,14 @@ func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef {
 			return errStale
 		}
-		cur.State = store.StateTerminated
-		clearClaim(cur)
+		why := cur.Reason
 		switch {
 		case reason != "":
-			cur.Reason = reason
-		case strings.HasPrefix(cur.Reason, deleteFailedPrefix):
-			cur.Reason = ""
+			why = reason
+		case strings.HasPrefix(why, deleteFailedPrefix):
+			why = ""
 		}
-		return nil
+		return lifecycle.Terminated(cur, why, s.actor)
 	})
 	switch {
 	case err != nil:
@@ -202,7 +202,7 @@ func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason
 // for the pass's count. Once the sandbox has been terminating for TerminateGiveUp it
 // is failed instead: its instance may still exist, and being no longer live it is an
 // orphan to the reconciler, which keeps trying to delete it.
-func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg string) (termOutcome, store.Sandbox, error) {
+func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg, code string) (termOutcome, store.Sandbox, error) {
 	s.m.terminations.WithLabelValues(termDeleteFailed).Inc()
 	giveUp := !s.clk.Now().Before(sb.StateChangedAt.Add(s.opts.TerminateGiveUp))
 	reason := deleteFailedPrefix + msg
@@ -217,17 +217,13 @@ func (s *Scheduler) deleteFailed(ctx context.Context, sb store.Sandbox, msg stri
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef || cur.Reason == reason && cur.ClaimedBy == "" {
 			return errStale
 		}
-		clearClaim(cur)
 		if giveUp && !cur.StateChangedAt.Equal(sb.StateChangedAt) {
 			return errStale // it entered terminating again meanwhile: its clock restarted
 		}
-		cur.Reason = reason
 		if giveUp {
-			cur.State = store.StateFailed
-			clearClaim(cur)
 			o = termFailed
 		}
-		return nil
+		return lifecycle.DeleteFailed(cur, reason, code, giveUp, s.actor)
 	})
 	if ok && o == termFailed {
 		s.m.terminations.WithLabelValues(termGaveUp).Inc()
@@ -283,9 +279,7 @@ func (s *Scheduler) ExpireOnce(ctx context.Context) (Result, error) {
 			if !expired(cur, now) {
 				return errStale
 			}
-			cur.State = store.StateTerminating
-			cur.Reason = ReasonTTLExpired
-			return nil
+			return lifecycle.Terminate(cur, ReasonTTLExpired, now, s.actor)
 		})
 		switch {
 		case err != nil:
