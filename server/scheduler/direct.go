@@ -109,6 +109,9 @@ func (r *Start) Start(sb store.Sandbox) <-chan store.Sandbox {
 	}
 	r.used = true
 	s.m.direct.WithLabelValues("create").Inc()
+	pool := r.view.Pool.Name
+	s.m.stages.WithLabelValues(stageQueue, pool).Observe(0)
+	s.m.stages.WithLabelValues(stagePlace, pool).Observe(s.clk.Now().Sub(r.at).Seconds())
 	out := make(chan store.Sandbox, 1)
 	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at, ticket: r.ticket}
 	go func() {

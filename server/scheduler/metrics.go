@@ -34,7 +34,23 @@ type schedMetrics struct {
 	attempts     *prometheus.CounterVec
 	terminations *prometheus.CounterVec
 	direct       *prometheus.CounterVec
+	stages       *prometheus.HistogramVec
 }
+
+// Values of the stage label of differently_stage_seconds, in the order a sandbox
+// passes them.
+const (
+	// stageQueue: from entering the queue to being claimed by a pass (0 for a create
+	// the API started at once).
+	stageQueue = "queue_wait"
+	// stagePlace: from the claim to the placement written (provisioning on the pool).
+	stagePlace = "placement"
+	// stageCreate: the backend's Create call, whatever it answered.
+	stageCreate = "backend_create"
+	// stageReady: from the backend's answer to the sandbox recorded running, ready
+	// for use.
+	stageReady = "running_to_ready"
+)
 
 func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 	m := &schedMetrics{
@@ -59,6 +75,13 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 			Name: "differently_direct_work_total",
 			Help: "Creates and Deletes the API handed straight to this replica's scheduler (work: create or delete), skipping the queue and the passes.",
 		}, []string{"work"}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "differently_stage_seconds",
+			Help: "Time a sandbox spent in each stage of its provisioning on this replica, by stage (queue_wait, placement, backend_create, running_to_ready) and pool.",
+			// 1 ms to about 9 minutes: the control plane's own stages take
+			// milliseconds, a backend's Create seconds to minutes.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 15),
+		}, []string{"stage", "pool"}),
 	}
 	var err error
 	if m.sandboxes, err = metrics.Register(reg, m.sandboxes); err != nil {
@@ -74,6 +97,9 @@ func newSchedMetrics(reg prometheus.Registerer) (*schedMetrics, error) {
 		return nil, err
 	}
 	if m.direct, err = metrics.Register(reg, m.direct); err != nil {
+		return nil, err
+	}
+	if m.stages, err = metrics.Register(reg, m.stages); err != nil {
 		return nil, err
 	}
 	return m, nil

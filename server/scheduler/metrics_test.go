@@ -62,6 +62,17 @@ func TestMetricsProvision(t *testing.T) {
 	if h.Value != 1 || h.Sum != 3 {
 		t.Errorf("provision_seconds: count %v sum %v, want 1 and 3 (claim to running of the last attempt)", h.Value, h.Sum)
 	}
+	// Three attempts: queued at t0, claimed at once; requeued at +3 s and claimed at
+	// +7 s (the backoff); requeued at +10 s and claimed at +12 s. Each Create takes
+	// 3 s of the clock, and nothing else moves it.
+	for stage, want := range map[string][2]float64{
+		stageQueue: {3, 6}, stagePlace: {3, 0}, stageCreate: {3, 9}, stageReady: {1, 0},
+	} {
+		h := sample(t, reg, "differently_stage_seconds", map[string]string{"stage": stage, "pool": "fake"})
+		if h.Value != want[0] || h.Sum != want[1] {
+			t.Errorf("stage_seconds{stage=%s}: count %v sum %v, want %v and %v", stage, h.Value, h.Sum, want[0], want[1])
+		}
+	}
 }
 
 func TestMetricsQueueDepthAndTerminations(t *testing.T) {

@@ -42,6 +42,8 @@ type job struct {
 	candidates []store.Candidate
 	// took is how long the Create took, once it has ended.
 	took time.Duration
+	// answered is when the Create ended.
+	answered time.Time
 }
 
 // ProvisionOnce claims due queued sandboxes, places each, and creates their instances
@@ -174,6 +176,9 @@ func (s *Scheduler) provision(ctx context.Context, claimed []store.Sandbox, clai
 			j, o := s.start(ctx, *d.job)
 			if j != nil {
 				j.claimedAt = claimedAt
+				pool := j.view.Pool.Name
+				s.m.stages.WithLabelValues(stageQueue, pool).Observe(max(claimedAt.Sub(sb.StateChangedAt), 0).Seconds())
+				s.m.stages.WithLabelValues(stagePlace, pool).Observe(s.clk.Now().Sub(claimedAt).Seconds())
 				jobs[i] = j
 				return
 			}
@@ -345,8 +350,10 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	began := s.clk.Now()
 	inst, err := j.view.Adapter.Create(cctx, j.req)
-	j.took = s.clk.Now().Sub(began)
+	j.answered = s.clk.Now()
+	j.took = j.answered.Sub(began)
 	cancel()
+	s.m.stages.WithLabelValues(stageCreate, pool).Observe(j.took.Seconds())
 	s.releaseSlot(pool)
 	if err == nil {
 		err = checkCreated(inst, j.sb.ID)
@@ -461,7 +468,9 @@ func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Inst
 		return outError, store.Sandbox{}
 	case ok:
 		if o == outStarted {
-			s.m.provision.WithLabelValues(pool).Observe(s.clk.Now().Sub(j.claimedAt).Seconds())
+			now := s.clk.Now()
+			s.m.provision.WithLabelValues(pool).Observe(now.Sub(j.claimedAt).Seconds())
+			s.m.stages.WithLabelValues(stageReady, pool).Observe(now.Sub(j.answered).Seconds())
 			s.log.Info("sandbox running", "sandbox", j.sb.ID, "pool", pool)
 		}
 		return o, row
