@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Code classifies an error. Adapters choose the code; the control plane reacts to it
@@ -136,6 +137,23 @@ func AsError(err error) *Error {
 		return e
 	}
 	return nil
+}
+
+// Message is err's text for people (a sandbox's reason, a pool's lastError, a preflight
+// finding): err.Error() with the "code: " prefix of the *Error in err's chain taken off,
+// since the code is for programs. Whatever wrappers around that *Error add stays, so
+// "create: provider_unavailable: timed out" reads "create: timed out". An *Error without
+// a message keeps its code, the only thing it says.
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	text := err.Error()
+	e := AsError(err)
+	if e == nil || e.Message == "" {
+		return text
+	}
+	return strings.Replace(text, e.Error(), e.Message, 1)
 }
 
 // CodeOf returns the code of the *Error in err's chain, CodeInternal for any other

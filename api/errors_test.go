@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,5 +145,35 @@ func TestCodeKnown(t *testing.T) {
 		if c.Known() {
 			t.Errorf("%q is known", c)
 		}
+	}
+}
+
+func TestMessage(t *testing.T) {
+	unavailable := api.Errorf(api.CodeProviderUnavailable, "backend timed out")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"plain error", errors.New("disk full"), "disk full"},
+		{"api error", unavailable, "backend timed out"},
+		{"api error without message", &api.Error{Code: api.CodeInternal}, "internal"},
+		{"wrapped api error", fmt.Errorf("create: %w", unavailable), "create: backend timed out"},
+		{"wrapped twice", fmt.Errorf("pool p: %w", fmt.Errorf("create: %w", unavailable)),
+			"pool p: create: backend timed out"},
+		{"api error joined with a cause", fmt.Errorf("%w: %w", unavailable, context.Canceled),
+			"backend timed out: context canceled"},
+		{"wrapped api error without message", fmt.Errorf("health: %w", &api.Error{Code: api.CodeInternal}),
+			"health: internal"},
+		{"code text in a plain error is kept", errors.New("internal: not an api error"),
+			"internal: not an api error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := api.Message(tt.err); got != tt.want {
+				t.Errorf("Message = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

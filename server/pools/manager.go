@@ -271,7 +271,7 @@ func (m *Manager) EndCreate(t CreateTicket, o CreateOutcome, err error) {
 	}
 	reason := ""
 	if err != nil {
-		reason = scrub(message(err), e.secret)
+		reason = scrub(api.Message(err), e.secret)
 	}
 	now := m.clk.Now()
 	before := e.breaker.status(now).State
@@ -300,7 +300,7 @@ func (m *Manager) MarkUnhealthy(name string, err error) {
 	e.marks++
 	msg := "marked unhealthy"
 	if err != nil {
-		msg = scrub(message(err), e.secret)
+		msg = scrub(api.Message(err), e.secret)
 	}
 	if e.view.Healthy {
 		m.log.Warn("pool marked unhealthy", "pool", name, "err", msg)
@@ -402,7 +402,7 @@ func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 	env := Env{Getenv: m.opts.Getenv, Allowed: m.opts.AllowedCredentialsEnv}
 	a, err := m.reg.Build(ctx, p, env)
 	if err != nil {
-		e.view.LastError = message(err)
+		e.view.LastError = api.Message(err)
 		e.view.KindMissing = !m.reg.Has(p.Adapter)
 		e.view.LastProbeAt = m.clk.Now()
 		return e
@@ -474,16 +474,16 @@ func (m *Manager) probe(ctx context.Context, a adapters.ExecutionAdapter) probeR
 	var r probeResult
 	r.caps, r.capsErr = a.Capabilities(ctx)
 	if r.capsErr != nil {
-		r.err = fmt.Errorf("capabilities: %s", message(r.capsErr))
+		r.err = fmt.Errorf("capabilities: %s", api.Message(r.capsErr))
 	} else {
 		r.caps.Features = adapters.EffectiveFeatures(a, r.caps.Features)
 	}
 	if err := a.Health(ctx); err != nil && r.err == nil {
-		r.err = fmt.Errorf("health: %s", message(err))
+		r.err = fmt.Errorf("health: %s", api.Message(err))
 	}
 	r.capacity, r.capErr = a.Capacity(ctx)
 	if r.capErr != nil && r.err == nil {
-		r.err = fmt.Errorf("capacity: %s", message(r.capErr))
+		r.err = fmt.Errorf("capacity: %s", api.Message(r.capErr))
 	}
 	// After Capabilities: a remote adapter learns its Info there.
 	r.info = a.Info()
@@ -529,16 +529,6 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	case !wasHealthy && v.Healthy:
 		m.log.Info("pool healthy", "pool", t.name)
 	}
-}
-
-// message is what a view shows of an error: an *api.Error's message without the code
-// prefix its Error adds (the code means something to programs, not to operators
-// reading a pool's lastError).
-func message(err error) string {
-	if e, ok := err.(*api.Error); ok && e != nil {
-		return e.Message
-	}
-	return err.Error()
 }
 
 // scrub removes the pool's secret from msg in every form internal/redact knows: whole,

@@ -265,23 +265,16 @@ func (r *run) probe(ctx context.Context, subject string, p store.Pool) []Finding
 	defer cancel()
 	a, err := r.opts.Registry.Build(ctx, p, pools.Env{Getenv: r.opts.Getenv, Allowed: r.allowed})
 	if err != nil {
-		return fail("adapter %s cannot be built: %s", p.Adapter, message(err))
+		return fail("adapter %s cannot be built: %s", p.Adapter, api.Message(err))
 	}
 	caps, err := a.Capabilities(ctx)
 	if err != nil {
-		return fail("capabilities: %s", message(err))
+		return fail("capabilities: %s", api.Message(err))
 	}
 	if err := a.Health(ctx); err != nil {
-		return fail("health: %s", message(err))
+		return fail("health: %s", api.Message(err))
 	}
 	features := adapters.EffectiveFeatures(a, caps.Features)
 	return []Finding{{Level: LevelOK, Subject: subject,
 		Message: fmt.Sprintf("healthy (adapter %s; features: %s)", p.Adapter, strings.Join(features, ", "))}}
-}
-
-func message(err error) string {
-	if e, ok := err.(*api.Error); ok && e != nil {
-		return e.Message
-	}
-	return err.Error()
 }

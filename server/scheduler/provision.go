@@ -380,7 +380,7 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 		label = api.CodeInternal
 	}
 	s.m.attempts.WithLabelValues(pool, string(label)).Inc()
-	reason := fmt.Sprintf("pool %s: %s", pool, message(err))
+	reason := fmt.Sprintf("pool %s: %s", pool, api.Message(err))
 	log.Warn("create failed", "code", code, "error", err)
 	switch code {
 	case api.CodeInsufficientCapacity:
@@ -574,14 +574,6 @@ func (s *Scheduler) deletedWhileProvisioning(cur *store.Sandbox, pool string) bo
 // 2 s × 2^min(attempts, 5).
 func Backoff(attempts int) time.Duration {
 	return RequeueDelay << min(max(attempts, 0), 5)
-}
-
-// message is the error's text without the code prefix, for reasons shown to users.
-func message(err error) string {
-	if e := api.AsError(err); e != nil && e.Message != "" {
-		return e.Message
-	}
-	return err.Error()
 }
 
 func (s *Scheduler) maxStarting(v pools.View) int {

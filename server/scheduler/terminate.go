@@ -160,7 +160,7 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 	cancel()
 	if err != nil {
 		log.Warn("delete failed", "ref", sb.BackendRef, "error", err)
-		o, row, ferr := s.deleteFailed(ctx, sb, message(err), string(api.CodeOf(err)))
+		o, row, ferr := s.deleteFailed(ctx, sb, api.Message(err), string(api.CodeOf(err)))
 		if api.IsCode(err, api.CodeProviderUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			ferr = errors.Join(ferr, errPoolDown)
 		}
