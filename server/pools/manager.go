@@ -78,8 +78,10 @@ type Manager struct {
 
 type entry struct {
 	view View
-	// secret is kept only to scrub it from probe errors an adapter might word badly.
-	secret string
+	// secret removes the pool's credential, in every form internal/redact knows
+	// (whole, in pieces, base64, hex, JSON- or URL-escaped), from the errors an
+	// adapter might word badly. Nil, which removes nothing, until a build succeeds.
+	secret *redact.Set
 	// gen identifies this build of the adapter; a probe result for an older build
 	// is dropped.
 	gen uint64
@@ -271,7 +273,7 @@ func (m *Manager) EndCreate(t CreateTicket, o CreateOutcome, err error) {
 	}
 	reason := ""
 	if err != nil {
-		reason = scrub(api.Message(err), e.secret)
+		reason = e.secret.String(api.Message(err))
 	}
 	now := m.clk.Now()
 	before := e.breaker.status(now).State
@@ -300,7 +302,7 @@ func (m *Manager) MarkUnhealthy(name string, err error) {
 	e.marks++
 	msg := "marked unhealthy"
 	if err != nil {
-		msg = scrub(api.Message(err), e.secret)
+		msg = e.secret.String(api.Message(err))
 	}
 	if e.view.Healthy {
 		m.log.Warn("pool marked unhealthy", "pool", name, "err", msg)
@@ -409,7 +411,7 @@ func (m *Manager) build(ctx context.Context, p store.Pool) *entry {
 	}
 	// Build succeeded, so the credentials resolve.
 	creds, _ := ResolveCredentials(p, env)
-	e.secret = creds.secret
+	e.secret = redact.New(creds.secret)
 	e.view.Adapter = a
 	e.view.Info = a.Info()
 	e.view.Trust = effectiveTrust(p, e.view.Info)
@@ -515,7 +517,7 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	switch {
 	case r.err != nil:
 		v.Healthy = false
-		v.LastError = scrub(r.err.Error(), e.secret)
+		v.LastError = e.secret.String(r.err.Error())
 	case e.marks != t.marks:
 		// Marked unhealthy while this probe ran: keep the mark until a later probe.
 		v.Healthy = false
@@ -529,12 +531,6 @@ func (m *Manager) apply(t probeTarget, r probeResult) {
 	case !wasHealthy && v.Healthy:
 		m.log.Info("pool healthy", "pool", t.name)
 	}
-}
-
-// scrub removes the pool's secret from msg in every form internal/redact knows: whole,
-// in pieces, base64, hex or escaped.
-func scrub(msg, secret string) string {
-	return redact.String(msg, secret)
 }
 
 // copyView returns the entry's view with the breaker as it stands at now.
