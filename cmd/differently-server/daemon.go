@@ -13,6 +13,7 @@ import (
 
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/pools"
 )
 
@@ -46,7 +47,7 @@ func newDaemonFlags() *daemonFlags {
 		fs:         fs,
 		dev:        fs.Bool("dev", false, "development mode: embedded SQLite, devhost and fake pools, an admin token in the data directory"),
 		dataDir:    fs.String("data-dir", "", "development mode: the `dir`ectory of the database, sandboxes and admin token (default: a per-user data folder)"),
-		listen:     fs.String("listen", "", "`address` to listen on: host:port, or a port alone for 127.0.0.1 (default 127.0.0.1:8700)"),
+		listen:     fs.String("listen", "", "`address` to listen on: host:port, or a port alone for 127.0.0.1 (default "+defaults.Listen+")"),
 		configPath: fs.String("config", "", "config `file` (required without --dev)"),
 		logLevel:   fs.String("log-level", "info", "log `level`: debug, info, warn or error"),
 		accessLog:  fs.Bool("access-log", false, "log every API request (method, path, status, duration, remote address, User-Agent)"),

@@ -10,19 +10,17 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/netpolicy"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/store"
 )
 
 // EnvDatabaseURL overrides database.url when set, so the secret-bearing URL can stay out
 // of the file.
 const EnvDatabaseURL = "DIFFERENTLY_DATABASE_URL"
-
-// DefaultListen is where the daemon listens unless told otherwise: loopback only, so a
-// daemon started without thought is not exposed.
-const DefaultListen = "127.0.0.1:8700"
 
 // Config is the whole config file. Keys are camelCase, as in the seed.
 type Config struct {
@@ -185,13 +183,13 @@ type Credentials struct {
 // Validate says why that is wrong) instead of being replaced behind the operator's back.
 func Default() *Config {
 	return &Config{
-		Listen: DefaultListen,
+		Listen: defaults.Listen,
 		Scheduler: Scheduler{
-			ProvisionTimeoutSeconds:  120,
+			ProvisionTimeoutSeconds:  int(defaults.ProvisionTimeout / time.Second),
 			MaxAttempts:              3,
 			ReconcileIntervalSeconds: 30,
 			TerminateTimeoutSeconds:  60,
-			MaxQueued:                10000,
+			MaxQueued:                defaults.MaxQueued,
 			DefaultMaxStarting:       8,
 		},
 		Files: Files{MaxTransfers: 8, MaxProjectTransfers: 4, LargeTransferBytes: 1 << 20},

@@ -42,6 +42,9 @@ pools:
 
 var known = []string{"devhost", "fake", "remote"}
 
+// devOnly is what pools.DefaultRegistry(…).DevOnlyKinds returns.
+var devOnly = []string{"devhost", "fake"}
+
 func TestParseFullExample(t *testing.T) {
 	cfg, err := Parse([]byte(fullExample))
 	if err != nil {

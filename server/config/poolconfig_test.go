@@ -13,7 +13,7 @@ import (
 // is a problem of the file, under the offending key, before the daemon starts.
 func TestValidateChecksPoolConfig(t *testing.T) {
 	reg := pools.DefaultRegistry(false)
-	opts := config.ValidateOptions{KnownAdapters: reg.Kinds(), CheckPoolConfig: reg.CheckConfig}
+	opts := config.ValidateOptions{KnownAdapters: reg.Kinds(), DevOnlyAdapters: reg.DevOnlyKinds(), CheckPoolConfig: reg.CheckConfig}
 	const db = "database: {url: x.db}\npools:\n"
 	for _, tc := range []struct {
 		name, pool, want string

@@ -14,10 +14,6 @@ import (
 	"github.com/different-ai/differently/internal/netpolicy"
 )
 
-// Adapter kinds that only make sense on a developer's machine: devhost runs sandboxes
-// as host processes without isolation, fake runs nothing at all.
-var devOnlyKinds = []string{"devhost", "fake"}
-
 // ValidateOptions say what the running daemon accepts.
 type ValidateOptions struct {
 	// Dev allows the development-only adapters and a missing database url (dev mode
@@ -26,6 +22,10 @@ type ValidateOptions struct {
 	// KnownAdapters are the adapter kinds this build can construct (the pool
 	// registry's Kinds).
 	KnownAdapters []string
+	// DevOnlyAdapters are the kinds allowed only with Dev (the pool registry's
+	// DevOnlyKinds: devhost runs sandboxes as host processes without isolation, fake
+	// runs nothing at all).
+	DevOnlyAdapters []string
 	// CheckPoolConfig checks a pool's adapter config (pools.Registry.CheckConfig):
 	// an unknown key, a value of the wrong type, a missing required key or an
 	// endpoint that is not http or https is a problem under the pool's config key.
@@ -176,7 +176,7 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 	case !slices.Contains(opts.KnownAdapters, p.Adapter):
 		v.add(name, at("adapter"), "adapter kind %q is not in this build (known kinds: %s)",
 			p.Adapter, strings.Join(sorted(opts.KnownAdapters), ", "))
-	case slices.Contains(devOnlyKinds, p.Adapter) && !opts.Dev:
+	case slices.Contains(opts.DevOnlyAdapters, p.Adapter) && !opts.Dev:
 		v.add(name, at("adapter"), "adapter %s is only allowed in development mode (--dev)", p.Adapter)
 	}
 

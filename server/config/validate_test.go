@@ -77,7 +77,7 @@ func TestValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = cfg.Validate(ValidateOptions{Dev: tt.dev, KnownAdapters: known})
+			err = cfg.Validate(ValidateOptions{Dev: tt.dev, KnownAdapters: known, DevOnlyAdapters: devOnly})
 			probs := Problems(err)
 			if len(probs) != len(tt.want) {
 				t.Fatalf("got %d problems, want %d:\n%v", len(probs), len(tt.want), err)
@@ -117,7 +117,7 @@ func TestTrustRules(t *testing.T) {
 			if got := cfg.Pools[0].StorePool().Trust; got != tt.want {
 				t.Errorf("trust = %q, want %q", got, tt.want)
 			}
-			err := cfg.Validate(ValidateOptions{Dev: true, KnownAdapters: known})
+			err := cfg.Validate(ValidateOptions{Dev: true, KnownAdapters: known, DevOnlyAdapters: devOnly})
 			switch {
 			case tt.problem == "" && err != nil:
 				t.Errorf("Validate: %v", err)

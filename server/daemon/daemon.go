@@ -36,9 +36,6 @@ import (
 	"github.com/different-ai/differently/server/store/open"
 )
 
-// DefaultListen is where the daemon listens unless told otherwise.
-const DefaultListen = "127.0.0.1:8700"
-
 // AdminTokenFile is the file in the data directory that holds the first admin token
 // of a development installation.
 const AdminTokenFile = "admin-token"
@@ -283,7 +280,7 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Clock:                 opts.Clock,
 		Installation:          installation,
 		AdapterKinds:          reg.Kinds,
-		DevOnlyKinds:          []string{"devhost", "fake"},
+		DevOnlyKinds:          reg.DevOnlyKinds(),
 		CheckPoolConfig:       reg.CheckConfig,
 		AllowedCredentialsEnv: allowed,
 		Dev:                   opts.Dev,

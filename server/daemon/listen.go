@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"syscall"
+
+	"github.com/different-ai/differently/server/defaults"
 )
 
 // ListenAddress checks a listen address before anything else of the daemon starts,
@@ -15,7 +17,7 @@ import (
 // become reachable from the network.
 func ListenAddress(addr string) (string, error) {
 	if addr == "" {
-		return DefaultListen, nil
+		return defaults.Listen, nil
 	}
 	if n, err := strconv.Atoi(addr); err == nil {
 		if n < 0 || n > 65535 {
@@ -26,7 +28,7 @@ func ListenAddress(addr string) (string, error) {
 	// The port itself is left to net.Listen, which comes next and knows service
 	// names too.
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return "", fmt.Errorf("listen address %q needs host:port, e.g. 127.0.0.1:8700 (or :8700 for every interface)", addr)
+		return "", fmt.Errorf("listen address %q needs host:port, e.g. %s (or :%s for every interface)", addr, defaults.Listen, defaults.Port)
 	}
 	return addr, nil
 }

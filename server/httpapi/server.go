@@ -19,6 +19,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/changes"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/scheduler"
@@ -177,7 +178,7 @@ var _ ServerInterface = (*Server)(nil)
 
 // DefaultMaxQueued is the queue bound when Options.MaxQueued is 0 (the config's
 // scheduler.maxQueued default).
-const DefaultMaxQueued = 10000
+const DefaultMaxQueued = defaults.MaxQueued
 
 type nopWaker struct{}
 

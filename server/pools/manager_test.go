@@ -410,6 +410,9 @@ func TestRegistry(t *testing.T) {
 	if want := []string{"daytona", "devhost", "fake", "freestyle", "opensandbox", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
 		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
 	}
+	if want := []string{"devhost", "fake"}; !slices.Equal(prod.DevOnlyKinds(), want) || !slices.Equal(dev.DevOnlyKinds(), want) {
+		t.Errorf("DevOnlyKinds = %v / %v, want %v", prod.DevOnlyKinds(), dev.DevOnlyKinds(), want)
+	}
 	ctx := t.Context()
 	if _, err := prod.Build(ctx, store.Pool{Name: "f", Adapter: "fake"}, Env{}); err == nil ||
 		!strings.Contains(err.Error(), "adapter fake is only allowed in development mode (--dev)") {

@@ -195,6 +195,21 @@ func (r *Registry) Kinds() []string {
 	return out
 }
 
+// DevOnlyKinds returns the kinds registered as dev-only, sorted: the one list of
+// them that config validation and the admin API refuse outside dev mode.
+func (r *Registry) DevOnlyKinds() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for k, reg := range r.kinds {
+		if reg.devOnly {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Dev reports whether the registry builds dev-only kinds.
 func (r *Registry) Dev() bool { return r.dev }
 

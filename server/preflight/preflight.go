@@ -143,7 +143,7 @@ func (r *run) secret(s string) {
 func (r *run) validate(c *config.Config) map[int]bool {
 	bad := map[int]bool{}
 	err := c.Validate(config.ValidateOptions{Dev: r.opts.Dev, KnownAdapters: r.opts.Registry.Kinds(),
-		CheckPoolConfig: r.opts.Registry.CheckConfig})
+		DevOnlyAdapters: r.opts.Registry.DevOnlyKinds(), CheckPoolConfig: r.opts.Registry.CheckConfig})
 	for _, p := range config.Problems(err) {
 		subject := "config"
 		if p.Pool != "" {

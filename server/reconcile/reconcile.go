@@ -14,6 +14,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -91,7 +92,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 		opts.Interval = 30 * time.Second
 	}
 	if opts.ProvisionTimeout <= 0 {
-		opts.ProvisionTimeout = 120 * time.Second
+		opts.ProvisionTimeout = defaults.ProvisionTimeout
 	}
 	if opts.AdoptMargin <= 0 {
 		opts.AdoptMargin = DefaultAdoptMargin

@@ -46,6 +46,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/outage"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -68,7 +69,7 @@ type PoolSource interface {
 
 // Defaults of Options.
 const (
-	DefaultProvisionTimeout = 120 * time.Second
+	DefaultProvisionTimeout = defaults.ProvisionTimeout
 	DefaultMaxAttempts      = 3
 	DefaultTerminateTimeout = 60 * time.Second
 	// DefaultTerminateGiveUp is how long a terminating sandbox's Delete may keep
