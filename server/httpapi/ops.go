@@ -8,8 +8,8 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
-	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/lifecycle"
+	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
 

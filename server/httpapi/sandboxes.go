@@ -16,9 +16,9 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/textcut"
+	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/placement"
 	"github.com/different-ai/differently/server/scheduler"
-	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/store"
 )
 

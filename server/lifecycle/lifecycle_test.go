@@ -21,15 +21,21 @@ var transitions = map[string]func(sb *store.Sandbox) error{
 	"place": func(sb *store.Sandbox) error {
 		return lifecycle.Place(sb, lifecycle.Placement{Pool: "p", Claimer: "replica-1", ClaimUntil: t0.Add(time.Minute)}, t0, by)
 	},
-	"wait":    func(sb *store.Sandbox) error { return lifecycle.Wait(sb, "waiting: full", "", t0, nil, by) },
-	"run":     func(sb *store.Sandbox) error { return lifecycle.Run(sb, lifecycle.Instance{Ref: "r"}, t0, time.Second, by) },
-	"adopt":   func(sb *store.Sandbox) error { return lifecycle.Adopt(sb, lifecycle.Instance{Ref: "r"}, t0, "found", by) },
-	"requeue": func(sb *store.Sandbox) error { return lifecycle.Requeue(sb, lifecycle.Retry{Reason: "again", At: t0}, by) },
-	"fail":    func(sb *store.Sandbox) error { return lifecycle.Fail(sb, lifecycle.Failure{Reason: "broken"}, by) },
-	"stop":    func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpStop, by) },
-	"start":   func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpStart, by) },
-	"pause":   func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpPause, by) },
-	"resume":  func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpResume, by) },
+	"wait": func(sb *store.Sandbox) error { return lifecycle.Wait(sb, "waiting: full", "", t0, nil, by) },
+	"run": func(sb *store.Sandbox) error {
+		return lifecycle.Run(sb, lifecycle.Instance{Ref: "r"}, t0, time.Second, by)
+	},
+	"adopt": func(sb *store.Sandbox) error {
+		return lifecycle.Adopt(sb, lifecycle.Instance{Ref: "r"}, t0, "found", by)
+	},
+	"requeue": func(sb *store.Sandbox) error {
+		return lifecycle.Requeue(sb, lifecycle.Retry{Reason: "again", At: t0}, by)
+	},
+	"fail":   func(sb *store.Sandbox) error { return lifecycle.Fail(sb, lifecycle.Failure{Reason: "broken"}, by) },
+	"stop":   func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpStop, by) },
+	"start":  func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpStart, by) },
+	"pause":  func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpPause, by) },
+	"resume": func(sb *store.Sandbox) error { return lifecycle.Operate(sb, lifecycle.OpResume, by) },
 	"observe stopped": func(sb *store.Sandbox) error {
 		return lifecycle.Observe(sb, store.StateStopped, "stopped on the backend", by)
 	},
@@ -193,9 +199,11 @@ func TestTransitionFields(t *testing.T) {
 			},
 		},
 		{
-			name:  "a delete given up on fails the sandbox",
-			sb:    claimed(store.Sandbox{State: store.StateTerminating, Pool: "p", BackendRef: "r"}),
-			apply: func(sb *store.Sandbox) error { return lifecycle.DeleteFailed(sb, "gone for good", "internal", true, by) },
+			name: "a delete given up on fails the sandbox",
+			sb:   claimed(store.Sandbox{State: store.StateTerminating, Pool: "p", BackendRef: "r"}),
+			apply: func(sb *store.Sandbox) error {
+				return lifecycle.DeleteFailed(sb, "gone for good", "internal", true, by)
+			},
 			check: func(t *testing.T, sb store.Sandbox) {
 				if sb.State != store.StateFailed || sb.ClaimedBy != "" || sb.Pending[0].Type != store.EventFailed {
 					t.Fatalf("%+v", sb)

@@ -187,7 +187,7 @@ type Scheduler struct {
 	// actor is who this replica's scheduler is in the events it records.
 	actor lifecycle.Actor
 	m     *schedMetrics
-	batch    *store.Batcher
+	batch *store.Batcher
 	// direct owns the goroutines of the work the API hands over (direct.go).
 	direct directRuns
 
