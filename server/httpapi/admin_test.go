@@ -12,6 +12,7 @@ import (
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/httpapi"
+	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
@@ -313,11 +314,7 @@ func TestPanicsAndAdapterErrors(t *testing.T) {
 		}
 		e.do("", "GET", "/healthz", nil).want(t, http.StatusOK)
 		// A pool whose adapter is gone answers 503 for operations.
-		e.pools.mu.Lock()
-		v := e.pools.views["panicky"]
-		v.Adapter, v.LastError = nil, "credentials missing"
-		e.pools.views["panicky"] = v
-		e.pools.mu.Unlock()
+		e.pools.Update("panicky", func(v *pools.View) { v.Adapter, v.LastError = nil, "credentials missing" })
 		msg := e.do(e.admin, "POST", exec, api.ExecRequest{Command: "x"}).want(t, http.StatusServiceUnavailable, api.CodeProviderUnavailable).apiError(t).Message
 		if !strings.Contains(msg, "credentials missing") {
 			t.Fatalf("no-adapter message %q", msg)

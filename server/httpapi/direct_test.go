@@ -15,19 +15,9 @@ import (
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
-	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 )
-
-// schedPools adds what the scheduler needs of a pool manager to testPools.
-type schedPools struct{ *testPools }
-
-func (schedPools) MarkUnhealthy(string, error) {}
-
-func (schedPools) BeginCreate(string) (pools.CreateTicket, bool) { return pools.CreateTicket{}, true }
-
-func (schedPools) EndCreate(pools.CreateTicket, pools.CreateOutcome, error) {}
 
 // newEnvScheduled is newEnv with a real scheduler running behind the API, woken by
 // it and taking its direct work, until the test ends.
@@ -43,7 +33,7 @@ func newEnvScheduledWith(t *testing.T, st store.Store, change func(*httpapi.Opti
 		if change != nil {
 			change(o)
 		}
-		sched, err := scheduler.New(o.Store, schedPools{o.Pools.(*testPools)}, o.Clock, scheduler.Options{Installation: o.Installation})
+		sched, err := scheduler.New(o.Store, o.Pools.(*testPools), o.Clock, scheduler.Options{Installation: o.Installation})
 		if err != nil {
 			t.Fatal(err)
 		}

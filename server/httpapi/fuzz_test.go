@@ -36,7 +36,7 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	}
 	f.Cleanup(func() { st.Close() })
 	clk := clock.NewManual(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
-	pools := &testPools{st: st, clk: clk, adapters: map[string]adapters.ExecutionAdapter{}}
+	pools := newTestPools(st, clk)
 	if _, err := st.CreatePool(ctx, clk.Now(), store.Pool{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate}); err != nil {
 		f.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +25,7 @@ import (
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
@@ -54,29 +53,20 @@ func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 }
 
 // testPools is a small pool manager: views built from the stored pools with real
-// devhost and fake adapters, kept across refreshes so instances survive.
+// devhost and fake adapters, kept across refreshes so instances survive. The views
+// are served by the shared test double, which tests change through Update.
 type testPools struct {
+	*poolstest.Pools
 	st  store.Store
 	clk clock.Clock
 
+	// mu guards adapters, and lets one Refresh run at a time.
 	mu       sync.Mutex
 	adapters map[string]adapters.ExecutionAdapter
-	views    map[string]pools.View
 }
 
-func (p *testPools) Views() []pools.View {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := slices.Collect(maps.Values(p.views))
-	slices.SortFunc(out, func(a, b pools.View) int { return strings.Compare(a.Pool.Name, b.Pool.Name) })
-	return out
-}
-
-func (p *testPools) View(name string) (pools.View, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	v, ok := p.views[name]
-	return v, ok
+func newTestPools(st store.Store, clk clock.Clock) *testPools {
+	return &testPools{Pools: poolstest.New(), st: st, clk: clk, adapters: map[string]adapters.ExecutionAdapter{}}
 }
 
 func (p *testPools) Refresh(ctx context.Context) error {
@@ -86,7 +76,7 @@ func (p *testPools) Refresh(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	views := map[string]pools.View{}
+	var views []pools.View
 	for _, sp := range stored {
 		v := pools.View{Pool: sp, Trust: sp.Trust, LastProbeAt: p.clk.Now()}
 		a, ok := p.adapters[sp.Name]
@@ -101,7 +91,7 @@ func (p *testPools) Refresh(ctx context.Context) error {
 			}
 			if err != nil {
 				v.LastError = err.Error()
-				views[sp.Name] = v
+				views = append(views, v)
 				continue
 			}
 			p.adapters[sp.Name] = a
@@ -111,9 +101,9 @@ func (p *testPools) Refresh(ctx context.Context) error {
 		capacity, _ := a.Capacity(ctx)
 		v.Adapter, v.Info, v.Capabilities, v.Capacity = a, a.Info(), caps, capacity
 		v.Healthy = a.Health(ctx) == nil
-		views[sp.Name] = v
+		views = append(views, v)
 	}
-	p.views = views
+	p.Replace(views...)
 	return nil
 }
 
@@ -182,7 +172,7 @@ func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *en
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 	e := &env{t: t, st: st, clk: clk, waker: &countingWaker{}}
-	e.pools = &testPools{st: st, clk: clk, adapters: map[string]adapters.ExecutionAdapter{}}
+	e.pools = newTestPools(st, clk)
 	for _, p := range []store.Pool{
 		// ignoreResources: the cost and quota tests ask devhost for resources it
 		// cannot apply.

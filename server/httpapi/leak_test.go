@@ -626,11 +626,7 @@ func TestBrokenPoolErrorStaysWithAdmins(t *testing.T) {
 		tok := e.projectToken("acme", "mine")
 		sb := e.running(tok, "fake")
 		const detail = "credentials variable INTERNAL_VAULT_TOKEN is not set; api at https://10.0.0.7:8443"
-		e.pools.mu.Lock()
-		v := e.pools.views["fake"]
-		v.Adapter, v.LastError = nil, detail
-		e.pools.views["fake"] = v
-		e.pools.mu.Unlock()
+		e.pools.Update("fake", func(v *pools.View) { v.Adapter, v.LastError = nil, detail })
 		for _, c := range []struct{ method, path, body string }{
 			{"POST", "/v1/sandboxes/" + sb.ID + "/exec", `{"command":"true"}`},
 			{"POST", "/v1/sandboxes/" + sb.ID + "/exec?stream=1", `{"command":"true"}`},

@@ -13,6 +13,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
@@ -36,17 +37,6 @@ func (f *frozen) Create(_ context.Context, req adapters.CreateRequest) (adapters
 	<-f.release
 	return adapters.Instance{}, api.Errorf(api.CodeProviderUnavailable, "the replica died")
 }
-
-// onePool is the scheduler's view of one healthy pool, without a breaker.
-type onePool struct{ view pools.View }
-
-func (p onePool) Views() []pools.View { return []pools.View{p.view} }
-func (p onePool) View(name string) (pools.View, bool) {
-	return p.view, name == p.view.Pool.Name
-}
-func (onePool) MarkUnhealthy(string, error)                              {}
-func (onePool) BeginCreate(string) (pools.CreateTicket, bool)            { return pools.CreateTicket{}, true }
-func (onePool) EndCreate(pools.CreateTicket, pools.CreateOutcome, error) {}
 
 // A replica dies while its Create is in flight, after the instance was made. The
 // reconciler adopts the instance once the Create's claim has lapsed, which is the
@@ -79,13 +69,13 @@ func TestAdoptionSoonAfterTheProvisionTimeout(t *testing.T) {
 			if _, err := st.CreatePool(ctx, clk.Now(), p); err != nil {
 				t.Fatal(err)
 			}
-			dead, err := scheduler.New(st, onePool{pools.View{Pool: p, Adapter: f, Capabilities: caps, Trust: api.TrustPrivate, Healthy: true}},
+			dead, err := scheduler.New(st, poolstest.New(pools.View{Pool: p, Adapter: f, Capabilities: caps, Trust: api.TrustPrivate, Healthy: true}),
 				clk, scheduler.Options{Installation: installation, ReplicaID: "dead"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			listed := &hookedList{Adapter: backend}
-			r := reconcile.New(st, fixedPools{{Pool: p, Adapter: listed, Healthy: true}}, clk,
+			r := reconcile.New(st, poolstest.New(pools.View{Pool: p, Adapter: listed, Healthy: true}), clk,
 				reconcile.Options{Installation: installation, ReplicaID: "leader"})
 
 			if _, _, err := st.CreateSandbox(ctx, clk.Now(), store.Sandbox{ID: "sbx_1", Org: "o", Project: "p",

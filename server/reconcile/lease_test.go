@@ -14,6 +14,8 @@ import (
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/metrics"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
@@ -52,10 +54,10 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 	t.Cleanup(func() { st.Close() })
 	e := &leaseEnv{a: &hookedList{Adapter: fake.New(fake.Config{})}, st: st,
 		clk: clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)), reg: prometheus.NewRegistry()}
-	views := fixedPools{
-		{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: e.a, Healthy: true},
-		{Pool: store.Pool{Name: "q", Adapter: "fake"}, Adapter: fake.New(fake.Config{ListError: true})},
-	}
+	views := poolstest.New(
+		pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: e.a, Healthy: true},
+		pools.View{Pool: store.Pool{Name: "q", Adapter: "fake"}, Adapter: fake.New(fake.Config{ListError: true})},
+	)
 	e.r = reconcile.New(st, views, e.clk, reconcile.Options{Installation: installation, ReplicaID: "r1",
 		Interval: interval, Metrics: e.reg})
 	return e

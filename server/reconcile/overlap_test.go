@@ -13,6 +13,8 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
@@ -86,7 +88,7 @@ func newTwoReplicas(t *testing.T) *twoReplicas {
 		a:   &gatedList{Adapter: fake.New(fake.Config{}), entered: make(chan struct{}, 4)},
 		clk: clock.NewManual(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
 	}
-	views := fixedPools{{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: e.a, Healthy: true}}
+	views := poolstest.New(pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: e.a, Healthy: true})
 	for _, id := range []string{"r1", "r2"} {
 		st, err := postgres.Open(t.Context(), url)
 		if err != nil {

@@ -13,14 +13,11 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
-
-type fixedPools []pools.View
-
-func (f fixedPools) Views() []pools.View { return f }
 
 const installation = "inst_test"
 
@@ -29,7 +26,7 @@ func setup(t *testing.T, cfg fake.Config) (*reconcile.Reconciler, *fake.Adapter,
 	st, clk := newStore(t)
 	a := fake.New(cfg)
 	view := pools.View{Pool: store.Pool{Name: "p", Adapter: "fake"}, Adapter: a, Healthy: true}
-	r := reconcile.New(st, fixedPools{view}, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
+	r := reconcile.New(st, poolstest.New(view), clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
 	return r, a, st, clk
 }
 
@@ -148,7 +145,7 @@ func TestPoolWithoutAdapterIsSkipped(t *testing.T) {
 	}
 	defer st.Close()
 	view := pools.View{Pool: store.Pool{Name: "gone", Adapter: "firecracker"}, LastError: "adapter kind \"firecracker\" is not in this build"}
-	r := reconcile.New(st, fixedPools{view}, clock.Real{}, reconcile.Options{Installation: installation})
+	r := reconcile.New(st, poolstest.New(view), clock.Real{}, reconcile.Options{Installation: installation})
 	report, err := r.Reconcile(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -238,10 +235,10 @@ func TestGraceCountsFromThePoolsList(t *testing.T) {
 		}
 		clk.Advance(40 * time.Second) // b's List takes 45 s in all
 	}}
-	views := fixedPools{
-		{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: a, Healthy: true},
-		{Pool: store.Pool{Name: "b", Adapter: "fake"}, Adapter: b, Healthy: true},
-	}
+	views := poolstest.New(
+		pools.View{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: a, Healthy: true},
+		pools.View{Pool: store.Pool{Name: "b", Adapter: "fake"}, Adapter: b, Healthy: true},
+	)
 	r := reconcile.New(st, views, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"})
 	for pass := range 2 {
 		if _, err := r.Reconcile(ctx); err != nil {
@@ -290,7 +287,7 @@ func TestLostIsConfirmedByGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)
-	views := fixedPools{{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: missingFromList{Adapter: fk, hide: refs["sbx_hidden"]}, Healthy: true}}
+	views := poolstest.New(pools.View{Pool: store.Pool{Name: "a", Adapter: "fake"}, Adapter: missingFromList{Adapter: fk, hide: refs["sbx_hidden"]}, Healthy: true})
 	rep, err := reconcile.New(st, views, clk, reconcile.Options{Installation: installation, ReplicaID: "r1"}).Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)

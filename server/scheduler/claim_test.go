@@ -8,6 +8,7 @@ import (
 
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // as if killed before placing it: the pass's second call of Views (the first counts
 // start slots before the claim, the second is placement's) blocks until released.
 type stalledPools struct {
-	*testPools
+	*poolstest.Pools
 	entered, release chan struct{}
 	calls            atomic.Int32
 }
@@ -25,7 +26,7 @@ func (p *stalledPools) Views() []pools.View {
 		close(p.entered)
 		<-p.release
 	}
-	return p.testPools.Views()
+	return p.Pools.Views()
 }
 
 // TestCrashedClaimLapsesAfterClaimLease: a replica that dies between claiming queued
@@ -36,7 +37,7 @@ func (p *stalledPools) Views() []pools.View {
 func TestCrashedClaimLapsesAfterClaimLease(t *testing.T) {
 	fk := fake.New(fake.Config{})
 	e := newEnv(t, Options{ReplicaID: "replica-alive", ProvisionTimeout: 2 * time.Minute}, view("fake", fk))
-	stalled := &stalledPools{testPools: e.pools, entered: make(chan struct{}), release: make(chan struct{})}
+	stalled := &stalledPools{Pools: e.pools, entered: make(chan struct{}), release: make(chan struct{})}
 	dead, err := New(e.st, stalled, e.clk, Options{Installation: installation, ReplicaID: "replica-dead", ProvisionTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/lifecycle"
+	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -165,10 +166,10 @@ func TestReserveDeclines(t *testing.T) {
 		}},
 		{name: "unknown pool", ranked: []string{"gone"}},
 		{name: "pool unhealthy", ranked: []string{"fake"}, setup: func(e *env) {
-			e.pools.views[0].Healthy = false
+			e.pools.Update("fake", func(v *pools.View) { v.Healthy = false })
 		}},
 		{name: "pool with maxConcurrency", ranked: []string{"fake"}, setup: func(e *env) {
-			e.pools.views[0].Pool.MaxConcurrency = 10
+			e.pools.Update("fake", func(v *pools.View) { v.Pool.MaxConcurrency = 10 })
 		}},
 	}
 	for _, tt := range tests {

@@ -3,8 +3,6 @@ package scheduler
 import (
 	"context"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
@@ -21,76 +20,6 @@ import (
 const installation = "inst_test"
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-
-// testPools serves fixed views, with capacity read live from the adapter so that
-// placement sees instances made by earlier passes, and records MarkUnhealthy.
-type testPools struct {
-	mu       sync.Mutex
-	views    []pools.View
-	marked   []string
-	outcomes []pools.CreateOutcome
-}
-
-func (p *testPools) Views() []pools.View {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := slices.Clone(p.views)
-	for i, v := range out {
-		if v.Adapter != nil {
-			out[i].Capacity, _ = v.Adapter.Capacity(context.Background())
-		}
-	}
-	return out
-}
-
-func (p *testPools) View(name string) (pools.View, bool) {
-	for _, v := range p.Views() {
-		if v.Pool.Name == name {
-			return v, true
-		}
-	}
-	return pools.View{}, false
-}
-
-// set replaces the view of v's pool.
-func (p *testPools) set(v pools.View) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range p.views {
-		if p.views[i].Pool.Name == v.Pool.Name {
-			p.views[i] = v
-		}
-	}
-}
-
-func (p *testPools) MarkUnhealthy(name string, _ error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.marked = append(p.marked, name)
-}
-
-// BeginCreate lets every Create through: these tests' pools have no breaker.
-func (p *testPools) BeginCreate(string) (pools.CreateTicket, bool) { return pools.CreateTicket{}, true }
-
-// EndCreate records the outcomes reported.
-func (p *testPools) EndCreate(_ pools.CreateTicket, o pools.CreateOutcome, _ error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.outcomes = append(p.outcomes, o)
-}
-
-// reported is the outcomes EndCreate was given, in order.
-func (p *testPools) reported() []pools.CreateOutcome {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.outcomes)
-}
-
-func (p *testPools) markedPools() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.marked)
-}
 
 // view is what a pool manager would build for a healthy pool served by a.
 func view(name string, a adapters.ExecutionAdapter) pools.View {
@@ -110,7 +39,7 @@ func view(name string, a adapters.ExecutionAdapter) pools.View {
 type env struct {
 	st    store.Store
 	clk   *clock.Manual
-	pools *testPools
+	pools *poolstest.Pools
 	s     *Scheduler
 }
 
@@ -127,7 +56,9 @@ func newEnv(t *testing.T, opts Options, views ...pools.View) *env {
 			t.Fatal(err)
 		}
 	}
-	e := &env{st: st, clk: clock.NewManual(t0), pools: &testPools{views: views}}
+	// Capacity is read live, so that placement sees the instances earlier passes made.
+	e := &env{st: st, clk: clock.NewManual(t0), pools: poolstest.New(views...)}
+	e.pools.LiveCapacity = true
 	opts.Installation = installation
 	if opts.ReplicaID == "" {
 		opts.ReplicaID = "replica-1"

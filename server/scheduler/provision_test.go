@@ -107,7 +107,7 @@ func TestProvisionErrorTable(t *testing.T) {
 			if got.ClaimedBy != "" || got.ClaimExpiresAt != nil {
 				t.Errorf("claim not released: %q %v", got.ClaimedBy, got.ClaimExpiresAt)
 			}
-			if marked := e.pools.markedPools(); tt.markUnheal != slices.Equal(marked, []string{"fake"}) {
+			if marked := e.pools.Marked(); tt.markUnheal != slices.Equal(marked, []string{"fake"}) {
 				t.Errorf("marked unhealthy = %v, want marked %v", marked, tt.markUnheal)
 			}
 			// The breaker hears of an outage only, as the pool's health does.
@@ -115,7 +115,7 @@ func TestProvisionErrorTable(t *testing.T) {
 			if tt.markUnheal {
 				want = pools.CreateOutage
 			}
-			if got := e.pools.reported(); !slices.Equal(got, []pools.CreateOutcome{want}) {
+			if got := e.pools.Outcomes(); !slices.Equal(got, []pools.CreateOutcome{want}) {
 				t.Errorf("breaker outcomes = %v, want [%v]", got, want)
 			}
 			if !tt.thenRunning {
@@ -168,7 +168,7 @@ func TestProvisionGivesUpAfterMaxAttempts(t *testing.T) {
 		!strings.HasPrefix(got.Reason, "pool fake: fake: injected create failure") {
 		t.Errorf("attempts %d, reason %q", got.Attempts, got.Reason)
 	}
-	if m := e.pools.markedPools(); len(m) != 0 {
+	if m := e.pools.Marked(); len(m) != 0 {
 		t.Errorf("sandbox_failed marked pools unhealthy: %v", m)
 	}
 	if fk.Instances() != 0 {
@@ -193,8 +193,8 @@ func TestProvisionLostResponseMakesOneInstance(t *testing.T) {
 	e.provision(t)
 	got := e.get(t, sb.ID)
 	wantState(t, got, store.StateQueued)
-	if got.Attempts != 1 || fk.Instances() != 1 || !slices.Equal(e.pools.markedPools(), []string{"fake"}) {
-		t.Fatalf("after lost response: attempts %d, instances %d, marked %v", got.Attempts, fk.Instances(), e.pools.markedPools())
+	if got.Attempts != 1 || fk.Instances() != 1 || !slices.Equal(e.pools.Marked(), []string{"fake"}) {
+		t.Fatalf("after lost response: attempts %d, instances %d, marked %v", got.Attempts, fk.Instances(), e.pools.Marked())
 	}
 	e.clk.Advance(Backoff(1))
 	e.provision(t)

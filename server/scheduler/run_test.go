@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -83,7 +84,7 @@ func TestRunProvisionsAndTerminatesOnNotify(t *testing.T) {
 }
 
 func TestNewNeedsInstallation(t *testing.T) {
-	if _, err := New(nil, &testPools{}, nil, Options{}); err == nil {
+	if _, err := New(nil, poolstest.New(), nil, Options{}); err == nil {
 		t.Fatal("New accepted options without an installation")
 	}
 }

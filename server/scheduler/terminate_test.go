@@ -245,7 +245,7 @@ func TestTerminatePoolWithBrokenAdapterRetries(t *testing.T) {
 	if strings.Contains(got.Reason, "P_KEY") || !strings.Contains(got.Reason, "adapter could not be built") {
 		t.Errorf("reason %q", got.Reason)
 	}
-	e.pools.set(v) // the variable is set again
+	e.pools.Set(v) // the variable is set again
 	e.clk.Advance(time.Minute)
 	if r := e.terminate(t); r.Terminated != 1 {
 		t.Fatalf("after the pool builds again: %+v", r)
