@@ -96,25 +96,87 @@ func (d *Daemon) Database() string { return safeurl.Describe(d.dbURL) }
 
 // New opens the store, registers the pools and builds every part, listening but not
 // yet serving. Close releases what New took if Run is never called.
+//
+// The steps run in this order: the listen address and the certificate are checked
+// before anything is written, so that a typo or a port in use leaves no data folder,
+// database or admin token behind; the pools are registered before the manager loads
+// them; the scheduler exists before the change feed that wakes it and the API that
+// hands it work.
 func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
+	opts = opts.withDefaults()
+	// d stays set when New fails (the results are nil then), so that the deferred
+	// Close releases what was opened so far.
+	d := &Daemon{opts: opts, cfg: effectiveConfig(opts)}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+
+	if opts.Dev && opts.DataDir == "" {
+		return nil, errors.New("development mode needs a data directory")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
+	if err := d.bind(); err != nil {
+		return nil, err
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	installation, err := d.openStore(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Stdout == nil {
-		opts.Stdout = io.Discard
+	if err := d.registerPools(ctx); err != nil {
+		return nil, err
 	}
-	if opts.ReplicaID == "" {
-		opts.ReplicaID = ids.New("replica")
+	if opts.Dev {
+		if err := d.ensureDevAdminToken(ctx); err != nil {
+			return nil, err
+		}
 	}
-	if opts.ShutdownGrace <= 0 {
-		opts.ShutdownGrace = 30 * time.Second
+
+	metrics := newMetricsRegistry()
+	reg := d.adapterRegistry()
+	// One list for the API's checks and the pool manager's builds, so a pool the list
+	// refuses can neither be written nor, stored before, be given its credential.
+	allowed := d.cfg.CredentialsAllowlist()
+	if err := d.startPools(ctx, reg, allowed, metrics); err != nil {
+		return nil, err
 	}
+	// One group commit for the replica's sandbox writes, the scheduler's and the API's.
+	writes := store.NewBatcher(d.st, opts.Clock.Now)
+	if err := d.buildLoops(installation, writes, metrics); err != nil {
+		return nil, err
+	}
+	if err := d.buildAPI(installation, writes, reg, allowed, metrics); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// withDefaults fills in what the caller left out.
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.ReplicaID == "" {
+		o.ReplicaID = ids.New("replica")
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 30 * time.Second
+	}
+	return o
+}
+
+// effectiveConfig is the config file's settings, or the defaults without one, with
+// the environment's database URL applied where it may be.
+func effectiveConfig(opts Options) *config.Config {
 	cfg := opts.Config
 	if cfg == nil {
 		cfg = config.Default()
@@ -131,110 +193,115 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	} else {
 		cfg.ApplyEnv(opts.Getenv)
 	}
-	// d stays set when New fails (the results are nil then), so that the deferred
-	// Close releases what was opened so far.
-	d := &Daemon{opts: opts, cfg: cfg}
-	defer func() {
-		if err != nil {
-			d.Close()
-		}
-	}()
+	return cfg
+}
 
-	if opts.Dev && opts.DataDir == "" {
-		return nil, errors.New("development mode needs a data directory")
+// bind checks the listen address and binds it, and checks that the certificate, if
+// any, loads.
+func (d *Daemon) bind() error {
+	listenAddr := d.cfg.Listen
+	if d.opts.Listen != "" {
+		listenAddr = d.opts.Listen
 	}
-	// The address is checked and bound before anything is written, so that a typo or
-	// a port in use leaves no data folder, database or admin token behind.
-	listenAddr := cfg.Listen
-	if opts.Listen != "" {
-		listenAddr = opts.Listen
-	}
-	if listenAddr, err = ListenAddress(listenAddr); err != nil {
-		return nil, err
+	listenAddr, err := ListenAddress(listenAddr)
+	if err != nil {
+		return err
 	}
 	if d.ln, err = listen(listenAddr); err != nil {
-		return nil, err
+		return err
 	}
-	// So is the certificate, loaded here once only to be checked: the server's own
-	// load, below, is where it is kept.
-	if cfg.TLS.Enabled() {
-		if _, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, opts.Logger); err != nil {
-			return nil, err
+	// The certificate is loaded here once only to be checked: buildAPI's load is
+	// where it is kept.
+	if d.cfg.TLS.Enabled() {
+		if _, err := loadCertificates(d.cfg.TLS.CertFile, d.cfg.TLS.KeyFile, d.opts.Logger); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	dbURL := cfg.Database.URL
-	if opts.Dev {
-		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
+// openStore opens the database (in development mode, by default a SQLite file in the
+// data directory, which it creates) and returns the installation's ID.
+func (d *Daemon) openStore(ctx context.Context) (installation string, err error) {
+	dbURL := d.cfg.Database.URL
+	if d.opts.Dev {
+		if err := os.MkdirAll(d.opts.DataDir, 0o700); err != nil {
+			return "", fmt.Errorf("data directory: %w", err)
 		}
 		if dbURL == "" {
-			dbURL = "sqlite://" + filepath.Join(opts.DataDir, "differently.db")
+			dbURL = "sqlite://" + filepath.Join(d.opts.DataDir, "differently.db")
 		}
 	}
 	if dbURL == "" {
-		return nil, errors.New("no database: set database.url in the config or DIFFERENTLY_DATABASE_URL")
+		return "", errors.New("no database: set database.url in the config or DIFFERENTLY_DATABASE_URL")
 	}
 	d.dbURL = dbURL
 	// One daemon per SQLite file; PostgreSQL takes several replicas.
 	if driver, path, perr := open.Parse(dbURL); perr == nil && driver == open.SQLite {
 		if d.lock, err = lockDatabase(path); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if d.st, err = open.Open(ctx, dbURL); err != nil {
-		return nil, fmt.Errorf("database: %w", err)
+		return "", fmt.Errorf("database: %w", err)
 	}
-	installation, err := d.st.InstallationID(ctx)
+	installation, err = d.st.InstallationID(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("installation id: %w", err)
+		return "", fmt.Errorf("installation id: %w", err)
 	}
-	if err := d.registerPools(ctx); err != nil {
-		return nil, err
-	}
-	if opts.Dev {
-		if err := d.ensureDevAdminToken(ctx); err != nil {
-			return nil, err
-		}
-	}
+	return installation, nil
+}
 
-	log := opts.Logger
-	// One registry for every part's metrics; /metrics serves it.
+// newMetricsRegistry is the one registry for every part's metrics; /metrics serves
+// it. It starts with the process's own figures (memory, GC, goroutines, file
+// descriptors, the build), which an operator reads beside the daemon's.
+func newMetricsRegistry() *prometheus.Registry {
 	metrics := prometheus.NewRegistry()
-	// The process's own figures (memory, GC, goroutines, file descriptors, the
-	// build), which an operator reads beside the daemon's.
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector())
-	reg := pools.DefaultRegistry(opts.Dev)
-	reg.SetEndpointPolicy(cfg.EndpointPolicy(opts.Dev))
-	if opts.Adapters != nil {
-		opts.Adapters(reg)
+	return metrics
+}
+
+// adapterRegistry is this build's adapter kinds, held to the config's endpoint
+// policy, with the caller's own kinds (Options.Adapters) added.
+func (d *Daemon) adapterRegistry() *pools.Registry {
+	reg := pools.DefaultRegistry(d.opts.Dev)
+	reg.SetEndpointPolicy(d.cfg.EndpointPolicy(d.opts.Dev))
+	if d.opts.Adapters != nil {
+		d.opts.Adapters(reg)
 	}
-	// One list for the API's checks and the pool manager's builds, so a pool the list
-	// refuses can neither be written nor, stored before, be given its credential.
-	allowed := cfg.CredentialsAllowlist()
+	return reg
+}
+
+// startPools builds the pool manager, loads the stored pools and probes them once.
+func (d *Daemon) startPools(ctx context.Context, reg *pools.Registry, allowed api.EnvAllowlist, metrics prometheus.Registerer) error {
 	// A half-open pool's trial Create holds its place as long as the scheduler lets
 	// a Create run: the provision timeout plus its claim's 10 s margin.
 	var breaker pools.BreakerOptions
-	if n := cfg.Scheduler.ProvisionTimeoutSeconds; n > 0 {
+	if n := d.cfg.Scheduler.ProvisionTimeoutSeconds; n > 0 {
 		breaker.TrialLease = seconds(n) + 10*time.Second
 	}
-	d.pools = pools.NewManager(d.st, reg, opts.Clock, pools.Options{Getenv: opts.Getenv,
-		AllowedCredentialsEnv: allowed, Logger: log, Metrics: metrics, Breaker: breaker})
+	d.pools = pools.NewManager(d.st, reg, d.opts.Clock, pools.Options{Getenv: d.opts.Getenv,
+		AllowedCredentialsEnv: allowed, Logger: d.opts.Logger, Metrics: metrics, Breaker: breaker})
 	if err := d.pools.Load(ctx); err != nil {
-		return nil, fmt.Errorf("pools: %w", err)
+		return fmt.Errorf("pools: %w", err)
 	}
 	// Probe once before serving, so the first requests see real health.
 	if err := d.pools.Refresh(ctx); err != nil {
-		log.Warn("first pool probe", "err", err)
+		d.opts.Logger.Warn("first pool probe", "err", err)
 	}
-	sc := cfg.Scheduler
-	// One group commit for the replica's sandbox writes, the scheduler's and the API's.
-	writes := store.NewBatcher(d.st, opts.Clock.Now)
-	d.sched, err = scheduler.New(d.st, d.pools, opts.Clock, scheduler.Options{
+	return nil
+}
+
+// buildLoops builds the scheduler and the reconciler, and the change feed that wakes
+// the scheduler.
+func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics prometheus.Registerer) error {
+	sc, log := d.cfg.Scheduler, d.opts.Logger
+	var err error
+	d.sched, err = scheduler.New(d.st, d.pools, d.opts.Clock, scheduler.Options{
 		Writes:           writes,
 		Installation:     installation,
-		ReplicaID:        opts.ReplicaID,
+		ReplicaID:        d.opts.ReplicaID,
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
 		MaxAttempts:      sc.MaxAttempts,
 		TerminateTimeout: seconds(sc.TerminateTimeoutSeconds),
@@ -242,14 +309,14 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		DefaultMaxStarting: sc.DefaultMaxStarting,
 		Logger:             log,
 		Metrics:            metrics,
-		OnPass:             opts.OnSchedulerPass,
+		OnPass:             d.opts.OnSchedulerPass,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d.reconciler = reconcile.New(d.st, d.pools, opts.Clock, reconcile.Options{
+	d.reconciler = reconcile.New(d.st, d.pools, d.opts.Clock, reconcile.Options{
 		Installation:     installation,
-		ReplicaID:        opts.ReplicaID,
+		ReplicaID:        d.opts.ReplicaID,
 		Interval:         seconds(sc.ReconcileIntervalSeconds),
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
 		Logger:           log,
@@ -269,6 +336,14 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			d.sched.Notify()
 		}
 	})
+	return nil
+}
+
+// buildAPI builds the HTTP API and the server that will serve it on the bound
+// listener.
+func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools.Registry,
+	allowed api.EnvAllowlist, metrics *prometheus.Registry) error {
+	cfg, log := d.cfg, d.opts.Logger
 	handler, err := httpapi.New(httpapi.Options{
 		Store:                 d.st,
 		Pools:                 d.pools,
@@ -277,23 +352,23 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		Writes:                writes,
 		Changes:               d.changes,
 		Reconciler:            d.reconciler,
-		Clock:                 opts.Clock,
+		Clock:                 d.opts.Clock,
 		Installation:          installation,
 		AdapterKinds:          reg.Kinds,
 		DevOnlyKinds:          reg.DevOnlyKinds(),
 		CheckPoolConfig:       reg.CheckConfig,
 		AllowedCredentialsEnv: allowed,
-		Dev:                   opts.Dev,
-		MaxQueued:             sc.MaxQueued,
+		Dev:                   d.opts.Dev,
+		MaxQueued:             cfg.Scheduler.MaxQueued,
 		MaxTransfers:          cfg.Files.MaxTransfers,
 		MaxProjectTransfers:   cfg.Files.MaxProjectTransfers,
 		LargeTransferBytes:    cfg.Files.LargeTransferBytes,
-		AccessLog:             opts.AccessLog,
+		AccessLog:             d.opts.AccessLog,
 		Logger:                log,
 		Metrics:               metrics,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Connections are bounded before any request is authenticated (httpapi.ConnOptions).
 	conns := httpapi.ConnOptions{MaxConnections: cfg.MaxConnections}
@@ -301,14 +376,14 @@ func New(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if cfg.TLS.Enabled() {
 		certs, err := loadCertificates(cfg.TLS.CertFile, cfg.TLS.KeyFile, log)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
 	}
 	d.ln = httpapi.LimitListener(d.ln, conns)
 	// Long waits answer at once on shutdown instead of holding it up.
 	d.srv.RegisterOnShutdown(d.changes.Close)
-	return d, nil
+	return nil
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
