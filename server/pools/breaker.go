@@ -3,6 +3,8 @@ package pools
 import (
 	"slices"
 	"time"
+
+	"github.com/different-ai/differently/server/defaults"
 )
 
 // BreakerState is where a pool's circuit breaker stands.
@@ -25,10 +27,10 @@ const (
 	DefaultBreakerCoolDown    = 30 * time.Second
 	DefaultBreakerMaxCoolDown = 5 * time.Minute
 	DefaultBreakerTrials      = 1
-	// DefaultBreakerTrialLease is the scheduler's default provision timeout (120 s)
-	// plus the margin its provisioning claim adds (10 s): by then a trial Create has
-	// either reported or been cut off by the scheduler.
-	DefaultBreakerTrialLease = 130 * time.Second
+	// DefaultBreakerTrialLease is the default provision timeout plus the margin the
+	// scheduler's provisioning claim adds (10 s): by then a trial Create has either
+	// reported or been cut off by the scheduler.
+	DefaultBreakerTrialLease = defaults.ProvisionTimeout + 10*time.Second
 )
 
 // BreakerOptions tune every pool's circuit breaker; zero values take the defaults.
