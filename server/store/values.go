@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,6 +143,10 @@ func NormalizeSandbox(now time.Time, sb Sandbox) (Sandbox, error) {
 	}
 	sb.Version = 1
 	sb.Reason = storableText(sb.Reason)
+	// Without spare capacity, an admit callback that records an event on one copy
+	// of sb (a driver may admit more than once) cannot write into the array that
+	// the other copies share.
+	sb.Pending = slices.Clip(sb.Pending)
 	return NormalizeSandboxTimes(sb), nil
 }
 

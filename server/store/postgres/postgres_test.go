@@ -33,7 +33,36 @@ func TestStore(t *testing.T) {
 		Reopen: func(t *testing.T, s store.Store) store.Store {
 			return open(t, s.(*postgres.Store).URL())
 		},
+		Settle: func(t *testing.T, s store.Store) { settle(t, s.(*postgres.Store).URL()) },
 	})
+}
+
+// settle waits until every transaction of the server that took its ID before the
+// call has ended, after which ListEvents shows every event committed before it
+// (see server/store/postgres/events.go). It takes an ID of its own, committed at
+// once, and asks for the oldest running transaction until it is past that ID: each
+// ask is a round trip, so this is no tight spin, and the test's deadline bounds it.
+func settle(t *testing.T, url string) {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var mine string
+	if err := conn.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&mine); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var past bool
+		if err := conn.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::text::xid8`, mine).Scan(&past); err != nil {
+			t.Fatal(err)
+		}
+		if past {
+			return
+		}
+	}
 }
 
 // Replicas starting together on a new database apply each migration once.

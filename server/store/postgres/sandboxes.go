@@ -161,16 +161,17 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	if err == nil && admit != nil {
 		err = admit(a, &sb)
 	}
+	var q string
 	var args []any
 	if err == nil {
-		args, err = sandboxArgs(sb)
+		q, args, err = insertArgs(sb, insertSandboxSQL, insertSandboxEventsSQL)
 	}
 	if err != nil {
 		tx.Rollback()
 		return store.Sandbox{}, false, err
 	}
 	var writes pgx.Batch
-	writes.Queue(insertSandboxSQL, args...)
+	writes.Queue(q, args...)
 	var out store.Sandbox
 	conflict := false
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
@@ -210,11 +211,11 @@ func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit 
 			return store.Sandbox{}, false, nil
 		}
 	}
-	args, err := sandboxArgs(sb)
+	q, args, err := insertArgs(sb, insertClearSQL, insertClearEventsSQL)
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	out, err := scanSandbox(s.pool.QueryRow(ctx, insertClearSQL, args...))
+	out, err := scanSandbox(s.pool.QueryRow(ctx, q, args...))
 	switch {
 	case isNoRows(err):
 		return store.Sandbox{}, false, nil
@@ -247,11 +248,11 @@ const insertSandboxSQL = `INSERT INTO sandboxes (` + sandboxColumns + `) VALUES 
 // insertSandbox inserts a normalised sandbox, or returns the one holding its
 // idempotency key (created=false).
 func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sandbox, bool, error) {
-	args, err := sandboxArgs(sb)
+	q, args, err := insertArgs(sb, insertSandboxSQL, insertSandboxEventsSQL)
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	row := tx.QueryRow(ctx, insertSandboxSQL, args...)
+	row := tx.QueryRow(ctx, q, args...)
 	out, err := scanSandbox(row)
 	if err == nil || sb.IdempotencyKey == "" {
 		return out, true, translate(err, "sandbox", sb.ID)
@@ -513,12 +514,18 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	found := make([]bool, len(ids))
 	var cols updateColumns
+	var events eventArrays
 	for _, cur := range rows {
 		i := index[cur.ID]
 		found[i], before[i] = true, cur
 		next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
 		if err == nil {
-			err = cols.add(next)
+			n := events.len()
+			if err = events.add(store.PendingEvents(next, now)); err == nil {
+				if err = cols.add(next); err != nil {
+					events.truncate(n)
+				}
+			}
 		}
 		if err != nil {
 			errs[i] = err
@@ -533,8 +540,13 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		tx.Rollback()
 		return out, errs, nil
 	}
+	// The events of the rows written travel in the same round trip as the rows,
+	// one statement for all of them; a batch without events sends no statement.
 	var writes pgx.Batch
 	writes.Queue(updateSandboxesSQL, cols.args()...)
+	if events.len() > 0 {
+		writes.Queue(insertEventsSQL, events.args()...)
+	}
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
 		got, err := collectSandboxes(br.Query())
 		if err != nil {
@@ -545,6 +557,11 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		}
 		if len(got) != len(cols.id) {
 			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), len(got)))
+		}
+		if events.len() > 0 {
+			if _, err := br.Exec(); err != nil {
+				return wrap(err)
+			}
 		}
 		return nil
 	})

@@ -125,7 +125,10 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 		created = true
 		out, err = scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`)
 			VALUES (`+placeholders(len(args))+`) RETURNING `+sandboxColumns, args...))
-		return translate(err, "sandbox", sb.ID)
+		if err != nil {
+			return translate(err, "sandbox", sb.ID)
+		}
+		return appendEvents(ctx, tx, store.PendingEvents(ins, ins.CreatedAt))
 	})
 	if err != nil {
 		return store.Sandbox{}, false, err
@@ -311,7 +314,10 @@ func updateSandbox(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn
 		next_attempt_at = ?, claimed_by = ?, claim_expires_at = ?, idempotency_key = ?,
 		updated_at = ?, state_changed_at = ?, version = ?, avoid_pool = ?, avoid_until = ?
 		WHERE id = ? RETURNING `+sandboxColumns, set...))
-	return cur, out, nil, translate(err, "sandbox", id)
+	if err != nil {
+		return cur, out, nil, translate(err, "sandbox", id)
+	}
+	return cur, out, nil, appendEvents(ctx, tx, store.PendingEvents(next, now))
 }
 
 // ClaimSandboxes implements store.Store as one UPDATE in a write transaction; writers are

@@ -26,6 +26,11 @@ type Driver struct {
 	// Reopen opens another store on the database behind s (a restart, or a second
 	// replica), closed by t.Cleanup.
 	Reopen func(t *testing.T, s store.Store) store.Store
+	// Settle, when set, waits until ListEvents can show every event appended to s
+	// so far. A driver that shows an event only once every transaction older than
+	// its own has ended (PostgreSQL) needs it: a test's own writes have committed,
+	// but another test's transaction may still be open.
+	Settle func(t *testing.T, s store.Store)
 }
 
 // Run runs the whole suite as parallel subtests, each on its own store.
@@ -53,6 +58,11 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxUpdateBatch", testSandboxUpdateBatch},
 		{"SandboxUpdateBatchConcurrent", testSandboxUpdateBatchConcurrent},
 		{"Watch", testWatch},
+		{"EventsAppended", testEventsAppended},
+		{"EventsNotAppended", testEventsNotAppended},
+		{"EventsList", testEventsList},
+		{"EventsFollowEmpty", testEventsFollowEmpty},
+		{"EventsPrune", testEventsPrune},
 		{"SandboxListFilters", testSandboxListFilters},
 		{"SandboxListPaging", testSandboxListPaging},
 		{"SandboxClaim", testSandboxClaim},
