@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/pgtest"
@@ -283,5 +284,131 @@ func TestSchemaVersion(t *testing.T) {
 	nowhere.RawQuery = q.Encode()
 	if _, _, err := postgres.SchemaVersion(ctx, nowhere.String()); err == nil {
 		t.Fatal("a search_path with no schema was reported as fine")
+	}
+}
+
+// rawEvent inserts an event of sandbox id as the store does, on conn (inside its
+// transaction, if one is open).
+func rawEvent(t *testing.T, conn interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, id string, typ store.EventType) {
+	t.Helper()
+	if _, err := conn.Exec(t.Context(), `INSERT INTO sandbox_events (sandbox_id, org, project, at, type,
+		from_state, to_state, actor, pool, attempt, code, message, duration_ms, candidates)
+		VALUES ($1, 'o', 'p', now(), $2, 'queued', 'queued', 'test', '', 0, '', '', 0, '')`, id, string(typ)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendEvent(t *testing.T, s store.Store, id string, typ store.EventType) {
+	t.Helper()
+	if _, err := s.UpdateSandbox(t.Context(), id, time.Now(), func(sb *store.Sandbox) error {
+		sb.Pending = append(sb.Pending, store.Event{Type: typ, From: sb.State, To: sb.State, Actor: "test"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func types(es []store.Event) []store.EventType {
+	out := []store.EventType{}
+	for _, e := range es {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// A follower misses no event when transactions commit in another order than they
+// took their IDs: an event whose transaction took the earlier ID and commits last
+// is not passed by a cursor handed out while it was open. Meanwhile a listing of
+// one sandbox, ordered by seq under the sandbox's row lock, shows the other at once.
+func TestEventsFollowOutOfOrderCommits(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, pgtest.SchemaURL(t))
+	early, late := ids.New("sbx"), ids.New("sbx")
+	for _, id := range []string{early, late} {
+		if _, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: id, Org: "o", Project: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, cursor, err := s.ListEvents(ctx, store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	rawEvent(t, tx, early, store.EventWaiting) // takes its transaction's ID first
+	appendEvent(t, s, late, store.EventFailed) // a later ID, committed first
+
+	got, cursor, err := s.ListEvents(ctx, store.EventFilter{After: cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("listed %v while an older transaction with an event was open", types(got))
+	}
+	bySandbox, _, err := s.ListEvents(ctx, store.EventFilter{SandboxID: late})
+	if err != nil || len(bySandbox) != 1 {
+		t.Fatalf("the sandbox's own listing: %v, %v", types(bySandbox), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, s.URL())
+	got, _, err = s.ListEvents(ctx, store.EventFilter{After: cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.EventType{store.EventWaiting, store.EventFailed}; !slices.Equal(types(got), want) {
+		t.Fatalf("after the older transaction committed: %v, want %v", types(got), want)
+	}
+}
+
+// The events of one sandbox come in seq order in a listing of every event, even
+// when a write that took its transaction ID before another's (by locking another
+// row first, as a batch does) waited for the other's row lock and appended after it.
+func TestEventsOfASandboxInOrder(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, pgtest.SchemaURL(t))
+	id := ids.New("sbx")
+	if _, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: id, Org: "o", Project: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil { // the earlier ID
+		t.Fatal(err)
+	}
+	appendEvent(t, s, id, store.EventPlaced)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM sandboxes WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	rawEvent(t, tx, id, store.EventRunning)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, s.URL())
+	got, _, err := s.ListEvents(ctx, store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.EventType{store.EventPlaced, store.EventRunning}; !slices.Equal(types(got), want) || got[0].Seq > got[1].Seq {
+		t.Fatalf("listed %v (seqs %d, %d), want %v in seq order", types(got), got[0].Seq, got[1].Seq, want)
 	}
 }
