@@ -14,9 +14,11 @@ import (
 const pruneChunk = 1000
 
 // PruneEvents implements store.Store. Every statement deletes at most
-// store.EventPruneBatch rows in its own transaction. When there is nothing to prune
-// it reads an index entry or two per rule, not the table: see pruneTerminal and
-// prunePerSandbox.
+// store.EventPruneBatch rows in its own transaction, picked by ctid (the table has
+// no index on seq): rows are never updated, and none that the statement's own
+// snapshot can see may be reclaimed and its ctid reused before it ends. When there
+// is nothing to prune it reads an index entry or two per rule, not the table: see
+// pruneTerminal and prunePerSandbox.
 func (s *Store) PruneEvents(ctx context.Context, now time.Time, r store.EventRetention) (int, error) {
 	if err := store.CheckRetention(r); err != nil {
 		return 0, err
@@ -57,9 +59,9 @@ func (s *Store) pruneTerminal(ctx context.Context, cutoff time.Time) (int, error
 		if err != nil {
 			return total, wrap(err)
 		}
-		n, err := s.deleteBatches(ctx, `DELETE FROM sandbox_events WHERE seq IN (
-			SELECT seq FROM sandbox_events WHERE sandbox_id = ANY($1)
-			ORDER BY to_state IN ('terminated', 'failed'), seq LIMIT $2)`, ids)
+		n, err := s.deleteBatches(ctx, `DELETE FROM sandbox_events WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM sandbox_events WHERE sandbox_id = ANY($1)
+			ORDER BY to_state IN ('terminated', 'failed'), seq LIMIT $2))`, ids)
 		total += n
 		if err != nil || len(ids) < pruneChunk {
 			return total, err
@@ -101,11 +103,11 @@ func (s *Store) prunePerSandbox(ctx context.Context, keep int) (int, error) {
 	for len(over) > 0 {
 		chunk := over[:min(len(over), pruneChunk)]
 		over = over[len(chunk):]
-		n, err := s.deleteBatches(ctx, `DELETE FROM sandbox_events WHERE seq IN (
-			SELECT d.seq FROM unnest($1::text[]) AS c(id)
-			CROSS JOIN LATERAL (SELECT seq FROM sandbox_events WHERE sandbox_id = c.id
+		n, err := s.deleteBatches(ctx, `DELETE FROM sandbox_events WHERE ctid = ANY(ARRAY(
+			SELECT d.ctid FROM unnest($1::text[]) AS c(id)
+			CROSS JOIN LATERAL (SELECT ctid FROM sandbox_events WHERE sandbox_id = c.id
 				ORDER BY seq DESC OFFSET $3) d
-			LIMIT $2)`, chunk, keep)
+			LIMIT $2))`, chunk, keep)
 		total += n
 		if err != nil {
 			return total, err

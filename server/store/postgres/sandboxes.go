@@ -540,12 +540,14 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		tx.Rollback()
 		return out, errs, nil
 	}
-	// The events of the rows written travel in the same round trip as the rows,
-	// one statement for all of them; a batch without events sends no statement.
+	// The events of the rows written are appended by the statement that writes
+	// the rows, whose snapshot is taken after their locks were granted (see
+	// migration 010 on why that matters).
 	var writes pgx.Batch
-	writes.Queue(updateSandboxesSQL, cols.args()...)
 	if events.len() > 0 {
-		writes.Queue(insertEventsSQL, events.args()...)
+		writes.Queue(updateSandboxesEventsSQL, append(cols.args(), events.args()...)...)
+	} else {
+		writes.Queue(updateSandboxesSQL, cols.args()...)
 	}
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
 		got, err := collectSandboxes(br.Query())
@@ -557,11 +559,6 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		}
 		if len(got) != len(cols.id) {
 			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), len(got)))
-		}
-		if events.len() > 0 {
-			if _, err := br.Exec(); err != nil {
-				return wrap(err)
-			}
 		}
 		return nil
 	})

@@ -13,8 +13,10 @@
 -- that rule, and the raise makes a write that waited for another's row lock sort
 -- after it even when it took its own ID first (it locked another row before), so
 -- the events of one sandbox come in seq order in every listing.
+-- seq has no index of its own: every read goes through one of the two below, and
+-- each index costs every append (PruneEvents deletes by ctid).
 CREATE TABLE sandbox_events (
-    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    seq         bigint GENERATED ALWAYS AS IDENTITY,
     txid        xid8 NOT NULL DEFAULT greatest(pg_current_xact_id(), pg_snapshot_xmax(pg_current_snapshot())),
     sandbox_id  text NOT NULL,
     org         text NOT NULL,
