@@ -344,7 +344,7 @@ func TestEventsFollowOutOfOrderCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback(context.Background())    //nolint:errcheck // a no-op after Commit
 	rawEvent(t, tx, early, store.EventWaiting) // takes its transaction's ID first
 	appendEvent(t, s, late, store.EventFailed) // a later ID, committed first
 
@@ -391,7 +391,7 @@ func TestEventsOfASandboxInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback(context.Background())                                //nolint:errcheck // a no-op after Commit
 	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil { // the earlier ID
 		t.Fatal(err)
 	}
