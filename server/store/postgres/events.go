@@ -24,9 +24,9 @@ import (
 // (txid, seq) of the last row returned; a page shorter than the limit has shown
 // every row below the horizon, so its cursor moves to (xmin, 0), which lets a
 // filtered follower skip what did not match, and an empty page never moves it
-// back. An event is thus shown once every transaction that began before it has
-// ended: a long transaction elsewhere on the server holds the follow back, never
-// breaks it.
+// back. An event is thus shown once every transaction that had taken an ID when
+// it was appended has ended: a long transaction elsewhere on the server holds the
+// follow back, never breaks it.
 //
 // A listing of one sandbox needs none of this: its writes hold the sandbox's row
 // lock, so its events take their seq in commit order, and the cursor is the last seq.

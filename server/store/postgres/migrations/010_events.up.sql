@@ -8,11 +8,13 @@
 -- txid orders the whole table for followers. A row is listed only once txid is
 -- below the oldest transaction still running (pg_snapshot_xmin of the listing's
 -- snapshot), so a row that commits after a cursor was handed out always sorts after
--- that cursor. It is the inserting transaction's ID, raised to the first ID not yet
--- completed when the INSERT began: any value at least the transaction's own ID keeps
--- that rule, and the raise makes a write that waited for another's row lock sort
--- after it even when it took its own ID first (it locked another row before), so
--- the events of one sandbox come in seq order in every listing.
+-- that cursor. It is the inserting transaction's ID, raised to the xmax of the
+-- INSERT's snapshot (one past the newest transaction ended by then): any value at
+-- least the transaction's own ID keeps that rule, and the raise makes a write that
+-- waited for another's row lock sort after it even when it took its own ID first
+-- (it locked another row before), so the events of one sandbox come in seq order in
+-- every listing.
+--
 -- seq has no index of its own: every read goes through one of the two below, and
 -- each index costs every append (PruneEvents deletes by ctid).
 CREATE TABLE sandbox_events (
