@@ -22,6 +22,26 @@ const (
 	BearerScopes = "bearer.Scopes"
 )
 
+// Defines values for EventType.
+const (
+	EventAdopted       EventType = "adopted"
+	EventCreated       EventType = "created"
+	EventDeleteFailed  EventType = "delete_failed"
+	EventFailed        EventType = "failed"
+	EventInstanceBound EventType = "instance_bound"
+	EventObserved      EventType = "observed"
+	EventPaused        EventType = "paused"
+	EventPlaced        EventType = "placed"
+	EventRequeued      EventType = "requeued"
+	EventResumed       EventType = "resumed"
+	EventRunning       EventType = "running"
+	EventStarted       EventType = "started"
+	EventStopped       EventType = "stopped"
+	EventTerminated    EventType = "terminated"
+	EventTerminating   EventType = "terminating"
+	EventWaiting       EventType = "waiting"
+)
+
 // Defines values for ForkRequestKind.
 const (
 	ForkRequestKindDisk   ForkRequestKind = "disk"
@@ -147,6 +167,50 @@ type ErrorEnvelope struct {
 	Error Error `json:"error"`
 }
 
+// Event defines model for Event.
+type Event struct {
+	// Actor token:<id>, scheduler:<replica>, reconciler:<replica> or daemon.
+	Actor string `json:"actor"`
+
+	// Attempt The Create attempt the event is about, counting from 1.
+	Attempt    *int                  `json:"attempt,omitempty"`
+	Candidates *[]PlacementCandidate `json:"candidates,omitempty"`
+
+	// Code The error code of a failed attempt or call.
+	Code *string `json:"code,omitempty"`
+
+	// Cursor Pass as cursor to read the events after this one.
+	Cursor string `json:"cursor"`
+
+	// DurationMs How long the backend call behind the event took.
+	DurationMs *int64        `json:"durationMs,omitempty"`
+	From       *SandboxState `json:"from,omitempty"`
+	Message    *string       `json:"message,omitempty"`
+	Org        string        `json:"org"`
+	Pool       *string       `json:"pool,omitempty"`
+	Project    string        `json:"project"`
+	SandboxId  string        `json:"sandboxId"`
+
+	// Seq Increases with every event; a sandbox's events in seq order are in the order they happened.
+	Seq  int64        `json:"seq"`
+	Time time.Time    `json:"time"`
+	To   SandboxState `json:"to"`
+
+	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+	Type EventType `json:"type"`
+}
+
+// EventList defines model for EventList.
+type EventList struct {
+	Items []Event `json:"items"`
+
+	// NextCursor The events after this page, on every page: pass it back to read what is recorded later.
+	NextCursor string `json:"nextCursor"`
+}
+
+// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+type EventType string
+
 // ExecEvent One event of a streamed exec, one NDJSON line. The last carries exitCode or error; in the framed format it is the final frame's payload.
 type ExecEvent = api.ExecEvent
 
@@ -181,6 +245,17 @@ type Placement struct {
 
 	// Regions Acceptable regions, preferred first.
 	Regions *[]string `json:"regions,omitempty"`
+}
+
+// PlacementCandidate defines model for PlacementCandidate.
+type PlacementCandidate struct {
+	Pool string `json:"pool"`
+
+	// Rank 1 for the best of the pools that could take the sandbox; absent for one passed over.
+	Rank *int `json:"rank,omitempty"`
+
+	// Reason Why the pool was passed over.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Policy defines model for Policy.
@@ -573,6 +648,9 @@ type TrustReport struct {
 	} `json:"pools"`
 }
 
+// EventTypes defines model for EventTypes.
+type EventTypes = []EventType
+
 // Path defines model for Path.
 type Path = string
 
@@ -617,6 +695,24 @@ type DeletePoolParams struct {
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Project Admin tokens only: one project, as org/project or a project of the org default.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+
+	// Sandbox One sandbox's events.
+	Sandbox *string `form:"sandbox,omitempty" json:"sandbox,omitempty"`
+	Pool    *string `form:"pool,omitempty" json:"pool,omitempty"`
+
+	// Type Only these event types (repeat or comma-separate).
+	Type *EventTypes `form:"type,omitempty" json:"type,omitempty"`
+
+	// Limit Page size; with follow, the most events read at a time.
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Follow *bool   `form:"follow,omitempty" json:"follow,omitempty"`
+}
+
 // ListSandboxesParams defines parameters for ListSandboxes.
 type ListSandboxesParams struct {
 	// State Only these states (repeat or comma-separate).
@@ -645,6 +741,16 @@ type CreateSandboxParams struct {
 type DeleteSandboxParams struct {
 	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
 	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// ListSandboxEventsParams defines parameters for ListSandboxEvents.
+type ListSandboxEventsParams struct {
+	// Type Only these event types (repeat or comma-separate).
+	Type  *EventTypes `form:"type,omitempty" json:"type,omitempty"`
+	Limit *int        `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor nextCursor of an earlier page, or the cursor of an event: the events after it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ExecSandboxParams defines parameters for ExecSandbox.
@@ -880,6 +986,9 @@ type ClientInterface interface {
 	// GetTrustReport request
 	GetTrustReport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEvents request
+	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSandboxes request
 	ListSandboxes(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -898,6 +1007,9 @@ type ClientInterface interface {
 	PatchSandboxWithBody(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	PatchSandbox(ctx context.Context, id SandboxID, body PatchSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSandboxEvents request
+	ListSandboxEvents(ctx context.Context, id SandboxID, params *ListSandboxEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecSandboxWithBody request with any body
 	ExecSandboxWithBody(ctx context.Context, id SandboxID, params *ExecSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1325,6 +1437,18 @@ func (c *RawClient) GetTrustReport(ctx context.Context, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
+func (c *RawClient) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *RawClient) ListSandboxes(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSandboxesRequest(c.Server, params)
 	if err != nil {
@@ -1399,6 +1523,18 @@ func (c *RawClient) PatchSandboxWithBody(ctx context.Context, id SandboxID, cont
 
 func (c *RawClient) PatchSandbox(ctx context.Context, id SandboxID, body PatchSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchSandboxRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *RawClient) ListSandboxEvents(ctx context.Context, id SandboxID, params *ListSandboxEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSandboxEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2496,6 +2632,151 @@ func NewGetTrustReportRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListEventsRequest generates requests for ListEvents
+func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "project", runtime.ParamLocationQuery, *params.Project); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sandbox != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sandbox", runtime.ParamLocationQuery, *params.Sandbox); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Pool != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "pool", runtime.ParamLocationQuery, *params.Pool); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "type", runtime.ParamLocationQuery, *params.Type); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Follow != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "follow", runtime.ParamLocationQuery, *params.Follow); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListSandboxesRequest generates requests for ListSandboxes
 func NewListSandboxesRequest(server string, params *ListSandboxesParams) (*http.Request, error) {
 	var err error
@@ -2817,6 +3098,94 @@ func NewPatchSandboxRequestWithBody(server string, id SandboxID, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListSandboxEventsRequest generates requests for ListSandboxEvents
+func NewListSandboxEventsRequest(server string, id SandboxID, params *ListSandboxEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/sandboxes/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "type", runtime.ParamLocationQuery, *params.Type); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3624,6 +3993,9 @@ type ClientWithResponsesInterface interface {
 	// GetTrustReportWithResponse request
 	GetTrustReportWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTrustReportResponse, error)
 
+	// ListEventsWithResponse request
+	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
 	// ListSandboxesWithResponse request
 	ListSandboxesWithResponse(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*ListSandboxesResponse, error)
 
@@ -3642,6 +4014,9 @@ type ClientWithResponsesInterface interface {
 	PatchSandboxWithBodyWithResponse(ctx context.Context, id SandboxID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSandboxResponse, error)
 
 	PatchSandboxWithResponse(ctx context.Context, id SandboxID, body PatchSandboxJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSandboxResponse, error)
+
+	// ListSandboxEventsWithResponse request
+	ListSandboxEventsWithResponse(ctx context.Context, id SandboxID, params *ListSandboxEventsParams, reqEditors ...RequestEditorFn) (*ListSandboxEventsResponse, error)
 
 	// ExecSandboxWithBodyWithResponse request with any body
 	ExecSandboxWithBodyWithResponse(ctx context.Context, id SandboxID, params *ExecSandboxParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecSandboxResponse, error)
@@ -4293,6 +4668,31 @@ func (r GetTrustReportResponse) StatusCode() int {
 	return 0
 }
 
+type ListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventList
+	JSON400      *ErrorResponse
+	JSON401      *ErrorResponse
+	JSONDefault  *OtherError
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ListSandboxesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4420,6 +4820,32 @@ func (r PatchSandboxResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r PatchSandboxResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListSandboxEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventList
+	JSON400      *ErrorResponse
+	JSON401      *ErrorResponse
+	JSON404      *ErrorResponse
+	JSONDefault  *OtherError
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSandboxEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSandboxEventsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -5104,6 +5530,15 @@ func (c *ClientWithResponses) GetTrustReportWithResponse(ctx context.Context, re
 	return ParseGetTrustReportResponse(rsp)
 }
 
+// ListEventsWithResponse request returning *ListEventsResponse
+func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error) {
+	rsp, err := c.ListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventsResponse(rsp)
+}
+
 // ListSandboxesWithResponse request returning *ListSandboxesResponse
 func (c *ClientWithResponses) ListSandboxesWithResponse(ctx context.Context, params *ListSandboxesParams, reqEditors ...RequestEditorFn) (*ListSandboxesResponse, error) {
 	rsp, err := c.ListSandboxes(ctx, params, reqEditors...)
@@ -5163,6 +5598,15 @@ func (c *ClientWithResponses) PatchSandboxWithResponse(ctx context.Context, id S
 		return nil, err
 	}
 	return ParsePatchSandboxResponse(rsp)
+}
+
+// ListSandboxEventsWithResponse request returning *ListSandboxEventsResponse
+func (c *ClientWithResponses) ListSandboxEventsWithResponse(ctx context.Context, id SandboxID, params *ListSandboxEventsParams, reqEditors ...RequestEditorFn) (*ListSandboxEventsResponse, error) {
+	rsp, err := c.ListSandboxEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSandboxEventsResponse(rsp)
 }
 
 // ExecSandboxWithBodyWithResponse request with arbitrary body returning *ExecSandboxResponse
@@ -6429,6 +6873,56 @@ func ParseGetTrustReportResponse(rsp *http.Response) (*GetTrustReportResponse, e
 	return response, nil
 }
 
+// ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
+func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	return response, nil
+}
+
 // ParseListSandboxesResponse parses an HTTP response from a ListSandboxesWithResponse call
 func ParseListSandboxesResponse(rsp *http.Response) (*ListSandboxesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6707,6 +7201,60 @@ func ParsePatchSandboxResponse(rsp *http.Response) (*PatchSandboxResponse, error
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSandboxEventsResponse parses an HTTP response from a ListSandboxEventsWithResponse call
+func ParseListSandboxEventsResponse(rsp *http.Response) (*ListSandboxEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSandboxEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherError

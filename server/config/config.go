@@ -29,6 +29,7 @@ type Config struct {
 	TLS       TLS          `yaml:"tls"`
 	Scheduler Scheduler    `yaml:"scheduler"`
 	Files     Files        `yaml:"files"`
+	Events    Events       `yaml:"events"`
 	Pools     []PoolConfig `yaml:"pools"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
@@ -151,6 +152,17 @@ type Files struct {
 	LargeTransferBytes int64 `yaml:"largeTransferBytes"`
 }
 
+// Events bounds the sandbox event history (docs/events.md), so that its table does
+// not grow without limit.
+type Events struct {
+	// KeepPerSandbox is how many events of one sandbox are kept, the newest; 0
+	// keeps every one.
+	KeepPerSandbox int `yaml:"keepPerSandbox"`
+	// KeepAfterTerminalSeconds is how long a sandbox's events are kept once it has
+	// ended (terminated or failed); 0 keeps them as long as KeepPerSandbox allows.
+	KeepAfterTerminalSeconds int `yaml:"keepAfterTerminalSeconds"`
+}
+
 // PoolConfig is one pool as written in the file.
 type PoolConfig struct {
 	Name    string    `yaml:"name"`
@@ -193,6 +205,8 @@ func Default() *Config {
 			DefaultMaxStarting:       8,
 		},
 		Files: Files{MaxTransfers: 8, MaxProjectTransfers: 4, LargeTransferBytes: 1 << 20},
+		Events: Events{KeepPerSandbox: defaults.EventsPerSandbox,
+			KeepAfterTerminalSeconds: int(defaults.EventsAfterTerminal / time.Second)},
 	}
 }
 

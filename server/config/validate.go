@@ -124,6 +124,12 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)
 		}
 	}
+	if c.Events.KeepPerSandbox < 0 {
+		v.add("", "events.keepPerSandbox", "must be 0 (keep every event) or more, got %d", c.Events.KeepPerSandbox)
+	}
+	if c.Events.KeepAfterTerminalSeconds < 0 {
+		v.add("", "events.keepAfterTerminalSeconds", "must be 0 (keep them) or more, got %d", c.Events.KeepAfterTerminalSeconds)
+	}
 	f := c.Files
 	if f.MaxTransfers < 1 {
 		v.add("", "files.maxTransfers", "must be at least 1, got %d", f.MaxTransfers)

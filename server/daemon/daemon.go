@@ -31,6 +31,7 @@ import (
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/retention"
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/open"
@@ -82,6 +83,7 @@ type Daemon struct {
 	pools      *pools.Manager
 	sched      *scheduler.Scheduler
 	reconciler *reconcile.Reconciler
+	pruner     *retention.Pruner
 	changes    *changes.Hub
 	srv        *http.Server
 	ln         net.Listener
@@ -322,6 +324,11 @@ func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics 
 		Logger:           log,
 		Metrics:          metrics,
 	})
+	ev := d.cfg.Events
+	d.pruner = retention.New(d.st, d.opts.Clock, store.EventRetention{
+		PerSandbox:    ev.KeepPerSandbox,
+		AfterTerminal: seconds(ev.KeepAfterTerminalSeconds),
+	}, 0, log, metrics)
 	// The change feed wakes the scheduler for work any replica queued (a create, a
 	// delete), and the API's waiters and caches.
 	d.changes = changes.New()
@@ -416,6 +423,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	loops.Go(func() { d.pools.Run(loopCtx) })
 	loops.Go(func() { d.sched.Run(loopCtx) })
 	loops.Go(func() { d.reconciler.Run(loopCtx) })
+	loops.Go(func() { d.pruner.Run(loopCtx) })
 
 	// Every request's context descends from base, so that the end of the grace can
 	// end them with a cause the handlers can tell their clients.

@@ -22,4 +22,11 @@ const (
 	// (scheduler.maxQueued), so a flood of creates is refused instead of growing the
 	// queue without limit.
 	MaxQueued = 10000
+
+	// EventsPerSandbox is how many events of one sandbox are kept, the newest
+	// (events.keepPerSandbox).
+	EventsPerSandbox = 1000
+	// EventsAfterTerminal is how long a sandbox's events outlive its end
+	// (events.keepAfterTerminalSeconds): a week.
+	EventsAfterTerminal = 7 * 24 * time.Hour
 )

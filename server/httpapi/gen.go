@@ -25,6 +25,26 @@ const (
 	BearerScopes = "bearer.Scopes"
 )
 
+// Defines values for EventType.
+const (
+	EventAdopted       EventType = "adopted"
+	EventCreated       EventType = "created"
+	EventDeleteFailed  EventType = "delete_failed"
+	EventFailed        EventType = "failed"
+	EventInstanceBound EventType = "instance_bound"
+	EventObserved      EventType = "observed"
+	EventPaused        EventType = "paused"
+	EventPlaced        EventType = "placed"
+	EventRequeued      EventType = "requeued"
+	EventResumed       EventType = "resumed"
+	EventRunning       EventType = "running"
+	EventStarted       EventType = "started"
+	EventStopped       EventType = "stopped"
+	EventTerminated    EventType = "terminated"
+	EventTerminating   EventType = "terminating"
+	EventWaiting       EventType = "waiting"
+)
+
 // Defines values for ForkRequestKind.
 const (
 	ForkRequestKindDisk   ForkRequestKind = "disk"
@@ -150,6 +170,50 @@ type ErrorEnvelope struct {
 	Error Error `json:"error"`
 }
 
+// Event defines model for Event.
+type Event struct {
+	// Actor token:<id>, scheduler:<replica>, reconciler:<replica> or daemon.
+	Actor string `json:"actor"`
+
+	// Attempt The Create attempt the event is about, counting from 1.
+	Attempt    *int                  `json:"attempt,omitempty"`
+	Candidates *[]PlacementCandidate `json:"candidates,omitempty"`
+
+	// Code The error code of a failed attempt or call.
+	Code *string `json:"code,omitempty"`
+
+	// Cursor Pass as cursor to read the events after this one.
+	Cursor string `json:"cursor"`
+
+	// DurationMs How long the backend call behind the event took.
+	DurationMs *int64        `json:"durationMs,omitempty"`
+	From       *SandboxState `json:"from,omitempty"`
+	Message    *string       `json:"message,omitempty"`
+	Org        string        `json:"org"`
+	Pool       *string       `json:"pool,omitempty"`
+	Project    string        `json:"project"`
+	SandboxId  string        `json:"sandboxId"`
+
+	// Seq Increases with every event; a sandbox's events in seq order are in the order they happened.
+	Seq  int64        `json:"seq"`
+	Time time.Time    `json:"time"`
+	To   SandboxState `json:"to"`
+
+	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+	Type EventType `json:"type"`
+}
+
+// EventList defines model for EventList.
+type EventList struct {
+	Items []Event `json:"items"`
+
+	// NextCursor The events after this page, on every page: pass it back to read what is recorded later.
+	NextCursor string `json:"nextCursor"`
+}
+
+// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+type EventType string
+
 // ExecEvent One event of a streamed exec, one NDJSON line. The last carries exitCode or error; in the framed format it is the final frame's payload.
 type ExecEvent = api.ExecEvent
 
@@ -184,6 +248,17 @@ type Placement struct {
 
 	// Regions Acceptable regions, preferred first.
 	Regions *[]string `json:"regions,omitempty"`
+}
+
+// PlacementCandidate defines model for PlacementCandidate.
+type PlacementCandidate struct {
+	Pool string `json:"pool"`
+
+	// Rank 1 for the best of the pools that could take the sandbox; absent for one passed over.
+	Rank *int `json:"rank,omitempty"`
+
+	// Reason Why the pool was passed over.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Policy defines model for Policy.
@@ -576,6 +651,9 @@ type TrustReport struct {
 	} `json:"pools"`
 }
 
+// EventTypes defines model for EventTypes.
+type EventTypes = []EventType
+
 // Path defines model for Path.
 type Path = string
 
@@ -620,6 +698,24 @@ type DeletePoolParams struct {
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Project Admin tokens only: one project, as org/project or a project of the org default.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+
+	// Sandbox One sandbox's events.
+	Sandbox *string `form:"sandbox,omitempty" json:"sandbox,omitempty"`
+	Pool    *string `form:"pool,omitempty" json:"pool,omitempty"`
+
+	// Type Only these event types (repeat or comma-separate).
+	Type *EventTypes `form:"type,omitempty" json:"type,omitempty"`
+
+	// Limit Page size; with follow, the most events read at a time.
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Follow *bool   `form:"follow,omitempty" json:"follow,omitempty"`
+}
+
 // ListSandboxesParams defines parameters for ListSandboxes.
 type ListSandboxesParams struct {
 	// State Only these states (repeat or comma-separate).
@@ -648,6 +744,16 @@ type CreateSandboxParams struct {
 type DeleteSandboxParams struct {
 	// Prefer RFC 7240 preferences. `wait=N` (N from 0 to 60 seconds) asks the daemon to answer once the sandbox has reached the state the request leads to, or a terminal one, or after N seconds, whichever comes first; the answer is the sandbox as it is then, and carries `Preference-Applied: wait=N`. Other preferences are ignored; a malformed wait is 400.
 	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// ListSandboxEventsParams defines parameters for ListSandboxEvents.
+type ListSandboxEventsParams struct {
+	// Type Only these event types (repeat or comma-separate).
+	Type  *EventTypes `form:"type,omitempty" json:"type,omitempty"`
+	Limit *int        `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor nextCursor of an earlier page, or the cursor of an event: the events after it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ExecSandboxParams defines parameters for ExecSandbox.
@@ -798,6 +904,9 @@ type ServerInterface interface {
 
 	// (GET /v1/admin/trust)
 	GetTrustReport(w http.ResponseWriter, r *http.Request)
+	// Events of every sandbox the token may see, a page at a time or followed as a stream.
+	// (GET /v1/events)
+	ListEvents(w http.ResponseWriter, r *http.Request, params ListEventsParams)
 	// List sandboxes, newest last, a page at a time.
 	// (GET /v1/sandboxes)
 	ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams)
@@ -813,6 +922,9 @@ type ServerInterface interface {
 	// Change labels or the TTL. An extended TTL counts from now.
 	// (PATCH /v1/sandboxes/{id})
 	PatchSandbox(w http.ResponseWriter, r *http.Request, id SandboxID)
+	// The sandbox's history, oldest first, a page at a time: every change of state, with who made it, the pool and attempt, the error code of a failed attempt, and for a placement the pools weighed and why each was passed over.
+	// (GET /v1/sandboxes/{id}/events)
+	ListSandboxEvents(w http.ResponseWriter, r *http.Request, id SandboxID, params ListSandboxEventsParams)
 	// Run a command. With stream=1 the answer is a stream of events ending with one final event.
 	// (POST /v1/sandboxes/{id}/exec)
 	ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params ExecSandboxParams)
@@ -998,6 +1110,12 @@ func (_ Unimplemented) GetTrustReport(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// Events of every sandbox the token may see, a page at a time or followed as a stream.
+// (GET /v1/events)
+func (_ Unimplemented) ListEvents(w http.ResponseWriter, r *http.Request, params ListEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // List sandboxes, newest last, a page at a time.
 // (GET /v1/sandboxes)
 func (_ Unimplemented) ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams) {
@@ -1024,6 +1142,12 @@ func (_ Unimplemented) GetSandbox(w http.ResponseWriter, r *http.Request, id San
 // Change labels or the TTL. An extended TTL counts from now.
 // (PATCH /v1/sandboxes/{id})
 func (_ Unimplemented) PatchSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// The sandbox's history, oldest first, a page at a time: every change of state, with who made it, the pool and attempt, the error code of a failed attempt, and for a placement the pools weighed and why each was passed over.
+// (GET /v1/sandboxes/{id}/events)
+func (_ Unimplemented) ListSandboxEvents(w http.ResponseWriter, r *http.Request, id SandboxID, params ListSandboxEventsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1739,6 +1863,87 @@ func (siw *ServerInterfaceWrapper) GetTrustReport(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// ListEvents operation middleware
+func (siw *ServerInterfaceWrapper) ListEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "project", r.URL.Query(), &params.Project)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "sandbox" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "sandbox", r.URL.Query(), &params.Sandbox)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sandbox", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "pool" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "pool", r.URL.Query(), &params.Pool)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "pool", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "type", r.URL.Query(), &params.Type)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "limit", r.URL.Query(), &params.Limit)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "cursor", r.URL.Query(), &params.Cursor)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "follow" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "follow", r.URL.Query(), &params.Follow)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "follow", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListEvents(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListSandboxes operation middleware
 func (siw *ServerInterfaceWrapper) ListSandboxes(w http.ResponseWriter, r *http.Request) {
 
@@ -1985,6 +2190,64 @@ func (siw *ServerInterfaceWrapper) PatchSandbox(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.PatchSandbox(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListSandboxEvents operation middleware
+func (siw *ServerInterfaceWrapper) ListSandboxEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	// ------------- Path parameter "id" -------------
+	var id SandboxID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSandboxEventsParams
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "type", r.URL.Query(), &params.Type)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "limit", r.URL.Query(), &params.Limit)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "cursor", r.URL.Query(), &params.Cursor)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListSandboxEvents(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2736,6 +2999,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/admin/trust", wrapper.GetTrustReport)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/events", wrapper.ListEvents)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/sandboxes", wrapper.ListSandboxes)
 	})
 	r.Group(func(r chi.Router) {
@@ -2749,6 +3015,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Patch(options.BaseURL+"/v1/sandboxes/{id}", wrapper.PatchSandbox)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/sandboxes/{id}/events", wrapper.ListSandboxEvents)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/sandboxes/{id}/exec", wrapper.ExecSandbox)
@@ -2802,163 +3071,186 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+x9a3PbNtfgX8Fodyb2LC3LjpO29vSDkzRvs2+beBNn+qHO1BB5JOE1BfABQMt6Mv7v",
-	"OzgHICkJ1M1ykvZJvsQiQVzP/YbPnVSNCyVBWtM5/dwpuOZjsKDx1wW3I/d/BibVorBCyc5p55wV3I6Y",
-	"kEZkwOwImOEy66u7bifpCNfiXyXoaSfpSD6GzmnHNe8kHQ3/KoWGrHNqdQlJx6QjGHPXv50Wrp2xWshh",
-	"5/4+6VxoGIBeHPv965fsh+OTHiuwAcgUTJddT7iwP7+9Zntv2UCrMesxq9jzHjOQKpmZfcbNjcGpZhzG",
-	"SrrXXJoJaKZkOrMINuKGaeDpCDJ6brmlFm4BYCzLgWeGWZUwpRlnFvRYSJ4zJYEeDSxo9jaMnrDJSKQj",
-	"uAXNUjUGwwZCG3uGffpZCDMzB26YsP6hTBiXGUu51gIMu76oVn5wXhS5gOyU+fV32Ts7At3cHMY1MDGU",
-	"SkN2xjgb83yg9Bgy/MYNcdLrVQc3Ap6Brk/OH8Pys/pAk37zyr3GbvyB+05EttHh37vGplDSAALhL1or",
-	"/d4/cQ9SJS1I6/7kbgNS7oDj8H+Mg5DPjZ7/t4ZB57Tzvw5rGD+kt+YQe/1F3kKuCqBR56BcMnBtup37",
-	"pIPbip98yQlMmcLjxHkkDigIRsbAwH/YZb/cgp4yrUoLLOUyANRJ74iVkpcOgKybIWRsTypm1Y2DKOUA",
-	"30E1Rxgo5Y1UE+kea7hVNw5WJsKO2B9//HFw3uhkP2HPej0mpAUteU6g+az3lBVa3YoM9F+l5Ldc5Lyf",
-	"A3XxHqyeHpwjTkxGIocGHj4xLOOW97kBmgYinvsWt/1C5SKd7vzsqdvYnl+OgBU5T2EM0rIC2/mZqPwR",
-	"5qHy6MmzQqmcxtVqIHLY/dDUb8vo9DJM4H8gtY8xAddv6wTcS5yApy47n4DvNz6BiqHVE/iDC/tVJnHm",
-	"+QlnIyVVqSELPIDo/nXi2cWEGzYZgUT8QuoOMoPMEXei68TTF9jHIpet+GnVnacq7jlkbKD0DLvaC2x5",
-	"v7uUVyC3kLwwI/UIe+k7btlM/5aO1HJbmt3PALuNjf/uv7vIKn1L19F5xgsL+o0cKBS8tCpAW0E8b+br",
-	"hX1MOsKonLe+vREyi74otLIqVXn0pdWlsdE3t6BNfCz3GT1RfULnpPOSFzwVdrq4qr4qHUA2+ukrlQOX",
-	"7rOBBnh58dG9dAIKt53TTqbKfg6dahBZjvugQ+vfYaz09HfxYuYbIe3zk/oTx6mG9E3O9RCMfb3RQI2P",
-	"NhsvujXK2N9VBvni3qRF+asqdXxWYyHFuBx3TnuRGY5xWv8lXmz1fXSaGjLH8HluFicK8naRYLx1Moka",
-	"IFEAeSu0kshBb7kWKAmMVJ4JOSSqAakGy5RkQLILIMJ1601cBl6VFDa3fyqDxXkJectzkf3lJfdkXiRK",
-	"HCnriyxzMpFU9q+BA9GEhe9Q9k9Ywae54tlfVqm/ECBcR6YsCqUtZH+lvOB9kQs7TZjIYFwoCzKd/nUD",
-	"0780lMaN869SWf4X3KUAmfvd/N6tA7E5iYpRSSVuLe6QIzSWCzoonmXCdcPzi8bekLy9sI9jMIYPIY7U",
-	"tbT+J+1s3f7TfF9J5+5gqA78Q16ILh1R4/mBGLulkoLpVMrOUNhR2e+manyYiQEyJHvARf0jnx7yQuBk",
-	"ZiXlRYAMALFS2l5YGn36KQZld5D+cus5whwtl+AAV1oH8JwZq4E7fQruIE1Qqn776v9+ePeW5UJClzmR",
-	"MufGVgoc3An7UmXghG2cwBkTxGQHGjsi/K0VQDZA7RLfPjEBGB26rIMCfzgZHMc5xc5cK8a9clPpEWyi",
-	"ypyUzGnCRpxU3wEXeakBtVbWh4HS7tMpU6UtStuNgiO3PMpEqmNafOM3pPGyQbVpf4nyOBL2Z8fYTJUO",
-	"7ozNQDfPr8HMxBiyd6WN8Zr7NSC4Ov7dQfEdpO+JDC3CMNdDEzF2lJJlQkNq82mCypQqrQO5EeQ56uwW",
-	"xibOzP1atOZT9ztV4zGXWXwMVNMO+0IemhE7SKPnmk7iIoVnB3HS0z6xGtOMzURcjHFnqEr7gaworsmY",
-	"3xEf++G414uytXb2Gz/kcCI7PmZT5pFTzkoi87+bNSWWVZiB4B/bOo8ibbvahhkoBErkjBG6h0jP1C1o",
-	"dsR+Fy9YAdqTP9Q90hmS0ES3GZob1pQsIHLS3KHmXD6te5i47zs7y9cih7h8LswroeM7OFbZpRjDrCDG",
-	"LRy4jY9h1tgfcNW6FNI+PY4CBFnUYpK9t9QuQoL4N2wnr87tMakrplttysO32XdZ7fVvIkYbKyJX/bGM",
-	"0VfTWyCCc3BIvcV4/2ulbxqUOk7aBjw3MM+Bg+I1izhBMWXu9RnLhLmpFetCqRxNzgKRJ/A416gTZPso",
-	"h8t5H5aJfevQXmvzBnVdAJGK3D49en58fNLbmObeJ52LYE2LML08VxPILpTKZ893zO9+Azl0gPT8abKa",
-	"uWkYCiUjDPQ8TaGwqID4Nom3jWsnZwlt7AwbbQx8/OzZypGj6yXb4mZwgzvxy50X8heW8RtYNlH6hg0V",
-	"s4qBb4iwYxi3jOd5txujvU49GPAytyv1g9kRa8AgoTEXA3D0i0TeVAO5RLhljiIZJtH10UMLM9wVQk/3",
-	"3UwruGF7FiSbAtdmvzHPetvCmipgmJ1Pt9vlEmVSyZTMp65zOwIDm0hB8eNSEWXcU6Zon/7de+iXIo+q",
-	"B/k0CPTeamYV4+zi46WT+C/OL1/+SmZzXAgRAl2Cl85HXA5hxv/kTvmJYX5ctiesYamSAzF0/aW1rr6f",
-	"MKNmdWrmJpmRFhE64BImXXYuqwd4jjcAhSNChglpLEfXkV9FZaonasT2BvwG9lmuDGDPY9db8FX4BVB3",
-	"jWG76APimdueOZ20Aa19DfwG9DqG8xe+qZNNGxanZZ9VlikUiN0Obqw1p00LztKxqobuK0SY7NyuLxWk",
-	"szaYpUM1mjpUGgwgteIWXgO3pZ5jogsDtRxKRVwHa/Uy/9UIeG5HeCKrT114GWvZIpvmUuR+xlaWoJYR",
-	"mrzS2Aut+rDkBFZ2MuZ3L5VMS61BEoVflM/G/O6D5dq6T6INWgU44k9xEY6s7BHLcPBNgGGqIU4gQnMN",
-	"TCobvNMWMkcunEZPLoGW9Tb1C1XqNGZRGIGGejRhWAYDISHrsmtCq+vTBdrhKdZA5OD94Z5SGbdfbKKF",
-	"BUMu8fOLN0zDoETyogJFUZplkIMFJizbO+n9tN9l17wQ16eeHzlqqVU5HFWdKM0uQWvuzpvtZYCmDu/Z",
-	"c5zTKrVPpNh/8aQxYJedh90EnDbN1DiOJ+SQ9YF8+WHJZ2j6EZYZq4rFVm6mOJQw7AaKGWHP06LEKTJO",
-	"1lsOik7udl8e3HKN3Nd14SjiOy2GQr4MndWPzi/euG5rcT1496sWM/b/MK1Ci1tuHW4E7hwVRMsi24y4",
-	"zQniOJmKr3bCRBYQbha7mqQ4qXewolYV+Na0KEYaP7XIBC9qRhTxEBNHToVOS2GZZ1qVgz7wXkJDFAEM",
-	"MwDopNtznL1qUnNdNZGJQxrisftd9sYyVYA03vuXKmkgLd3k2UuEd4PI7AblkqnS8iGwvbj9mDNvS3HQ",
-	"XlmTyQS479CRW4xOaYgbhSOXzPCpOfNeezebhElVef2EIV951iQ+XfZOptT4o7QiZwU3BkI4y4jngwP3",
-	"7hSxhRaCEizO0DXJwVaI7NbGrBYh0IAzU6YpGMNSkj6EW1FlpqT9EpbxIReSvJQTkYLrJ1dyGDOZVrv6",
-	"mjqJENnmdkM2u+FGhPAhtPH66XWjynu1JzGSWu8wSoTCMltq2dgx1+d6ooMG7t2W84NMXb+uM8hO60n7",
-	"7euyX8aF9RIp7m8WtQSiT6RJJ6hthxbo8C1MeZFcRGmXx7WXoRv/+x315n/9yvPBO9/nAiHzbT7gzO4j",
-	"Qk2T3tD8k+jZt5GDXVgmKNpja6uE+/yC23S0oW75pQXdLaXW7cTMRZlsmX1iQT5b3niJSLYdr2xTQD8U",
-	"kG5qMViioX4/8W1PfBvpfGtQWCIDxfFf2+2sksE0W5nznj979vRZw5R3FDXlNeeHXbTPqo6jmR251Plq",
-	"/7JrFO3ah6gtuvqDu11sCjxb6OHtFvemYXMp3a8aUmQriqUrkeV91dCtA8ZF7rnu4iKXG3EXoXxHAvvM",
-	"MTRXNjOl5qY3h15y4jthtiG+cXt+Sz1sQZvn4XPOJp1lTlVVlR31CQr/rPlVl32wSkPGDAaIoOwb3L9Z",
-	"SeFpYDbzAH8teJ1bvWVjZSw76h2fsP7Ur6Jhd3cvklVAPtvnRwMZSa2VaTpTaJS2zDhtovr2jPXYz6yy",
-	"Uc+I1Dt1evjg1kiUkrFRN4UuIWPuLVrYc7I6+DDYJ4ZVJqBkxp4j0Uib5iWGFIGxYowvuEHlB1VN/yma",
-	"YMjdsUbU2xaEMoM05zrmOP5jBGgabiwJ/cVFac+cKlXK8G31esTd8VHQVNyv0UqXlR5Gn2Nf3tnybtA5",
-	"/XOt+OT/h1/df5p3kFDU/UBAjhYdnk/41CnNYEBatufArJS5GAsL2X53K6qbdMoQoLXGRD9i23ny5jYj",
-	"CQS7OqGwGWEEkv3aqKD7c0ckufI7bk2S6zNZRZPnXGjuKNBKOhlx24Zdqy2nVQ6QVUOEaiIp1VlHTAxF",
-	"SSiBfjgkIS2B3g71TZmOGK/wYFwaWw2ZFmUcfSuS5YhnD/+tiBnNhLn5Lwpk3cHEfG/LyelR7+THZz88",
-	"XzK9ptTeDLXdwQyr/lbM8fkPP/xwfLTmJOfs8vUkG2teo6MlDGQL4aMic+sTtyUT+Bgo0DxF3ykOtSLN",
-	"GpyqAclriL7jDUPGZ454hY5Ut01w/s3R6nnG6Np7J52kmOZThdHMaXDzIRLz1gBV+Jit9QXCWpDc7Du0",
-	"GkeDLdwfhsLAhUHDLwEDHTs5dyTcWf8Ko2HtCMZkr91MnM29JLX+F0oXIy7NK3QibbhXhWpJmkBQLjft",
-	"ztyIooiLStPasTbhJMPqAB4Z23OM2O8n2uK9xWC/3VL7Er1ZG01wQflXcQ195VemBdwbOkULs2xuyu3L",
-	"i49edG84KDzBDc7EmvBPRsoAiY4sJ7b/8uJj5VHcc33Q2xRjnt0Wp6qUlgm732XnfXVLFn1Pxp18N5dH",
-	"sAYb3oQBNxfbtkov0jsZgFVKFLtYk+tuyG+3ntBzdrkuj31Y+G6IRnzfsDrsMhwxJOYtklrrlFtr4u79",
-	"Pk9vQGbvHeuNWWa3t1ytVhwx8b1xUvhwrDLIKxe3B19kwX7fHk8hRB0bzCafuCVUaXzRvLd4EPouYiHb",
-	"9Mbt7CatDKOorZqxd8FssJFTr5mKOeGo5+iKSQjJJkpnpht3Fbbatbez/FTOwTWyXr27biPz5qIzvgpN",
-	"NGAt+mettwLh2n0NBirzoEsphRyesd5pbQViexWkhooLjPedHr8fpWS7N6higQRS1QMIJJWbsmlX9XC+",
-	"YHutiNIm1lZ/CuTdfqCJcwPpccN8kTlo18LCgZL5NBpFOk8/2pKA2ZtXzCpHBK3SgJQzih47pCvzRuCx",
-	"kFSLwWAcKLnjlR5yKQymQLA9z2rZVVAurzpxOW9LElVTopYCAE8wjAlOMUCleeSo3vFgyMZAXArQcA0r",
-	"gGV7ZB/re0PZfsICpieNKgvzrYhbVVjPBiLPg9VGmGYRllswrJQGLIazhhoWfvItYtsyorvWGQUx06pg",
-	"bBabnNXfwaD+WyCpLfQzcTQWR62iutleZS7f77LfYGCZKm21YwRNCYPchMjBXKTTWp403XpCvtnxCRup",
-	"UpvuDLV+NJu9J4e7sHRWVR0WyZ9Tf1+W2kRTIdc2hPoBtgkH2YKkzSUMAqKu8eGb2F+UGC+DsNdOVpVq",
-	"EoEkp+hpGKtbMg58oWP/MB/U5NV63L5bYYSSFL/kUQAZtEIlPukUvKTIpWDtoga17ctNHsWxaABlk2PN",
-	"sdnNpe4WCTlkJq2fX9QqwXpJ803Wmm/2YuqNSutY2OY3XgPPpqsjJlBmqqfiV9gcvxah6m2MIpPf/q0E",
-	"oTrjy5t/w86uu9H3S2a0E1pUVUXZ2u3iy5osTMRUz5cflW8X6/rScdfHhPucG/vR7Cjko1VFXKK3mdQX",
-	"LQgAwZ1Y0ZD014R07GYVKON2bgXH39iaqYcVS8wiIImlRSJ5EiOsbiZTOKO0KyeojrgZOSkRlYB4rKsN",
-	"8LkMxQiI55dAnyZhSq1r2QWS+xlsjeGXujS2zfmwkJy46IxfyN7bzLK+3LWxMhXvZc7FeImTKuS5GT5F",
-	"74SwBvJB9LyX11VqRRKpbFvcYAriFswfSt+0B0bUutCYT1lpGsk1pcx85ASFPNZF6ZJ49n7MTHg5wthy",
-	"za3STwwaSlCKJ8u5MIyXdqS0sNyKW+hun7Exs9yNPQazgJa0ehDuEalKLez0g0MAX1wKuCY4QazAnaFH",
-	"VQcjawuqzhUyziK5HWU/FymlD1E9o1e1jZilSlqtcndiEk4bTk/MNQDJpTUJZRclV5KOivRZUiNds3AS",
-	"psuwTAwWVPj18vKC6nDQpP0HXYZJbqhwX8nrz1fkfbvqnLLPV1jw5aqTsKtQnId++IpAV537++uzuuZL",
-	"BqnIvFBNLJntnfR6V3KhSFKkdqR7+LRZLOmkd9IsmHTS+6nuyFdNOjl6GqucdHJ83FI9ye3UlWyroHRy",
-	"/NOVnC+j9AynGi2l1FaVcr/LzvGlQzYseHMlrxtFKq/ZXigbm1AY1R0fFznUOfuoGzjwmHDhMKkBB8Kw",
-	"QZnn3SuJZ9tXWTCX+AARZhU7Yb+LFwkllfkWVrGjXs897145rmGFzR3INoHv/OJNp1GMrXMUkkp4ITqn",
-	"nafdXvdph0pBIEYcUuLTv93fQ+KK1fY46b3zX2B/9U3maq4e93ptPKdqdzhXRa+Jl53TPz8lHVOOx1xP",
-	"0aJwCxKMOavyoepKoIVWmNJjQDudz0Mh2av5EDNEqmmbzic3zOEYrBapWbay332T+Moa9f4s3NnDIudi",
-	"rtJfpC7tLLnwI3SXrvxCq7Gj8qVhftIhNdKN67RbZVBI82Wfli4bdaOl5/meWuziOJPOs97T1Z/Nludd",
-	"thVuboKggFJD68KvVdlXJJZjMdTcB1O17sXt0SGKlYdFVXGhbVN8TYZtNmWuAu190jnZYlOSWj9c9WWj",
-	"0jDqhn75JEF/cgJTGVnkRdlcJCLQC5VNH6Vi7mwl5/td7Wpvi13d7ixOjr7mCc7Brpd+o6DrVAMSqVcS",
-	"sYcVIUYdJELhKMqVglGcbIJaE3KMZM4fgAXKqbpC95vAkri/XDK4EwZ5thNiqfz5T7PlHs+YUaHynuSh",
-	"5kmVCh7LaPcJ8FjpXRlgXhwjjcMotudFsi6Z9F3vIW0cvQSzx07aLaYLPhY2+5yztfD5aB18blTH/tLY",
-	"3Pvpm6cBNQ8MGc8ET2Mu+XCxcEGT77WTjcPPDjrvCcpzsHFP3jpgy/Y8XFZASTx5UGJmhcP8BSxZCtMo",
-	"N6cU8ymVTRq1I+3IIZ9Dr8o6furt/Uw0gljIhSeNBZ5REU2MHKRqEeij15AD96nl5IV0exf8kFgLvw++",
-	"ZkTGRqBhEdUoGNCjWvPuiz8/R2+ywGXNlLiuQMKb1Raq331aQKiTSBVG3ICs+xA0OPliyPNwNKD1NooG",
-	"YJXSWo0yVuQ5UxIT/HHTf3bEqQYaHzjqL9Ig5lTVLQoRqPgkJ4NOs0vDfJwW2/NBofszoxDM0BDJTPKV",
-	"sHOXdpz0fopha7JEFvVkfXOZaZ7Gfjkw2SFfjuDY7G0h3ri0/n0hn1DlTUc7Jn+BCD3xJdBmznwDWrhI",
-	"dNBt+8jsnVzDu5PXvyZ/P/nnSwVU4sioMVAQjDnzIWj+JxaKcWAoNLvleQkmTnW8cvgNokHSKJXS4ORU",
-	"dhqrPzWGoimRWcSR6ggOlfabEZC/I9BXRyAflDIXqB5ACEsmoiqHRYS8OyjlEkP/Eff2V8vcFMW0QlsP",
-	"jR5TYW9kybfr7NQoCRnk/SluwDegm0c3NarLREV1H7T4LQvVu5OWWoXItl1YhxTN3Sj1XZScFSXbzKuN",
-	"LX8EhtMoNrEznhM76H+qlXXBwoI32TWYgg8K3qu8i3a/y+rymWOeURy4U/GA61yAJqELI4+FZUNOCut4",
-	"HU7xP5DalZyCGj0up6iS9yOcIkyhySSUHpJ15Stxi/ociY/NV4YgdRwCj6NIbHdCIz5TJaMyV6PDOGFY",
-	"6IDM1L4KxlpHePhZ6eH94Wf/ez0G5RM4vlt9llh9Fip+hOwBf17uJ91EOZdnHuIi3gfrZNOPXNUOWZmN",
-	"vqHRpu1Q1yPDMxcofmEy/PBTu5zZ/wV84o0cRKyZ28RKTGHG0qJFacn3YpgYO4ImZi61oYTcvQos0Jq6",
-	"36LkrmT8lEu1wX3D0V6KxqnvRoJodPcIEkRVMWKHEsTXBN2vJUG8IiCcISoNcaKiUnPCxDkZbOiVN9u4",
-	"bnrJbHmYpYynyvWnsg9xJ2Zd3l+Xkkw0BTcmwYupQddel9IyO1GhBC8horoFnfPitPrsSo4UzpWhP6Wu",
-	"3O3DM/auq0kduPbX+xgV5bYhXNcTQgntCK4kTeKJYQVooTKRhvEtd9RcKUcl6hIgjFerIecp5nBxY5gw",
-	"V9KnW/i0VhoX78CQWZdR1Vwu6eaBmT3hofxEfWu3e37lVH70QCHp8rFIi5YsFB9mgsIoZsVvsLkRVLb5",
-	"SlKVXuJCvJFgjcPjVCA3MEH3E667URvaZ5D4Hb+SY5FlefA3u+/pYPzABliJFZWFZTkvfC0DDVAXiKDS",
-	"zrc8N/sURjZLhKo6I2/V5DHlzvl6JhHZs64g49aJQYR4JJl4mDj005e7n3su2nEeDIUJ6XIIF+GE3HrP",
-	"WIBCzWWXXeqpr1hNpb4bYDd3d2/jTSTG3WfqWUWX/3qfq9VTnEMosbLAu+r0qPs65uvLbGG8WrlP82xg",
-	"s1T1DtKF7DvQE9W4cOQZqhiXJ827T5ACzNBBSlcLKohG0F5Jz0lcXaoJXlKTR8THOs8gduU5RSbvyVAB",
-	"Xmh/Q6vZ/6ZCeWJBMpc+yeIxJKpmMs36gTK7Hjpru6YeIatSm+jEuv9hRh4uGcKJk3jqvOwbkBQx4i8a",
-	"Fj7kVpjgvaoKCKxG3cPPIltD7a8BcbXS77Tav7NVerX+hSlrGyhNs/sekljatPFmttJjUs3GMDE/C09H",
-	"gW3glP3tLj6ByMeNhAwfygTJwVK4kpOEJ0rffDv+mJlKd6286kOjxt0cGERuQcPCEJhr4mRVDQVw1KTw",
-	"MtoDA64HS1o+3BU53oNJsBKLvQrZvPXpbZKMXxebma/FZqe5D+0ad+6T+YXcwPRn9LifMb8ALByCoM2M",
-	"45k8X3MBmCofX8DqinHzs4wNUJBHfKmdY2WNCyUrrRcr8sXGqYvUrDSpzO+B04PjAXRHvfnSmatK1MeH",
-	"SKm8wgorzaORjWYdiQjZOGcFH6KOV2Hcg7j20Vfhv1iGsGFulzDBmizc4IU8uMTqVp8mp63JzCrRLhTR",
-	"WEFonEpttYAsVGOpBHfDx8BuYMr23CNv1fCgu1+VRMNWfZVNXT+oy1dP/Vy9M+G41/NSRfXFGHizPQXm",
-	"nDJT8DSYGKiqDxplBm4yhmWqrjiYMK/c+eK1hl3g7aSVwbrg2lLKKo3tloNmb9IXcWKcVVXsaFoLsbvH",
-	"x6wtqY7sNnSJJ8Xf6Lpsbl3WtaIENN8a2d7U/R78N0xnsG7FbaoOf2PgVx/3Ie1Gh/B19xL+bAWsXVlN",
-	"fa9/cDFjOT3uHW/97ZckDl/UEbWV+nByfPzlTBTxTFWsvYpRdVRDlHRn7r1VoRZfFQ+nwREdyNhQ3IKh",
-	"uvxedKS6fvtnTi5qQ1LX5xyioWeFkLVG9HlKQIzl+AvaxObTc2dK/uNODRUlPDsxg3LxyWLukwJD5gxR",
-	"JGFrck61KIlZfnUjlQ85b9jjNsoO/uJWvYdz/HNzg+Z3XrEE9gZV66o+UmXIxpDNoValzE6dFIClw/wV",
-	"gdG7ESd0rXMFEHQ75whv/6MwUZMrywYayOWIN0NACVnzKsKsRNNhnUjjz8EtaCIM+ByDa+Ipp7ibP7+9",
-	"bga1kpOhLNxmv60qn2FqfwOrrWL9qhQa26tKbe63yTnzGtaaJoVWAWgTpjnDvL48Azr5Oh7r4OZvnlu3",
-	"JqH2rCqCACxUGvOAU1fwwqSiOmBgt+DTqIu/BgS1RybUQLK1oPL1TUtzSsFG0O4X8eZVZyYRJJJx0dyq",
-	"R5Mld5t3ET2h3vcY8GVJFFTgkHmsu7z8DYuDwp0FmUHmHpDuZSjcT6rJRnT7EO7oTo4HgWnUsU85cFYD",
-	"H/981CQs9Mz4Ui7jMZfZE8NUaYvSOqVRBEaclakv+awkXEk1QPc/FZYwLB0pA5L1p023+BPDztMUCutV",
-	"0dMreSUP2HUTE+4OZOaw4ZqK5/uj2idb0S93kP5yi5WJQLNcSOiydzQ1cI/NlWRUZoVd00LoHuzrjFt+",
-	"nTSWwakeDumHCTOKBOX+FAk5x0VKZV1/6HllHy9fH/zIuNYoVXPDPv6f169fv+qytwon4j5AYfNHX1hl",
-	"bl23Mus2KsB33dEeDNyZmWt/D6/fm1lxlLsp/KvkVLMG7wv4N2gVZJNcTdCTxiV7+8ot6Yk5ZX0huZ4y",
-	"6j2hlWE/zw5wgbT7/pZjXzWny164V72Qh3MjnER1xIzN8C7nY/cXaJ2wp66ngZA8p28MOzo4YVUQC3X3",
-	"xLAc9fGEbt0yYuiEtr4YHoDMBJfs6fFBX+AGe/ERYxF8hc4fn/744/Pej2wPd3P/DN3aOOlwtQLHW5ZB",
-	"0yoDGODUcNkeDGbBGGvW+quzp27KCSslmJQX4BN/6ZJiTfn6rjc0qsh8SiumV1Sk2K80bBjVV+r7AEN/",
-	"Gh6dGMgMe8Mj3eOyAcn4CO6EfakyX9nYijFk70pLYGHAJo7EUEO6Rjv0pRw0MwkTwoW33tU/UHmuJg6I",
-	"ug7FXig7qjGz2hc0JBHeJCx1Pdn6ORVeJXrmxvTKwJXkchrwCJ1c/jV4raaOhqW6T3M3ftMszlBOv5K+",
-	"H4yidLI3VNnUuOV9YNzvO06T5u4WeI2DXicUyxLGfmKCTkf7eJ2qDKgRa7TBClXR28txw69k0CsAgcYf",
-	"YV+rG6c1DLCmk3+IpMIdbuM0mhOecHMl09LWN//P0NRUUV0IX046FkfjAKVVOo+7LtzMZtS0UBqx10k6",
-	"R1RCDbBMbG4gVh/xkUxgbinhVtn1pZYdDm0c03cDr0mYZ/ufryqMVAbjp46IrDqSyfaiJJOAYj9hnJ1Q",
-	"4wYlDISECOYMGXTUrwId3+7MG08rcvRkgRbRy5rGcIPkaaawMTGJaP29GD/ebK9x2LZoAo0HUdO0Sgzh",
-	"Aa3UwNOl7j9ZDH32lYKs35d4eykRolAOISIKChM5EUftMEjSfeVksga520y4XZ3h6Onea5/luKFpgttR",
-	"51G9b6+XZEa+EhpSq/SUgcTLx/4mkPxsKzv+s68SVbArVX4JeB42ACUKpu+BZw0w3SxGRKUW7IFn2DNg",
-	"t5pKRymrz2j3VzP8o0nnfxyYJutTvGhWCF5nMw+q6wh5D4TSVUJeJGzNTdWC/A7B3yAEtxBLX3N6F4aq",
-	"WbB9rfTN41pT3QgNteT+Aa6M/wTjqffx/gPBvZaQw0UWM84Up4aRnw8tLtXzqoxcuPErCQ5IMqQolW8m",
-	"GOMVL4+DTReu62/Cj/PPFU9rMHqtAf7tLWJ0KQu7gcKyvVwMIJ2mOXTxrA+cRjyG/Q3BRGnK+989mPxy",
-	"V6gKTi5C7PNj1D7S9itZhGjoqpJ0JHby4/vfqFY0+mex2I+232WSv41MQkj1OAjyHvv+Tki/WDEHt93o",
-	"rMIItEak6PrwENjzCptT1eox47abl2616PJ+9k9MJVcElf6rhE1U2/LgsIllcdjhArFHipuYvX1tVxWp",
-	"Q7f/CdL/34pFNGC2hSRYHq5u3zVAf3Bdf2cQX0phw8hNXlU52I5BWFU8FjCo4jssfDFYUEWC9dSC4J4J",
-	"c9NUutxBHyDub6hyTbhodwX8wYVdM5HoclSlKoZY64HSu0tbbE+H3SqNcSzkG/ruaOOcxl/VBCN1qoV6",
-	"3/YZ61Ux2T5uuy0F0IoxqNKGC36jCX1Pm/l8z1fdzfvpbxgg+XDEcADqy7o07VqUsu5D4t2LobgF6eET",
-	"vfRCMh6iiHMfyrxHYcRJI7p43wfvSOVvTMeP/YAzZ+grk2DxvxDQXKfSeXObjzXssvPwtQ/Kq4KOTh2a",
-	"FCHyjOaFQW3mxmcrYEwXFaJmE37jE88cHGJaCEXkUCwn3dSItjteVz1Kwr0QbnMKledCDpfkGD7YBxlE",
-	"lnXj9psC8yq3yit/PcWe0ozneL8XGyoJ+w/QKx7EGr5u4ZfaYPvE+Pwqgt0+kN2H7hQZcawJEyo5KzlT",
-	"M+bMx7emSmcOAqcmcZSOTs1nTubcPrCSTFwLa43TbwWK3rbKzDencu6iEMTs9XH1rZ5/fnIMAq8I9KOV",
-	"OvdXep4eHh4d/9DtdXvdo9Mff+j1UOrzU/5c8eGKKjiGGB5W62k8pMoIjQeNu+fuP93//wAAAP///bv5",
-	"SzPJAAA=",
+	"H4sIAAAAAAAC/+x963Pbtvbgv4LR7kzsWVqWHacPe/ohTZrb7K9NvIkz+VBnYoiEJFxTAAuAttVM/vcd",
+	"nAOAoATqZTlJ722/NBZJPA7O+4VPvVxOKymYMLp3+qlXUUWnzDAFf/1yw4S5mFUM/iqYzhWvDJeid9p7",
+	"LcoZMROmGWH2NWLse2RPsYpRQ6QiuZxO6YFmdkzD9vu9rMfuqlIWrHdqVM2yHrcD/VkzNetlPUGnrHfa",
+	"s8P0sp7OJ2xK7bTcsCnM/78VG/VOe//rsFnyIb6mD8NKe58zHOK0R5WiM/u3NrPS/jCSamr/Pqdmsrih",
+	"p6SiZkK40LxgdmdEU1EM5Z1deGql9vVe1lPsz5orVvhNNSt369BGcTHufbYzKzZianHuNy+eke+PTwak",
+	"gheYyJnuk6tbys1Pr67I3isyUnJKBsRI8t2AaJZLUeh9QvW1hqUWlE2lsI+p0LdMESny1ibIhGqiGM0n",
+	"rMDfDTX4ht0A04aUjBaaGJnZw6PEMDXlgpZECoY/jQxT5JWfPSO3E55P2A2Do2aajLjS5gzGdKvgurUG",
+	"qgk37keRESoKklOlONPk6jzs/OBpVZWcFafE7b9PXpsJUzFwCFWM8LGQihVnhJIpLe3psgK+sVOcDAbh",
+	"4CaMFkw1J+eOYflZvcVFv3wOSCiaA3eD8GKjw/9sX9aVFBqp6RelpHrjfrE/5FIYJoz9J7UAyKlFjsN/",
+	"a4shn6KRl9KBHfUXccNKaWnBzjqH5YIw+07fEgKAFT75kguYEQnHCevILFIgjkwZYe7DPvnlhqkZUbI2",
+	"jORUeIQ6GRyRWtDaIpCxK2QF2ROSGHltMUpaxLdYTQEHanEt5K2wPyt2I68trtxyMyHv378/eBoNsp+R",
+	"J4MB4cIwJWiJqPlk8JhUSt7wgqmPtaA3lJd0WDIc4g0zanbwFGjidsJLFtHhI00KauiQaobLAMKz3wLY",
+	"z2XJ89nOzx6HTcH8YsJIVdKcTS2jruA9txJZPsA6ZJk8eVJJWeK8So54yXY/NY7bMTs+9Av4N8vNQyzA",
+	"jtu5APsQFuC4y84X4MZNLyAItGYB7yk3X2URZ06eUDKRQtaKFV4GIN+/ypy4uKWa3E6YAPoC7s5EwQrL",
+	"3JGvAztdFB+LUjbI0zCc4yr2d1aQkVQtcbXnxTLoLktYuwWnoJWeyAeApRu4A5juKR6poabWu18BDJua",
+	"//X/9EFUujftQE8LWhmmXoqRBH1SyYopwxMa5AIcsx7XsqSdT6+5KJIPKiWNzGWZfGhUrU3yyQ1TOj1X",
+	"o0PKIZJz1ntGK5pzM1vc1VDWFiGjcYZSlowK+9lIMfbs/J19aBUUanqnvULWw9Ique51UU+HTPm3f2dT",
+	"qWa/859b33BhvjtpPrGSaozflFSNmTYvNpoo+miz+ZKgkdr8LgtWLsImr+pfZa3Sq5pywaf1tHc6SKxw",
+	"Csv6F/95q++Ty1SssAKflnpxoUzcLDKMV1YnkSNgCkzccCUFSNAbqjhoAhNZFlyMkWuwXDFDpLD2kNVd",
+	"GBBcvwHiMvQKWtgc/MBaml8XFze05MVHp7ln8ypRZlnZkBeF1YmENB9HFkUz4r8D3T8jFZ2VkhYfjZQf",
+	"ASHsQLquKqkMKz7mtKJDXnIzywgv2LSShol89vGazT4qVms7z5+1NPQju8sZK+zf8fd2H0DNWVKNyoK6",
+	"tQghy2gM5XhQtCi4HYaW5xFsUN9egOOUaU3HLE3Ujbb+B0K2ef/D/FhZ7+5gLA+8LVnxPh5R9PsBn9qt",
+	"ot1sTcremJtJPezncnpY8BEIJHNAefNHOTukFYfFtDXlRYT0CLFS217YGn76IYVlN04atOeiuZEJqxSU",
+	"6tPLejB4nPMC/s8yYucu6pIp98ThuX+srHWY847nVhVHHbmfOnVqDJtWZnEpVoN9ppg1Wd07SJTgeeCa",
+	"0KGsTUZyWQtjCRLM5aN+kmHmVBS8oAb3vpZ74dwrz8/8tyk/Q5pY7dLhRIh9btkJJSPKS1aErdhntCyT",
+	"IMlrpVOHc061thoSPreWv2K0aKCinX5lJlxboyg5eFEjhf6ecPD8Km9JKR1zG9L8moG5XpZkyCZcRFMR",
+	"I+W1HX8NaWUPZk310eodbDlNZz2pxmmdQHboA04JTz5zit/LtJqh2Z+LUHopcsWoZhqtQmT9AJUzQr0m",
+	"+Uj7M+GCaPYnkaqwqq9i9gcLR/zBTNiMTGhVMYEK7hoANXzK2uKRGnYAvyYO3MhNgY9DrO19m2NFFmYB",
+	"h2MA48k1x+E2knn/n5G9zPGlTkb2G9cJZhYIen3HYYqYBbszzzpo7yJJZBW1EjTIf/vnKaksmXIDBBSI",
+	"9Nb5JyyvVAUrSEkNU2lNIYYm7qi1tk7gXLhza6/8vZ3ZY9gpyYGlFhl6BwqyR8FGB5srn0jNxH5GVC0E",
+	"F+MMHYU1vCYC73KsTCr8qDZET6Qy+xlYVZYX7wmJo+ZUEEOvmYWHkLdnzvtItRQkn1AxZsV+5gbMiDay",
+	"qvAfVOEiKSodiul6av/hXJQ4CyUFK5nVa3ATjzT+wCU4gOxcFxe/7WfutY9+Hi60oSJnH0GPt+M4QQNm",
+	"Zjhg5r7bb6a1X9NCVuCEwr142UdA44LP/PjI+UupjZtgPyNyqJm6SX5elvLWTu8gQ6bUCg8Rc2N0qQur",
+	"Af/Rc0dpSQrOspf13ME5N6U9uV7Wc6dimQsAwFIlQhr+BaC2gwCs4VMAtsXNBto9q6BFUARHawzG6HV4",
+	"6sBkyd5tOcJch+1Ws7K7ObihStCppeY/EJefhb3Bn+d+g/DXm7BL/LPZKvz9PuwX/nzh1wt/vQ07d3/6",
+	"7eM8HgZuYA8IpK8WNOCn5wCS9gwvHVh+dlBpfdu89jTAB/58HYBkyfmO5UFxmw/CeBEMyKWNYnTKCsLu",
+	"WJ6BK/TV8//79vUrUnLB+sTyrZJqE7zu7I6bZ6CVOHfsmRdIIwUDoVRpvPZkBCEBePpIewuij4x8pd3y",
+	"HkSknecUBgOFiDqPdHD+kltZlxgZmGVk4pQai2i1YhBqIEM2ksp+OiOyNlVt0toNNTQpyYNuvfjEASR6",
+	"GMlahC+ai0h12hSyNkA5BVNqEamdhC5e1yblIPi8htkRjn93pscdy9+g7ZgwBtQ4oQ2+qQUpuGK5KWcZ",
+	"6DqyNhblJgwV1yBtF/e/oCZPp1QU6TlAizoccnGoJ+QgT6vEt2kFzdnwaXuxe2GN4NSm4Gnfkz1DWZu3",
+	"GPqyr0zpHTofvj8eDJK+iG6fSfqQ/Yns+Jh1XSZOua35r6FnrqIMQP+k2owk0gXVLsoAz50Ad0aC7wHR",
+	"E3nDFDkiv/OfScWUY39eD4lQJya3lqHs95QtEHLLNorX8mHdwwS47+wsX/CSpZ2qXD/nKg3BqSwuNjIP",
+	"pu6Aw9s1F+bxcRIhMAyasrBceH0RE/hfbDsn4xyM0ces+wEo9wezGzLAehe2RVjeAhNM6vUpVf6FVNcR",
+	"p06zthEtNZuXwN5b3iYcH00g9vEZKbi+bqIhoKRPIOoSa5b2pZ53yCYlXEmHbJmvbh3ea0wZcdcFFAns",
+	"9vHRd8fHJ4ONee7nrBe8OAmhh+r2uZRl+3yn9O43JsYWkb57nK0WboqNuRQJAfo0z1llwGvs3slcQoOy",
+	"ehZX2rTEaDTx8ZMnK2deut/Ga7Ww8U4/iaLienEXRyFINmTaeN+4HURj1D0H3Q2svCiUdkboUFs1deQi",
+	"9NYstlbjTcvsjbgLmoUpA3bW4Krl9OmROgxo2G2KzlzsfDMSA6T55c45sReW+hsz5FaqazKW1vJn7kUH",
+	"LWoILct+PyWmrHU1onVpVvq/5xy2gYZQvy75iFlWj9YBWoh4TGBfEQGpPQOw0NldxdVs3640kBjZM0yQ",
+	"GaNK70frbMDm9xTopr2efr9P0QoWREK+mMSUsU0UxiRmO6ydOw9k4skx3bM3bFjz0nSks/FWVNhIQsn5",
+	"uwtrHJ0/vXj2K6aFwEaQZ6qaOUMGbfQ4v8q5INy8ZI8bTXIpRnwM7t4mFrWfES3bMSNiF1mgweUHoILd",
+	"9slTEX6Ac7xmrLL8Wgc3g/a7CKkoyLjJ3ohes31SSs1g5KkdzefiuA3gcNG0ffAA0MKCZy7mEmHrUDF6",
+	"zdQ6iSE/u1fBD99EVJd9FiKvYDtYCG4cFcrjCOXSucKL9it0Ozw16ytQeTvGuHSq6FVLSqMRyw2/YS8Y",
+	"NbWa0zcW2XP6UIIcGq01yvxXE0ZLM4ETWX3q3KmjyzYZpwOAoqBNiHR2zBCrFdqcKzlkS05g5SBTevdM",
+	"irxWignk8IvCZkrvwPVjP0m+0KnroihfFkxI5c6+9Y+8Qw+kGRA0VYwIaSIfo2UX6GVbQoyxKSZrlSdd",
+	"v0yxZjauScFGXLCiT66QrK5OF3iH41gjXjKX7+k4FXgKya3ihml05D49f0kUG9XAXqTnKFI5vynhhuyd",
+	"DH7c75MrWvGr4HwmZqJkPZ6EQaQiF0wpas+b7BUMvEIucw30DCn3kRW7Lx5FE/bJUw9NBsvGlWor8bgY",
+	"kyHDXFW/5TNQR7gBd/PiW3alMBXX5JpVLb3Y8aLM2nxWqViOiknvpuWIrxUfc/HMD9b89PT8pR22sWx8",
+	"9mp4o5Xf4pdVKX5jVb1GOid19roqNmNuc6oULCbI1Z5fyALBtakrZsVZA8HArQL6NrwoxRo/dOgEPzeC",
+	"KJEBiRI55yqvuSFOaIUEVC97kQxBBdBEMwbhmz0r2cMrjdSVtyKzRIMydr9PXhoiKyZ8YCiXQrO8tot3",
+	"Xn8NxGwnpYLI2tAxI3vp/AhKnNvJYnvIlkBv6X4GUSTIvo7UjcqyS6LpTJ+5rFS7mowIGbLauPbRnoj5",
+	"9MlrCFFUTLwThpeoVvt07QktRwf22SlQSwjEuxXaV0pmAiHbvRGjuE+kpUTXec60JjlqH9zuKHh0EV7c",
+	"EDqmXKCBcctzZscppRinvMsBqi9wkASTjcHNijbANffp8eAOd8tLWyIBJimW2kAYNEJuiKmViCDWiuIu",
+	"VR2WWTwcsYoVp82iHfj65JdpZZxGCvAtkk5TyPmJ+QS+28MNWnrzS14zMuNo7Zkfxv39Gkdzf/1Ky9Fr",
+	"N+YCI3PvuFBzQqlpRZINMrXU2Xexg104cTCbeWsHjv38nJp8sqFt+aUV3S211u3UzEWdbJkrZ0E/W/7y",
+	"EpVsO1nZZYC+rVi+qcdgiYX6z4lve+LbaOdbo8ISHShN/8ps58D1Xuzg+fzuyZPHTyKv51HS69l2dymz",
+	"ZFVNnnh75lqVq/Mn7UvJoV0JxmIqq08n5ZsizxZ2eHdwIvYBr5Xyh4iEaulKYnkTXrT7YNOqdFJ3cZPL",
+	"/d2LWL4jhb11DPHOWkuKgR5PveTEdyJsff3O9vIWR9iCN8/j55z7viisqSqDH/URKP8k/qpP3hqpWEE0",
+	"JECD7usj5UWN5RdMbxYs/1r4Ord7Q6ZSG3I0OD4hw5nbRRSisA+yVUjeHvOdZgVqrcE1XUhwShuirTUR",
+	"vj0jA/ITCT7qZGLkTuJDTWrovDKmTTKio2pWEPsUPOwleh1cSuMjTYILKGv5cwQ4afOyhpR5pg2fwgOq",
+	"wfgBU7PJHLXDt62IzqqOLRhlwfKSqlSM/f2EgWs42hIGXGpzZk2pWvhvw+MJtceHRQHpuEYnX+7K44Wx",
+	"XLDl9ah3+sda9Xf/D776/GE+QIJVpSPOSvDo0PKWzqzRzCA4tWfRrBYln3LDiv3+Vlw369U+WXmNhb6D",
+	"d+fZG6bGOoYdTsgDw8+Aul8XF7T/3BFLDiHarVlycyarePJcCM0eBXhJIWW2g7pWe05DjbuRY8BqZCnh",
+	"rBMuhqpGkoA4HLCQjkJGS/q6zieEBjqY1tqEKfOqTpNvYFmWeQ7gvxU1UQXX1//CQq0dLMyNtpydHg1O",
+	"fnjy/XdLlhdr7XEp2Q5WGMZbscbvvv/+++OjNRc555dvFhnteY2BlgiQLZSPwObWZ25LFvDOc6BE8vfu",
+	"aKiTaNaQVBEmr6H6TjcsiWwd8QobqXk3g/XHszXrTPG1Nz5d+w0LGUcLuRVtRjvvDcCk342MoUaR3Ow7",
+	"8Bon81LsPzSmcnDMp0BkwGPH4I5gd8Y9gsRhM2FT9Ndups6WTpNa/wupqgkVGnOrN4RVd3KLTxLfaDh9",
+	"zSFbfHVSiqWhkM1fkD0riENhg5A+ur7f7al9hvUQmyxw3VyXlV/pDnSPbIoOYRkD5ebZ+TunukcBCsdw",
+	"fTCxYfy3E6kZqo6kRLH/7PxdiChCgQQ+xRQjC2Io9yPc7PfJ06G8QY++Y+NWv5urk11DDG8igOPNdu3S",
+	"qfRWByDBiCLna0rdDeXt1gv6jlysK2Pvl+nsEzffRF6HXWZu+sYTi6wWq5V0Orzv6mneWNGb8sxu77la",
+	"bThCpWp0UvDjVBasDCFuh74ggh3cHs4gBBub6U0+sVsIbSqSfR3S+fq7SBvtrP/cym+yrGrUezU3qihd",
+	"lcboFeFbCnaOIk1VGrmVqtD9dKiw06+9necnBAc3qgxd3725GIwPqYmaGYO10M4LlGGRLHyLbcxcHdsZ",
+	"GZw2XiCyFzDVdxRzSab7a1bO3tehylNVrD5MGftVHZ4v+F4DU9rE2+pOAaPb93RxbqA9blhaM4ftiht2",
+	"IEU5S2aRzvOPriY35OVzLKHVRioGnDNJHjvkK/NO4CkX2GtMQx7oqSveHlPBNVSLkD0nasmlNy4ve2k9",
+	"b0sW1XCijgZXjyCNiZ1Cgkp85GDeUe/IhkRcTNCwLwaEJXvoHxs6RxkUvCKlZ1EXsfm3UFoFqicjXpbe",
+	"awOlzqHJ4A3TpBaaGUhn9T3a3OI71LZlTHetM/JqppHe2cw3Oau/g0P9N89SO/hnZnkszBqyuslecJfv",
+	"98lvbGSIrE2AGGJTRlipfeZgyfNZo0/qfrMg99rxCZnIWul+i1s/mM/escNdeDpD17JVzQDWKdJfwrq3",
+	"SQfZgqXN1VYyIF3t0jdhvCQzXoZhL6yuKuRtApOsoafYVN6gc+ALHfvb+aSmUPsNGXWaS18AH4rEm2L3",
+	"UOLeLmxv1a278vZUAmUssebE7OZad4eG7Iu41i/F6tRgV/Q24X+xn2fOqbSOh20e8IrRYrY6YwJ0prgL",
+	"COwwnr9RoRowJonJgX8rRagpjnPuXw/ZdQH9ecmKdsKLQte/rcMurm3fwkJ0+H35Ubn3UkNfWOn6kHhf",
+	"Um3e6R2lfHSaiMs6AeWuKZdHCGrVikjTXxPTYZhVqAzg3AqPv7E94wgrtlgkUBJa5yXqJCbQvVfk7AzL",
+	"rqyiOqF6YrVEMALSua7G4+cyEkMknt8Cfpr5JXXuZRdE7lawNYVfqFqbruDDQnHiYjB+oXpvM8/68tDG",
+	"ylK8ZyXl0yVBKl/npukMohPcaFaOkue9vG9oJ5EIabryBnPGb5h+L9V1d2JEYwtN6YzUOiquqYVr50Uw",
+	"5bFpupylGx3ojp532ENRqkcaHCWgxaPnnGtCazORihtq+A3rb1+x0druxhGDNqJlnREE6KCW14qb2VtL",
+	"AK55KqMK8QSoAiCDP4UBJsZU2H3WV5wlajvqYclzLB/CmuTnjY+Y5FIYJUt7YoKdRkFPqDVgggqjM6wu",
+	"yi4FHhXas2hGQtWyOwndJ9BRB3pP/HpxcY4tS3DR7oM+gSI3MLgvxdWnS4y+XfZOyadL6I1z2cvIpW9s",
+	"h3+4jpeXvc+fr86a9jgFy3nhlGoUyWTvZDC4FAtNQBO90e2Pj+NmoCeDk7gh6Mngx2Yg1xX05OhxqjPo",
+	"yfFxR3dQC6lL0dUh9OT4x0sx3yb0CSw12Sq0q+v6fp88hYeW2KA30KW4ipqwX5E9fy1ChmlUd3Ralaxp",
+	"bwC2gUUP35iswQOuyaguy/6lgLMdysK7S1yCCDGSnJDf+c8ZFpW5N4wkR4OB/b1/KaCHnYGbJmLke3r+",
+	"shc1G+4d+aISWvHeae9xf9B/3MOuGUARh1j49Jf99xilYgCP1d57/2LmV/fK3J0Cx4NBl8wJ7x3OdYmO",
+	"6bJ3+seHrKfr6ZSqGXgUbphgWp+Feqim032lJJT0QKOq4N9BfzUdQ4VIWLbufbDTHE6ZUTzXy3b2u3sl",
+	"vbOon7Vhd+awKimf62SduHehzS7cDP2lOz9Xcmq5fK2JW7QvjbTzWutWalDSXIespdsG22jpeb7BN3Zx",
+	"nFnvyeDx6s/a108sA4VdG0cswNLQ5mKDcK0BMMspHyvqkqk6YXFzdAhq5WEVOi50AcX1ZNgGKHM3LHzO",
+	"eidbACVr7MNVX0Y3aYBt6LaPGvQHqzDViU2e1/EmgYB+lsXsQW6EaN9U8nlXUB1sAdXtzuLk6Gue4Bzu",
+	"Ou03ibrWNECVeiUTu98lG2CDJDgcZrliMorVTcBqAomRzcUDoKMvdlfofxNUko6XC8LuuAaZbZVYvN7n",
+	"x3Y78zOipW9SKKjveRJKwVMV7a4AHm4ykpoRp46hxaEl2XMqWR9d+nZ0XzYOUYL2saN1C+WCD0XNruZs",
+	"LXo+Woeeo9tfvjQ1D3785nlAIwN9xTPi05QKOl5sXBDLvW62cfjJYudnxPKSmXQkbx20JXsOLwNSokwe",
+	"1VBZYSl/gUqW4jTozTnmfAppsqjNpplY4rPkFbzjp87fT3iUxIIhPKENowX2G4XMQewWATF6xUrsl82N",
+	"i0Ja2Pk4JPQIHvpeuwWZMMUWSQ2TAR2pxVfW/fEpeVMbbKt1hUtACedWW2gU+GGBoE4SDSsBAEX/PmRw",
+	"8sWI5/5kgPuNmgZAQ9fGjNKGlyWRAgr8Aeg/WebUII1LHHUXxaFwCn2LfAYq/FKiQyceUocu9HsuKXS/",
+	"NQviDE6RtYqvuJm7lO5k8GOKWrMluqhj65vrTPM89suhyQ7lcoLG2rfhOefS+vfhfQCTN5/smP15JvTI",
+	"tUBrnfkGvHCR6UDY9oHFO4aGd6evf035fvKfrxVgiyMtpwyTYHTT5xD+hEYxFg25Ije0rJlOcx1nHH6D",
+	"ZJBFrVIiSY4duqH7UzQVLgndIpZVJ2ioNt+MgvwPAX11AnJJKXOJ6h6FoGUimHLQRMiFg3IqIPUfaG9/",
+	"tc6NWUwrrHX/0kMa7FGVfLfNji9lvoJ8OAMAfAO2eRKoSVsmqaq7pMVvWanenbbUqUR2QWEdVjR3Y+o/",
+	"qmRblexyr0YgfwCBEzWb2JnMSR30f6qXdcHDAjc1R0LBJQXvheii2e+Tpn0mXIoDzgduCKOq5Eyh0oVX",
+	"LBkypmiwTteRFP9muVkpKfClh5UUoXg/ISn8EmIhIdUYvStfSVo054hybL4zBJrjzMs4zMTGq6haXTKC",
+	"uxoCxhmBRgfopnZdMNY6wsNPUo0/H35yf68noFwBxz9enyVen4WOH756wJ2X/RNvWp+rM/d5EW+8dzKO",
+	"I4feISur0Td02nQd6npsuHVB+Bdmw/c/tYsW/BfoiUY1iNAzN6ZKKGGG1qJVbTD2ogmfWobGW/f/YEHu",
+	"XkAL8Kbudxi5KwU/1lKtL/ez5ChVdOq70SCi4R5AgwgdI3aoQXxN1P1aGsRzRMIWU4nUicCl5pSJp+iw",
+	"wUfObWOHGWTt9jBLBU+o9ce2D+kgZtPeX9UCXTQV1TojJVxj30RdakPMrfQteJEQ5Q1TJa1Ow2eXYiJh",
+	"rQTiKU3nbpeesXcVFnVg37/ah6woCwZ/s5FPJTQTdilwEY80qZjisuC5nx/v8pDScommBQihYTcYPIUa",
+	"LrjsUl8KV27hylpxXrgDQxR9gl1zqcCbB1owob79RCh6ht8vrckPEShgXS4XadGTBepDKykMc1YcgPU1",
+	"x7bNlwK79KIUolGBNUwPS2GlZrcQfoJ9R72hXQWJg/ilmPKiKH282X6PB+Mm1ozU0FGZG1LSyvUyUCy6",
+	"7hFbO9/QUu9jGlmbCYU+I6/k7UPqnfP9TBK6Z9NBxu4T77i0R1Lw+6lDP+5sE+1btRNbmMt2nEdDrn25",
+	"HOCFPyG73zPisVBR0ScXauY6VmOr7wjt+ti+vGDYcCV6kshxd5V6RgK1+JirUTNYg2+xsiC7mvKoz03O",
+	"15cBYbpbuSvzjKhZyOhK0/6O7EQ5rSx7ZiHH5VF89wlwgBYfxHI1b4IoQO2V/BzV1aWW4AW+8oD02NQZ",
+	"JM4Apyd7wneA54pgzYLe/6ZSeVJJMheuyOIhNKq4mGb9RJldT10kz2zC0BAKZhOeWP+/zMlDBQE8sRpP",
+	"U5d9zQRmjCBQsBAcuYqLXoUGAqtJ9/ATL9Yw+xtEXG30W6v27+yVXm1/8WIzo6kNd1/E0mWNx9VKD8k1",
+	"o2lScRaaT7zYgCW7211cAZHLG/EVPlgJUjKD6UpWE76V6vrbicfgLfQR2BcvXLZ2+hXeJ36Vucv3xqCu",
+	"4scZkWVhNW3IykEAXDUF71dAlJcC7/C3VDnmN3CfW3TPfdZcS+Eb2576m/mGNL/OLPgUA637UuBVcM0d",
+	"+uEafIg1w3VolSxLMCDQIUimHG0hKVj/UlwKSDxyu4Lsn6u5MLe/DJvsXcW4dHcgCotPV/sICrhY+VJU",
+	"TMEV2e4umBlYgH5Z7gZ6UMdA07tCWFyRPacNOwAyHOyaVSZUnSiIp9t172fOEIDSnpJbq9N1w3BXKmKY",
+	"H28i6hPwpF4KvN7bX9jt7pwJSzgl1I8FtgnoW4LlJlKF4FjwlqNLoRgtGmg2RhVcdON/gOtXoDsHzs41",
+	"0aEUE4/9UhhFhabQPRDnHrIxJO+B/srRowd36MOJciyTs/u4sTbXVELpHED0UkSX6HHjIK8zb/vWeNNk",
+	"rUTKPrIq0i9IBwtcbmVvEKCH4KS2RzE+jLwHTX86V1Ym1dg3v4DOh4lsw6gZ0DLX1eJN7k3PZySMrgnc",
+	"e711fGPza8Psi6XfpfhSA9ZDvMF+VkGLk/ltnOPtOn8xl92HFIrsARpGBJKnRXOBUNdGwf2Szts8Gsx3",
+	"bF11M0IaIEhH24ASt3bfrNLdCT44F2cuZL0U09twrJT4fLooPFR80piJGZhveO9eKu7R14pkWUzFLahZ",
+	"aNVmghZv+ZlmcFEXQKW5EEsqBw938ZSDR6y8OskdJHmrZ22n1fk26la7lNW9djJWY9Uo02RPsYpR4Gpw",
+	"A/+BZnYEg/56dleVcPk3an1JtuP6cjQotElbnaZt3HxXVTMrXZL2NMFRrtnsJ8idOyNuA9ACDJRUou3R",
+	"0HLNDUDTm/QGVvd+nV/lttx1E4l0Twnz7bLUh+SDcUeopRwsUNzfkDlBQ+EocC7YLXRXo6DBz7GjmO00",
+	"bGaVk+Zt0DKW61RWr1ecFb6vWtA7NZ0ycs1mZM/+5OITDnX3Q3NTeGsoi5m3D5pf3VpdWsDxYOD8A+GL",
+	"KaPx+5hie0p0RXOv16LOBuGVkV2MJoVsegdnxLlpXRt6Tc7hSvYQeq6oMth8Aue224EANnp+YWGUhH60",
+	"uKyFKpzjY9JVHo8RGLyOGzNpVdMAv2nQHjgBrrchtpfNuAf/w2Ytqltxhfwauh5Co4f0untfXbuX5a7i",
+	"n27U95S3YqDHg+Otv/2SzOGLppRs5Qg8OT7+csGGdM8J6KIO+fHYDRy94NTlnXhVLWS2K2aZDivAd6Hx",
+	"hh3nBMIOvftnVi/qIlI75hyhQY4EEmtD6POcAAXL8ReMbs032mhd3gOQGktsXWLVDOyqg7FvV97va2CR",
+	"I3HTsHPsKo3C8quHm5x5GUXWNurz8cXjc/eX+E/1NQTSaRAJ5CV4ZkKnwxCSBpfbWMlaFKdWCwCvjbvs",
+	"N3nLMYAuQgi8Z3viLBcrAnUpDRkphslDcMcTq1kRXypc1OAGbEpi3TnYDd1yzVy14BXKlFOA5k+vWn47",
+	"TBeoKwvsV6GH6ci5x4IBJskwNDUle6Fp9n6XnjNvYa0ZHOhUgDYRmi3h9eUF0MnXyT3zCXvxufUbFmrO",
+	"QjsjRnzPUIc4TS9OKA9uUv92iz7RDTdrYFB3jmGDJFsrKl8/SDRnFGyE7W4TL5/3WiWdidrJGFQPpkvu",
+	"toIyeUKDf6q5lpVDYqtiH9O4uPgNAwl3BmIB9ge0vTQm7gt5uxHfXgx5dXrJuoICmzm4v4AXpa1xNLE3",
+	"yCkTobABI20yNBaM3rBLPo1jahip4p0upK/spImd1SudzP0vb4KdfLWc7SYINOHaSDVbiM/OeXdOnX/a",
+	"hc/kiLjUNtCQbycSq2S4yZr+lJBGibdP4K/QnxAbDkIeo7vyLbxjP0Dts+l66UfT5Jbx8cRfeDuZoX0F",
+	"d4ViCNgaHEnf932ETQd3uMO79+4lxJIJvNjrAvz4Px3Fagf+pl3LxumUiuKRJrI2VW0IBSMK1fSizt3V",
+	"LlKwSyFHkOaLDeQ0ySdSM0GGszj99ZEmT/OcVcY5qk4vxaU4IOmYNl6S5dBwHz3Jv9yxHIiN+Bh3n7zG",
+	"peEpXAqC7RTJFW7kCjMACmroVRZtg2LfS2QPENKFYx7OQM2jBuPcxo4HGZbk3cWLgx9cwFfbEd79nxcv",
+	"Xjzvk1cSg+1coyn6g2ugOLevG1H0o5ue+vZoD0b2zPRVhjaLg03bWKV2CX/WFHtTwr1gfzElveVSylvI",
+	"mKOCvHput/RIn5IhF1TNCI6e4c5gnCcHsEGEPtKN747ZJz/bRwNfb3/Nrb11RLQpZG0ycmz/xZTKyGM7",
+	"0ogLWuI3mhwdnJCQrI7DPdKkBG9dhrfraj62Jt2Qjw+YKDgV5PHxwZADgJ30AFp1nfh/ePzDD98NfiB7",
+	"AM39M0hfhUX7K9QoKaWwX8EuPRrA0mDbDg3aaAx3U8RpERmpBdM5rZhr8APpBTACpH4TdLmKcoY7xkd4",
+	"GYnbqQcY9lEdukIidxo+dMhEAaPBke5REWEy/MTuuHkmC3eDiWWExeva5V1oZprAJLC2/cyPJS02E8Fu",
+	"kRZeuZQHDNdZJIL8kp8lhDQdZQa4gJvZRz5zO5JpfscLFlDbAXaKroJLQcXM0xEks7nHzPk8mqo37O+a",
+	"QfGiz+t0qzgDK/5SuHGgWspa5ix0TQKQD5ll3gD3JnEEPBVXMOlVhjnrfu5H2nt8XOKPFQFXTiY074Bg",
+	"2Es5YgDgmL/huvM80v4Ih0peW3kygt6t7kdgFfZwo9OIF3xL9aXIaydzFnhqLrH/m7s2JpUPYhGl03ZP",
+	"Bzbtylq6kG+BPuhlvSNslczgOohSs1Qf9AdykNutvMFxN7Bpdji1tgrNfD7BEsbcHn/+9hDgMqBfHCFb",
+	"tSyT7CVZJiLFvtV3TvDliBN6RoIMs8UGLfcLqOPeO3OhlcCOHi3wInzY8BiqgT21LjBBIZHss33PdAs/",
+	"bVfWsIKDaHhaUEN2nGnxrRupT75SMeWbWhDqGZFve5ZQBePEw3AiltuFXEark0XsbjPTd3UnE8f3Xrhu",
+	"Jhs6LqmZ9B7U7HuxpAPKc65Ybg0ewgRcMvw3weQnW5mYT75K9vCuHH1L0PMwQpQkmr5htIjQdLNccJkb",
+	"Zg6cwG6h3WouneSsrnOVu4LtP5p1/tehabY+x0tWf8O1lfOouo6Sd08sXaXkJcpT7FINE/9g8DeIwR3M",
+	"0t0tswtHVRttX0h1/bCxFjtDZJZ8vkeg878htOIyQP4D0b3RkP2Fda1QqzXDMAsAPC7h99Au2t/sm/n0",
+	"BHSkSFluphjDVY4PQ03nduhvIsr7n6ueNmj0QjH2l/OI4eWLBMqp9ko+YvksL1kfzvrAWsRTtr8hmkiF",
+	"kcPdo8kvd5UMeHLuaxwfosepMl/JI4RThxtjEmG7d29+wzthIHsDwkPK/KOT/G10EiSqhyGQNzD2P4z0",
+	"izVts+CGYBXkp0Z55OvjgxfPK3xO4a2HrOqIL9ftsOWb0HlYeP8rJlUFsNw7qWpZlYa/KPiBsqratyzv",
+	"6uYZP+x/g/b/txIREc52sARD3W2zO0fot3bofwTElzLYIK+bhm5m2wkII6uHQgZZ/YMLXwwXZJVB32Sv",
+	"uBdcX8dGlz3oA6D9DU2uW8q7QwHvKTdrlhleTEIhs6/EGEm1u6Lm7rY3WxU5T7l4id8dbVzx/Ku8hUyd",
+	"sFEX2z4jg1Cx4ao6urI7DZ8yWRtXu5JOVH0c56l+F2epDhJZqh/+hunT9ycMi6BR15ao2oWHghn7AFvi",
+	"IH5ClJ4LQn2NQekKHfYwqTKLag/2XfKOkK4XDHzsJmydoetACE2+fblDU2jr3G0u17BPnvqvXVJeSDo6",
+	"tWRS+cwzXBcktelrV8sEOV2uE80tvXZlqRYPoWiMtDq1aFaOwHdHm+6mmb//zQLH9fFZUoF87xikV1nW",
+	"reqJFeZVYZXn7hq6PakILeEeXzKWgu3fw664l2j4ug0eG4ftI+2qLxF3hwz9Pnh34IRC70d/Y4sUrd6Q",
+	"Zy6/NZeqsBg405nldHhqrq66pOaeHSPTVlhnFU8nUgy2NWa+OZNzFw3f2tdEN7f3//HBCgi4CtzNVqvS",
+	"Xd1/enh4dPx9f9Af9I9Of/h+MACtzy3501xPI1dz4X8M+4l+dMnj0S/YEy36Ibp1+vOHz/8/AAD//4c4",
+	"/aXk4AAA",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

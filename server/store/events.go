@@ -69,7 +69,10 @@ func (t EventType) Valid() bool {
 type Event struct {
 	// Seq orders events: it increases with every event appended, so the events of one
 	// sandbox read in Seq order are in the order they happened.
-	Seq       int64     `json:"seq"`
+	Seq int64 `json:"seq"`
+	// Cursor, filled by ListEvents, continues a listing after this event (as
+	// EventFilter.After): a follower that stops anywhere in a page resumes there.
+	Cursor    string    `json:"cursor,omitempty"`
 	SandboxID string    `json:"sandboxId"`
 	Org       string    `json:"org"`
 	Project   string    `json:"project"`

@@ -258,11 +258,12 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 		if err != nil {
 			return nil, "", wrap(err)
 		}
-		items = append(items, e)
 		next = store.EventCursor{Txid: txid, Seq: e.Seq}
 		if bySandbox {
 			next.Txid = 0
 		}
+		e.Cursor = next.Encode()
+		items = append(items, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", wrap(err)

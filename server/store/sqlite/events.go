@@ -126,8 +126,9 @@ func (s *Store) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Ev
 		if err != nil {
 			return nil, "", wrap(err)
 		}
-		items = append(items, e)
 		next.Seq = e.Seq
+		e.Cursor = next.Encode()
+		items = append(items, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", wrap(err)

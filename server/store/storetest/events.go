@@ -86,8 +86,11 @@ func wantEvents(t *testing.T, what string, got, want []store.Event) {
 		if got[i].Seq <= 0 {
 			t.Fatalf("%s: event %d has seq %d", what, i, got[i].Seq)
 		}
+		if got[i].Cursor == "" {
+			t.Fatalf("%s: event %d has no cursor", what, i)
+		}
 		w := want[i]
-		w.Seq = got[i].Seq
+		w.Seq, w.Cursor = got[i].Seq, got[i].Cursor
 		equal(t, what, got[i], w)
 	}
 }
@@ -296,6 +299,16 @@ func testEventsList(t *testing.T, d Driver) {
 		sb := byID[got.SandboxID]
 		if got.SandboxID != want.sb.ID || got.Type != want.typ || got.Org != sb.Org || got.Project != sb.Project {
 			t.Fatalf("event %d: %+v, want %s of %s", i, got, want.typ, want.sb.ID)
+		}
+	}
+	// Each event's own cursor continues the listing right after it.
+	for i, e := range all {
+		if e.Cursor == "" {
+			t.Fatalf("event %d has no cursor", i)
+		}
+		rest, _ := listEvents(t, s, store.EventFilter{After: e.Cursor})
+		if !slices.Equal(seqsOf(rest), seqsOf(all[i+1:])) {
+			t.Fatalf("after event %d's cursor: %v, want %v", i, seqsOf(rest), seqsOf(all[i+1:]))
 		}
 	}
 	pick := func(keep func(store.Event) bool) []int64 {
