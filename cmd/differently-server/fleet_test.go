@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,9 @@ type apiSandbox struct {
 	Attempts   int    `json:"attempts"`
 }
 
-// fleet is the daemons of one test: it reads their logs and wakes the waiting test
-// on every line a live daemon writes.
+// fleet is the daemons of one test: it follows their event history and reads their
+// logs, and wakes the waiting test on every event and on every line a live daemon
+// writes.
 type fleet struct {
 	t       *testing.T
 	cfgPath string
@@ -59,6 +61,10 @@ type fleet struct {
 	repairs []string
 	// logged counts the WARN and ERROR lines of every live daemon by level and msg.
 	logged map[string]int
+	// following is set once the event follower runs (followEvents); started tells
+	// it that a daemon began to serve.
+	following bool
+	started   chan struct{}
 }
 
 // daemonProc is one daemon child process; the fields below cmd are guarded by fleet.mu.
@@ -70,9 +76,9 @@ type daemonProc struct {
 	url     string
 	killed  bool
 	replica string
-	creates int // "creating instance" lines
+	creates int // Creates begun: placed events by this replica's scheduler
 	// lateCreates counts the Creates that make a new instance, so take
-	// createLatencyMs: see logLine.
+	// createLatencyMs: see onEvent.
 	lateCreates     int
 	reconcilePasses int
 	lastReconcile   time.Time
@@ -107,8 +113,6 @@ func (c apiCall) String() string {
 
 var (
 	replicaAttr    = regexp.MustCompile(`replica=(\S+)`)
-	firstAttempt   = regexp.MustCompile(` attempts=0( |$)`)
-	claimingPass   = regexp.MustCompile(`msg="scheduler pass" .*pass=provision claimed=[1-9]`)
 	warnOrError    = regexp.MustCompile(`level=(WARN|ERROR) msg=("[^"]*"|\S+)`)
 	raceReportLine = "WARNING: DATA RACE"
 )
@@ -128,7 +132,7 @@ func newFleet(t *testing.T, dbURL, cfg string, env []string) *fleet {
 		t.Fatalf("token create: exit %d: %s", code, out)
 	}
 	return &fleet{t: t, cfgPath: cfgPath, dbURL: dbURL, env: env, token: strings.TrimSpace(out),
-		wake: make(chan struct{}, 1), claimed: make(chan struct{})}
+		wake: make(chan struct{}, 1), claimed: make(chan struct{}), started: make(chan struct{}, 1)}
 }
 
 // startTimeout bounds how long a daemon may take to print its address.
@@ -177,8 +181,125 @@ func (f *fleet) start(name string) *daemonProc {
 	}
 	f.mu.Lock()
 	p.url = m[1]
+	follow := !f.following
+	f.following = true
 	f.mu.Unlock()
+	select {
+	case f.started <- struct{}{}:
+	default:
+	}
+	if follow {
+		f.followEvents()
+	}
 	return p
+}
+
+// event is what the fleet reads of an event (docs/events.md).
+type event struct {
+	Cursor    string `json:"cursor"`
+	SandboxID string `json:"sandboxId"`
+	Type      string `json:"type"`
+	Actor     string `json:"actor"`
+	Attempt   int    `json:"attempt"`
+}
+
+// followEvents follows GET /v1/events?follow=true, through a live daemon, until the
+// test ends: when the daemon it reads stops or dies, it goes on through another
+// from the last cursor it read, so no event is missed. The events tell the test
+// when Creates begin (placed) and when the queue gives up a sandbox.
+func (f *fleet) followEvents() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cursor := ""
+		for ctx.Err() == nil {
+			var read bool
+			if live := f.live(); len(live) > 0 {
+				cursor, read = f.readEvents(ctx, live[0], cursor)
+			}
+			if read {
+				continue
+			}
+			// Nothing to read from: wait for a daemon to start, or a moment for one
+			// that is starting or stopping to settle.
+			pause := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-f.started:
+			case <-pause.C:
+			}
+			pause.Stop()
+		}
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// readEvents reads one follow stream from via, from cursor on, and returns the last
+// cursor it read and whether it read any event.
+func (f *fleet) readEvents(ctx context.Context, via *daemonProc, cursor string) (string, bool) {
+	req, err := http.NewRequestWithContext(ctx, "GET", via.url+"/v1/events?follow=true&cursor="+url.QueryEscape(cursor), nil)
+	if err != nil {
+		return cursor, false
+	}
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return cursor, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return cursor, false
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	read := false
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			f.t.Errorf("follow events via %s: bad line %q: %v", via.name, sc.Text(), err)
+			return cursor, read
+		}
+		cursor, read = e.Cursor, true
+		f.onEvent(e)
+	}
+	return cursor, read
+}
+
+// onEvent counts the Creates each replica begins and wakes whoever waits.
+func (f *fleet) onEvent(e event) {
+	f.mu.Lock()
+	if e.Type == "placed" {
+		total := 0
+		var by *daemonProc
+		for _, q := range f.procs {
+			total += q.creates
+			if q.replica != "" && e.Actor == "scheduler:"+q.replica {
+				by = q
+			}
+		}
+		if by != nil {
+			by.creates++
+			// For TestReplicasProvisionExactlyOnce: a first attempt (a retry after a
+			// lost response finds its instance at once), after the two injected errors.
+			if total >= 4 && e.Attempt == 1 {
+				by.lateCreates++
+			}
+		}
+	}
+	if e.Type == "placed" || e.Type == "failed" {
+		// A sandbox left the queue: room for a create refused with a full queue.
+		close(f.claimed)
+		f.claimed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
 }
 
 // stop ends a daemon by its PID: SIGTERM and a clean exit, or, for one the test
@@ -255,26 +376,11 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 		}
 	}
 	switch {
-	case strings.Contains(l, `msg="creating instance"`):
-		total := 0
-		for _, q := range f.procs {
-			total += q.creates
-		}
-		p.creates++
-		// For TestReplicasProvisionExactlyOnce: a first attempt (a retry after a lost
-		// response finds its instance at once), after the two injected errors, with a
-		// margin for reordered log lines.
-		if total >= 4 && firstAttempt.MatchString(l) {
-			p.lateCreates++
-		}
 	case strings.Contains(l, "level=DEBUG") && strings.Contains(l, `msg="reconcile pass"`):
 		p.reconcilePasses++
 		p.lastReconcile = time.Now()
 	case strings.Contains(l, `msg="reconcile deleted instance"`), strings.Contains(l, `msg="reconcile changed sandbox"`):
 		f.repairs = append(f.repairs, l)
-	case claimingPass.MatchString(l):
-		close(f.claimed)
-		f.claimed = make(chan struct{})
 	}
 	if m := warnOrError.FindStringSubmatch(l); m != nil {
 		if f.logged == nil {
@@ -317,7 +423,7 @@ func (f *fleet) reconcileNow(ctx context.Context, via *daemonProc, until time.Ti
 	}
 }
 
-// createLines counts the "creating instance" lines of every daemon so far.
+// createLines counts the Creates every daemon began so far (placed events).
 func (f *fleet) createLines() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -373,8 +479,8 @@ func (f *fleet) heldBy(p *daemonProc) []string {
 	return held
 }
 
-// claimedSignal returns a channel closed when the next provisioning pass that
-// claimed sandboxes ends. Any goroutine may wait on it.
+// claimedSignal returns a channel closed when the next sandbox leaves the queue
+// (placed on a pool, or failed). Any goroutine may wait on it.
 func (f *fleet) claimedSignal() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
