@@ -17,6 +17,7 @@ import (
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -75,7 +76,7 @@ func (s *Server) PutPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := store.Policy{AllowExternal: deref(body.AllowExternal), Defaults: deref(body.Defaults)}
-	if _, err := policyDefaultTTL(p); err != nil {
+	if _, err := sandboxes.PolicyDefaultTTL(p); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"slices"
 
 	"github.com/different-ai/differently/adapters"
-	"github.com/different-ai/differently/api"
-	"github.com/different-ai/differently/internal/textcut"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -39,16 +37,6 @@ func toProfile(p store.Profile) Profile {
 	return out
 }
 
-// validProfileName uses the pools' naming rule (a DNS label). The message quotes no
-// more of a bad name than a good one could hold.
-func validProfileName(name string) error {
-	if !api.ValidName(name) {
-		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
-			textcut.Prefix(name, 64))
-	}
-	return nil
-}
-
 func (s *Server) ListProfiles(w http.ResponseWriter, r *http.Request) {
 	ps, err := s.st.ListProfiles(r.Context())
 	if err != nil {
@@ -77,7 +65,7 @@ func (s *Server) PutProfile(w http.ResponseWriter, r *http.Request, name string)
 		s.writeError(w, r, err)
 		return
 	}
-	if err := validProfileName(name); err != nil {
+	if err := sandboxes.ValidProfileName(name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -113,41 +101,4 @@ func (s *Server) DeleteProfile(w http.ResponseWriter, r *http.Request, name stri
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// applyProfile expands the named profile into a sandbox being created. ttlSet says
-// whether the request set ttlSeconds (0, no expiry, included). An unknown profile is
-// invalid_request: the request can never succeed as written.
-func (s *Server) applyProfile(ctx context.Context, sb *store.Sandbox, name string, ttlSet bool) error {
-	p, err := s.st.GetProfile(ctx, name)
-	if api.IsCode(err, api.CodeNotFound) {
-		return invalid("profile %q not found", name)
-	}
-	if err != nil {
-		return errorf("get profile: %w", err)
-	}
-	sb.Profile = p.Name
-	sb.Capabilities = append(slices.Clone(p.Capabilities), sb.Capabilities...)
-	if sb.Template == "" {
-		sb.Template = p.Template
-	}
-	if sb.Resources.CPU == 0 {
-		sb.Resources.CPU = p.Resources.CPU
-	}
-	if sb.Resources.MemoryMiB == 0 {
-		sb.Resources.MemoryMiB = p.Resources.MemoryMiB
-	}
-	if sb.Resources.DiskGiB == 0 {
-		sb.Resources.DiskGiB = p.Resources.DiskGiB
-	}
-	if len(sb.Placement.AllowedPools) == 0 {
-		sb.Placement.AllowedPools = slices.Clone(p.Placement.AllowedPools)
-	}
-	if len(sb.Placement.Regions) == 0 {
-		sb.Placement.Regions = slices.Clone(p.Placement.Regions)
-	}
-	if !ttlSet {
-		sb.TTLSeconds = p.TTLSeconds
-	}
-	return nil
 }

@@ -11,14 +11,16 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/lifecycle"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
-// DefaultOrg and DefaultProject are where admin creates land when the body names none,
-// and the organisation a project token gets when created without one.
+// DefaultOrg and DefaultProject are where admin creates land when the body names none
+// (the sandbox service decides that: sandboxes.Tenant), and the organisation a
+// project token gets when created without one.
 const (
-	DefaultOrg     = "default"
-	DefaultProject = "default"
+	DefaultOrg     = sandboxes.DefaultOrg
+	DefaultProject = sandboxes.DefaultProject
 )
 
 // touchInterval bounds how often a token's lastUsedAt is written: once a minute is
@@ -43,12 +45,16 @@ type principal struct {
 	project string
 }
 
-// owns reports whether the caller may see an object of org and project.
-func (p principal) owns(org, project string) bool {
-	return p.admin || p.org == org && p.project == project
+type principalKey struct{}
+
+// caller is the principal as the sandbox service takes it: passed to each call, so
+// that the service never reads identity from a request's context.
+func (p principal) caller() sandboxes.Caller {
+	return sandboxes.Caller{TokenID: p.tokenID, Admin: p.admin, Org: p.org, Project: p.project}
 }
 
-type principalKey struct{}
+// callerOf is the caller of the request whose context ctx is.
+func callerOf(ctx context.Context) sandboxes.Caller { return principalFrom(ctx).caller() }
 
 // actor is the caller as recorded in the events of the changes it makes.
 func actor(ctx context.Context) lifecycle.Actor {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/body"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -67,8 +68,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == api.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="differently"`)
 	}
-	if ra, ok := errors.AsType[*retryAfterError](err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ra.seconds))
+	if ra, ok := errors.AsType[*sandboxes.RetryAfterError](err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(ra.Seconds))
 	} else if errors.Is(err, store.ErrUnavailable) {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -103,19 +104,10 @@ func requestCause(r *http.Request, err error) error {
 	return err
 }
 
-// retryAfterError is an error whose answer tells the client, with Retry-After, how
-// many seconds to wait before trying again.
-type retryAfterError struct {
-	err     *api.Error
-	seconds int
-}
-
-func retryAfter(err *api.Error, seconds int) error {
-	return &retryAfterError{err: err, seconds: seconds}
-}
-
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
+// retryAfter is an error whose answer tells the client, with Retry-After, how many
+// seconds to wait before trying again: the sandbox service's type, so that its
+// refusals and this package's are sent the same way (writeError).
+func retryAfter(err *api.Error, seconds int) error { return sandboxes.RetryAfter(err, seconds) }
 
 // writeJSON marshals before writing so that a value that cannot be encoded still gets
 // a well-formed error answer instead of half a body.

@@ -90,76 +90,10 @@ func optional[I any](t target, op string) (I, error) {
 	return i, nil
 }
 
-// action is one of stop, start, pause and resume: the adapter's call and the
-// transition that records it.
-type action struct {
-	op      lifecycle.Op
-	feature string
-	call    func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error
-}
-
-var (
-	opStop = action{lifecycle.OpStop, adapters.FeatureStopStart,
-		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
-			return call(a, "stop", func(l adapters.Lifecycle) error { return l.Stop(ctx, ref) })
-		}}
-	opStart = action{lifecycle.OpStart, adapters.FeatureStopStart,
-		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
-			return call(a, "start", func(l adapters.Lifecycle) error { return l.Start(ctx, ref) })
-		}}
-	opPause = action{lifecycle.OpPause, adapters.FeaturePauseResume,
-		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
-			return call(a, "pause", func(p adapters.Pauser) error { return p.Pause(ctx, ref) })
-		}}
-	opResume = action{lifecycle.OpResume, adapters.FeaturePauseResume,
-		func(ctx context.Context, a adapters.ExecutionAdapter, ref string) error {
-			return call(a, "resume", func(p adapters.Pauser) error { return p.Resume(ctx, ref) })
-		}}
-)
-
-func call[I any](a adapters.ExecutionAdapter, op string, fn func(I) error) error {
-	i, ok := a.(I)
-	if !ok {
-		return adapters.Unsupported(op)
-	}
-	return fn(i)
-}
-
-// runLifecycle moves a sandbox between from and to. Asking for the state it is already
-// in succeeds without calling the adapter, as the adapter contract's calls are
-// idempotent too.
-func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string, lc action) {
+// runLifecycle answers a stop, start, pause or resume: the service's Operate.
+func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string, op lifecycle.Op) {
 	ctx := r.Context()
-	sb, err := s.loadSandbox(ctx, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if sb.State == lc.op.To() {
-		writeJSON(w, http.StatusOK, s.toSandbox(sb))
-		return
-	}
-	if sb.State != lc.op.From() {
-		s.writeError(w, r, conflict("cannot %s a sandbox that is %s", lc.op, sb.State).WithDetail("state", string(sb.State)))
-		return
-	}
-	t, err := s.operateOn(ctx, sb, string(lc.op), lc.feature)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := lc.call(ctx, t.view.Adapter, sb.BackendRef); err != nil {
-		s.writeError(w, r, adapterError(err, string(lc.op), t.view))
-		return
-	}
-	out, err := s.updateSandbox(ctx, id, func(cur *store.Sandbox) error {
-		// Another request (a delete, the reconciler) moved the sandbox while the
-		// backend worked; its state wins and the caller hears about the conflict.
-		if cur.State != lc.op.From() || cur.BackendRef != sb.BackendRef {
-			return conflict("sandbox changed to %s during %s", cur.State, lc.op).WithDetail("state", string(cur.State))
-		}
-		return lifecycle.Operate(cur, lc.op, actor(ctx))
-	})
+	out, err := s.svc.Operate(ctx, callerOf(ctx), id, op)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -168,19 +102,19 @@ func (s *Server) runLifecycle(w http.ResponseWriter, r *http.Request, id string,
 }
 
 func (s *Server) StopSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
-	s.runLifecycle(w, r, id, opStop)
+	s.runLifecycle(w, r, id, lifecycle.OpStop)
 }
 
 func (s *Server) StartSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
-	s.runLifecycle(w, r, id, opStart)
+	s.runLifecycle(w, r, id, lifecycle.OpStart)
 }
 
 func (s *Server) PauseSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
-	s.runLifecycle(w, r, id, opPause)
+	s.runLifecycle(w, r, id, lifecycle.OpPause)
 }
 
 func (s *Server) ResumeSandbox(w http.ResponseWriter, r *http.Request, id SandboxID) {
-	s.runLifecycle(w, r, id, opResume)
+	s.runLifecycle(w, r, id, lifecycle.OpResume)
 }
 
 func (s *Server) ExposeSandboxPort(w http.ResponseWriter, r *http.Request, id SandboxID) {

@@ -22,7 +22,7 @@ import (
 	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
-	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -46,13 +46,11 @@ type Waker interface {
 	Wake(state store.State)
 }
 
-// Direct is the replica's scheduler, to which the API hands a new sandbox or a
-// deletion at once when it can, instead of leaving it for a pass (package
-// scheduler's Reserve and ReserveDelete).
-type Direct interface {
-	Reserve(ranked []string) *scheduler.Start
-	ReserveDelete() *scheduler.Delete
-}
+// Direct is the replica's scheduler, to which the sandbox service hands a new
+// sandbox or a deletion at once when it can, instead of leaving it for a pass. It is
+// the service's type (server/sandboxes/service.go), named here too so that the
+// daemon's wiring of Options reads as before.
+type Direct = sandboxes.Direct
 
 // Reconciler runs one reconcile pass on demand (POST /v1/admin/reconcile).
 type Reconciler interface {
@@ -141,7 +139,6 @@ type Server struct {
 	st       store.Store
 	pools    PoolSource
 	waker    Waker
-	direct   Direct
 	writes   *store.Batcher
 	recheck  time.Duration
 	changes  *changes.Hub
@@ -158,8 +155,9 @@ type Server struct {
 	metrics  *httpMetrics
 	touches  touchCache
 	cache    caches
-	// maxQueued is Options.MaxQueued with its default.
-	maxQueued int
+	// svc is the sandbox service: the application logic behind the sandbox routes,
+	// for which this package decodes requests and encodes answers.
+	svc *sandboxes.Service
 	// uploadTimeout bounds the reading of a file upload's body, bodyTimeout that of
 	// any other body.
 	uploadTimeout time.Duration
@@ -193,7 +191,7 @@ func New(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
-		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, direct: opts.Direct, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
+		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
 		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
 		devOnly: opts.DevOnlyKinds, checkCfg: opts.CheckPoolConfig, dev: opts.Dev, log: opts.Logger, allowed: opts.AllowedCredentialsEnv,
 	}
@@ -213,10 +211,6 @@ func New(opts Options) (http.Handler, error) {
 	s.transfers = newTransfers(cmp.Or(max(opts.MaxTransfers, 0), DefaultMaxTransfers),
 		cmp.Or(max(opts.MaxProjectTransfers, 0), DefaultMaxProjectTransfers),
 		cmp.Or(max(opts.LargeTransferBytes, 0), DefaultLargeTransferBytes))
-	s.maxQueued = opts.MaxQueued
-	if s.maxQueued <= 0 {
-		s.maxQueued = DefaultMaxQueued
-	}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -226,6 +220,16 @@ func New(opts Options) (http.Handler, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	svc, err := sandboxes.New(sandboxes.Options{
+		Store: s.st, Pools: s.pools, Waker: s.waker, Direct: opts.Direct, Writes: s.writes,
+		// The service reads the policy through this server's cache, which the
+		// change feed keeps fresh (cache.go).
+		Policy: s.policy, MaxQueued: opts.MaxQueued, Clock: s.clock, Logger: s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.svc = svc
 	reg, gat := opts.Metrics, opts.Gatherer
 	if reg == nil {
 		fresh := prometheus.NewRegistry()

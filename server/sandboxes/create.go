@@ -1,0 +1,396 @@
+package sandboxes
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/textcut"
+	"github.com/different-ai/differently/server/lifecycle"
+	"github.com/different-ai/differently/server/placement"
+	"github.com/different-ai/differently/server/scheduler"
+	"github.com/different-ai/differently/server/store"
+)
+
+// DefaultOrg and DefaultProject are where an admin's create lands when it names
+// none.
+const (
+	DefaultOrg     = "default"
+	DefaultProject = "default"
+)
+
+// DefaultTTLSeconds is the lifetime of a sandbox whose create names no TTL, when the
+// policy sets no defaults.ttlSeconds: nothing lives forever unless asked to, with an
+// explicit ttlSeconds of 0.
+const DefaultTTLSeconds = 24 * 60 * 60
+
+// queueFullRetryAfter is the retry hint, in seconds, of a create refused because the
+// queue is full.
+const queueFullRetryAfter = 5
+
+// insertTimeout bounds the transaction that stores a new sandbox once the client
+// can no longer cut it short.
+const insertTimeout = 30 * time.Second
+
+// CreateRequest is a sandbox asked for.
+type CreateRequest struct {
+	// Org and Project name where the sandbox goes; nil leaves it to Tenant.
+	Org, Project *string
+	// Sandbox is the rest of the request: template, capabilities, resources,
+	// labels, env, TTL, placement, the snapshot to restore, the idempotency key and
+	// the request's hash (what a retry with the same key must repeat). Create sets
+	// its org and project.
+	Sandbox store.Sandbox
+	// Profile names a stored profile that fills in what the request leaves out.
+	Profile string
+	// TTLSet says whether the request named a TTL (0, no expiry, included). Without
+	// one the profile's applies, or else the policy's default.
+	TTLSet bool
+}
+
+// Tenant picks the org and project a create lands in: the token's own for a project
+// token, which may name no other, and the request's (DefaultOrg and DefaultProject
+// when it names none) for an admin.
+func Tenant(c Caller, org, project *string) (string, string, error) {
+	if !c.Admin {
+		if org != nil && *org != c.Org || project != nil && *project != c.Project {
+			return "", "", api.Errorf(api.CodeForbidden, "a project token creates sandboxes in its own project only")
+		}
+		return c.Org, c.Project, nil
+	}
+	o, pr := DefaultOrg, DefaultProject
+	if org != nil {
+		o = *org
+	}
+	if project != nil {
+		pr = *project
+	}
+	if err := api.CheckTenantName("org", o); err != nil {
+		return "", "", err
+	}
+	return o, pr, api.CheckTenantName("project", pr)
+}
+
+// Create settles a new sandbox's tenant, profile and snapshot and then creates it
+// (create). created is false when the idempotency key named an existing sandbox,
+// which is returned instead. started, when not nil, delivers the outcome of the
+// Create this replica's scheduler began at once (scheduler.Start).
+func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
+	sb := req.Sandbox
+	if sb.Org, sb.Project, err = Tenant(c, req.Org, req.Project); err != nil {
+		return sb, false, nil, err
+	}
+	if req.Profile != "" {
+		if err := ValidProfileName(req.Profile); err != nil {
+			return sb, false, nil, err
+		}
+		if err := s.applyProfile(ctx, &sb, req.Profile, req.TTLSet); err != nil {
+			return sb, false, nil, err
+		}
+	}
+	snapshotPool := ""
+	if sb.FromSnapshot != "" {
+		sn, err := s.Snapshot(ctx, c, sb.FromSnapshot)
+		if err != nil {
+			return sb, false, nil, err
+		}
+		if sn.Org != sb.Org || sn.Project != sb.Project {
+			// A sandbox restores only its own project's snapshots, even for an admin:
+			// the snapshot holds that project's data.
+			return sb, false, nil, invalid("snapshot %q belongs to another project", sn.ID)
+		}
+		snapshotPool = sn.Pool
+	}
+	// Without a TTL from the request or its profile, the policy's default applies. A
+	// profile always has one: its 0 means no expiry, as the API document says.
+	defaultTTL := !req.TTLSet && req.Profile == ""
+	return s.create(ctx, c, sb, snapshotPool, defaultTTL)
+}
+
+// ValidProfileName checks a profile's name, the one a create names and the one an
+// admin stores, with the pools' naming rule (a DNS label). The message quotes no
+// more of a bad name than a good one could hold.
+func ValidProfileName(name string) error {
+	if !api.ValidName(name) {
+		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
+			textcut.Prefix(name, 64))
+	}
+	return nil
+}
+
+// applyProfile expands the named profile into a sandbox being created. ttlSet says
+// whether the request set ttlSeconds (0, no expiry, included). An unknown profile is
+// invalid_request: the request can never succeed as written.
+func (s *Service) applyProfile(ctx context.Context, sb *store.Sandbox, name string, ttlSet bool) error {
+	p, err := s.st.GetProfile(ctx, name)
+	if api.IsCode(err, api.CodeNotFound) {
+		return invalid("profile %q not found", name)
+	}
+	if err != nil {
+		return errorf("get profile: %w", err)
+	}
+	sb.Profile = p.Name
+	sb.Capabilities = append(slices.Clone(p.Capabilities), sb.Capabilities...)
+	if sb.Template == "" {
+		sb.Template = p.Template
+	}
+	if sb.Resources.CPU == 0 {
+		sb.Resources.CPU = p.Resources.CPU
+	}
+	if sb.Resources.MemoryMiB == 0 {
+		sb.Resources.MemoryMiB = p.Resources.MemoryMiB
+	}
+	if sb.Resources.DiskGiB == 0 {
+		sb.Resources.DiskGiB = p.Resources.DiskGiB
+	}
+	if len(sb.Placement.AllowedPools) == 0 {
+		sb.Placement.AllowedPools = slices.Clone(p.Placement.AllowedPools)
+	}
+	if len(sb.Placement.Regions) == 0 {
+		sb.Placement.Regions = slices.Clone(p.Placement.Regions)
+	}
+	if !ttlSet {
+		sb.TTLSeconds = p.TTLSeconds
+	}
+	return nil
+}
+
+// checkTTL bounds a ttlSeconds: a longer one than api.MaxTTLSeconds would overflow
+// the expiry's arithmetic into the past, and the sandbox be ended as expired at once.
+func checkTTL(ttl int64) error {
+	if ttl < 0 || ttl > api.MaxTTLSeconds {
+		return invalid("ttlSeconds must be between 0 (no expiry) and %d (ten years)", api.MaxTTLSeconds)
+	}
+	return nil
+}
+
+// checkPlacement bounds what a create's placement names: a pool that could exist
+// (one that cannot is refused as unknown anyway, here without quoting all of it) and
+// regions of at most api.MaxRegionBytes.
+func checkPlacement(pl store.Placement) error {
+	for _, name := range pl.AllowedPools {
+		if !api.ValidName(name) {
+			return invalid("placement.allowedPools: %q is not a pool name (1 to 63 lowercase letters, digits and dashes)",
+				textcut.Prefix(name, 64))
+		}
+	}
+	for _, region := range pl.Regions {
+		if len(region) > api.MaxRegionBytes {
+			return invalid("placement.regions: a region is longer than %d bytes", api.MaxRegionBytes)
+		}
+	}
+	return nil
+}
+
+func validateEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return invalid("env name %q is not valid", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return invalid("env value of %q contains a NUL byte", k)
+		}
+	}
+	return nil
+}
+
+// PolicyDefaultTTL reads defaults.ttlSeconds of a policy; the admin's policy write
+// (server/httpapi/admin.go) checks it with the same function, so a stored policy
+// always has a usable value.
+func PolicyDefaultTTL(p store.Policy) (int64, error) {
+	switch v := p.Defaults["ttlSeconds"].(type) {
+	case nil:
+		return DefaultTTLSeconds, nil
+	case float64:
+		if v >= 0 && v <= api.MaxTTLSeconds && v == float64(int64(v)) {
+			return int64(v), nil
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil && n >= 0 && n <= api.MaxTTLSeconds {
+			return n, nil
+		}
+	}
+	return 0, invalid("defaults.ttlSeconds must be a whole number of seconds between 0 (no expiry) and %d (ten years)",
+		api.MaxTTLSeconds)
+}
+
+// storedDefaultTTL is PolicyDefaultTTL for a stored policy, which may have been
+// accepted before api.MaxTTLSeconds bounded it: a longer default is held to the bound
+// rather than refusing every create that names no TTL for the operator's setting.
+func storedDefaultTTL(p store.Policy) (int64, error) {
+	switch v := p.Defaults["ttlSeconds"].(type) {
+	case float64:
+		if v > api.MaxTTLSeconds && v == math.Trunc(v) {
+			return api.MaxTTLSeconds, nil
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil && n > api.MaxTTLSeconds {
+			return api.MaxTTLSeconds, nil
+		}
+	}
+	return PolicyDefaultTTL(p)
+}
+
+// create validates a new sandbox, checks that some pool could ever take it, admits
+// it (project quota, queue bound) and stores it for the scheduler: straight onto a
+// pool of this replica's when one has a start slot free and no sandbox is queued
+// before it (started then delivers the outcome of its Create, see
+// scheduler.Start), queued otherwise (started is nil). With defaultTTL it takes the
+// policy's default lifetime, read with the policy placement needs anyway.
+// snapshotPool is the pool of the snapshot it restores, if any. created is false
+// when the idempotency key named an existing sandbox, which is returned instead.
+func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapshotPool string, defaultTTL bool) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
+	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
+	if err != nil {
+		return sb, false, nil, err
+	}
+	sb.Capabilities = caps
+	if err := adapters.ValidateLabels(sb.Labels); err != nil {
+		return sb, false, nil, err
+	}
+	if err := sb.Resources.Validate(); err != nil {
+		return sb, false, nil, err
+	}
+	if err := checkTTL(sb.TTLSeconds); err != nil {
+		return sb, false, nil, err
+	}
+	if len(sb.Template) > api.MaxTemplateBytes {
+		return sb, false, nil, invalid("template is longer than %d bytes", api.MaxTemplateBytes)
+	}
+	if err := checkPlacement(sb.Placement); err != nil {
+		return sb, false, nil, err
+	}
+	if err := validateEnv(sb.Env); err != nil {
+		return sb, false, nil, err
+	}
+	policy, err := s.policy(ctx)
+	if err != nil {
+		return sb, false, nil, errorf("get policy: %w", err)
+	}
+	if defaultTTL {
+		if sb.TTLSeconds, err = storedDefaultTTL(policy); err != nil {
+			return sb, false, nil, err
+		}
+	}
+	// Here placement only decides whether some pool could ever take the sandbox. How
+	// many sandboxes each pool runs only matters to which pool takes it and when,
+	// which the scheduler decides with its own count, so none is made per create.
+	placementRequest := placement.Request{
+		Capabilities: sb.Capabilities, Template: sb.Template, Resources: sb.Resources,
+		Placement: sb.Placement, SnapshotPool: snapshotPool,
+	}
+	d := placement.Place(placementRequest, s.pools.Views(), policy, nil)
+	if d.Code != "" {
+		e := api.Errorf(d.Code, "%s", d.Reason)
+		if len(d.Rejected) > 0 {
+			e = e.WithDetail("rejected", d.Rejected)
+		}
+		return sb, false, nil, e
+	}
+	if d.Wait {
+		sb.Reason = d.Reason
+	}
+	now := s.now()
+	sb.ID = ids.New("sbx")
+	// A sandbox restored from a snapshot goes through the queue, whose placement
+	// reads the snapshot's backend reference.
+	var start *scheduler.Start
+	var candidates []store.Candidate
+	if s.direct != nil && !d.Wait && snapshotPool == "" && sb.FromSnapshot == "" {
+		if ranked, ok, err := s.directPools(ctx, d.Pools, placementRequest); err != nil {
+			return sb, false, nil, err
+		} else if ok {
+			start = s.direct.Reserve(ranked)
+			candidates = lifecycle.Candidates(ranked, d.Rejected)
+		}
+	}
+	by := c.Actor()
+	defer start.Release() // unless started below
+	// Admission, in the transaction that inserts: the project's quota, then the bound
+	// on the queue. A retried create (same Idempotency-Key) skips both. A client that
+	// hangs up does not cut the transaction short: its COMMIT may already have
+	// reached the database, and a provisioning row whose Create never started would
+	// wait for its claim to lapse.
+	insertCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), insertTimeout)
+	defer cancel()
+	out, created, err = s.st.CreateSandboxAdmitted(insertCtx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
+		if err := store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources); err != nil {
+			return err
+		}
+		if a.Queued >= s.maxQueued {
+			// The queue is every tenant's: how many wait is not for this caller to
+			// learn, only that it is full.
+			return RetryAfter(api.Errorf(api.CodeProviderUnavailable,
+				"the queue is full (it holds at most %d sandboxes waiting for a pool); try again later",
+				s.maxQueued), queueFullRetryAfter)
+		}
+		if err := lifecycle.Create(ins, now, by); err != nil {
+			return err
+		}
+		// With others due now, the sandbox stays queued: they were waiting first, and
+		// no overtaking them. One waiting out a backoff, or for a pool with no room,
+		// does not hold the others back.
+		if start != nil && a.Due == 0 {
+			return start.Place(ins, candidates)
+		}
+		return nil
+	})
+	if err != nil {
+		return sb, false, nil, errorf("create sandbox: %w", err)
+	}
+	if !created && (out.Org != sb.Org || out.Project != sb.Project) {
+		// The store looks keys up within the organisation and project, so this cannot
+		// happen; were it to, another tenant's sandbox must not be revealed.
+		return sb, false, nil, errorf("idempotency key lookup returned another project's sandbox")
+	}
+	// A sandbox stored before request hashes were kept has none, and any request
+	// repeating its key gets it, as before.
+	if !created && out.RequestHash != "" && out.RequestHash != sb.RequestHash {
+		return sb, false, nil, api.Errorf(api.CodeIdempotencyKeyReused,
+			"Idempotency-Key %q was first used by a different create request (sandbox %s); "+
+				"repeat that request unchanged to get its sandbox, or use a new key for a new one",
+			sb.IdempotencyKey, out.ID)
+	}
+	if created {
+		if started = start.Start(out); started == nil {
+			s.waker.Wake(out.State)
+		}
+	}
+	return out, created, started, nil
+}
+
+// directPools returns the pools, best first, on which a create may start at once
+// (ok false: it goes through the queue). ranked comes from the policy as the
+// Policy option read it, which may be cached and lag a change written on another
+// replica for as long as the change feed takes to tell this one. Internal pools do
+// not depend on the policy, but an external one is another party's infrastructure,
+// allowed only by the policy as it stands: when ranked names one, placement is
+// decided again with the policy read afresh, as a pass would.
+func (s *Service) directPools(ctx context.Context, ranked []string, req placement.Request) ([]string, bool, error) {
+	external := false
+	for _, name := range ranked {
+		if v, ok := s.pools.View(name); !ok || v.Trust == api.TrustExternal {
+			external = true
+			break
+		}
+	}
+	if !external {
+		return ranked, true, nil
+	}
+	policy, err := s.st.GetPolicy(ctx)
+	if err != nil {
+		return nil, false, errorf("get policy: %w", err)
+	}
+	d := placement.Place(req, s.pools.Views(), policy, nil)
+	if d.Code != "" || d.Wait {
+		// The queue's pass places it, or fails it, with the policy it reads.
+		return nil, false, nil
+	}
+	return d.Pools, true, nil
+}
