@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/frames"
 	"github.com/different-ai/differently/internal/ndjson"
-	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/sandboxes"
 )
 
 func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params ExecSandboxParams) {
@@ -34,25 +33,20 @@ func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		s.writeError(w, r, err)
 		return
 	}
-	if err := req.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	ctx := r.Context()
-	// Exec is part of the required interface: no feature to check.
-	t, err := s.operate(ctx, id, "exec", "", store.StateRunning)
+	cmd, err := s.svc.Command(ctx, callerOf(ctx), id, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if stream {
-		s.streamExec(w, r, t, req)
+		s.streamExec(w, r, id, cmd)
 		return
 	}
 	// The request context is the adapter's: a client that hangs up cancels the command.
-	res, err := t.view.Adapter.Exec(ctx, t.sb.BackendRef, req)
+	res, err := cmd.Run(ctx)
 	if err != nil {
-		s.writeError(w, r, adapterError(err, "exec", t.view))
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -60,9 +54,9 @@ func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 
 // streamExec answers NDJSON, one event per line, flushed as produced, ending with
 // exactly one final event; or, when the client accepts it, the same events as frames
-// (package frames). A pool without exec.stream gets adapters.ExecStream's buffered
+// (package frames). A pool without exec.stream gets the service's buffered
 // fallback: one stdout and one stderr event, then the exit.
-func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, req api.ExecRequest) {
+func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, id string, cmd *sandboxes.Command) {
 	nw := ndjson.NewExecWriter(w)
 	if acceptsFrames(r.Header.Values("Accept")) {
 		nw = ndjson.NewFramedExecWriter(w)
@@ -88,13 +82,12 @@ func (s *Server) streamExec(w http.ResponseWriter, r *http.Request, t target, re
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.Error("panic in streamed exec", "sandbox", t.sb.ID, "panic", p)
+			s.log.Error("panic in streamed exec", "sandbox", id, "panic", p)
 			nw.Finish(api.ExecEvent{}, api.Errorf(api.CodeInternal, "panic"), writeErr, describe)
 		}
 	}()
-	streaming := t.view.Supports(adapters.FeatureExecStream)
-	final, err := nw.Exec(r.Context(), t.view.Adapter, streaming, t.sb.BackendRef, req)
-	nw.Finish(final, adapterError(err, "exec", t.view), writeErr, describe)
+	final, err := cmd.Stream(r.Context(), nw)
+	nw.Finish(final, err, writeErr, describe)
 }
 
 // acceptsFrames reports whether an Accept header names frames.ContentType with a

@@ -1,89 +1,62 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/body"
-	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/sandboxes"
 )
 
-// fileTarget loads a running sandbox whose pool serves files.
-func (s *Server) fileTarget(r *http.Request, id, op, path string) (target, adapters.FileSystem, error) {
+// pathParam checks the path query parameter a file route requires.
+func pathParam(path string) error {
 	if path == "" {
-		return target{}, nil, invalid("the path query parameter is required")
+		return invalid("the path query parameter is required")
 	}
-	t, err := s.operate(r.Context(), id, op, adapters.FeatureFiles, store.StateRunning)
-	if err != nil {
-		return target{}, nil, err
-	}
-	fs, err := optional[adapters.FileSystem](t, op)
-	return t, fs, err
+	return nil
 }
 
 func (s *Server) ListSandboxFiles(w http.ResponseWriter, r *http.Request, id SandboxID, params ListSandboxFilesParams) {
-	const op = "files.list"
-	t, fs, err := s.fileTarget(r, id, op, params.Path)
-	if err != nil {
+	if err := pathParam(params.Path); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	items, err := fs.ListFiles(r.Context(), t.sb.BackendRef, params.Path)
+	ctx := r.Context()
+	items, err := s.svc.ListFiles(ctx, callerOf(ctx), id, params.Path)
 	if err != nil {
-		s.writeError(w, r, adapterError(err, op, t.view))
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, FileList{Items: nonNil(items)})
 }
 
-// transferSlot takes a slot of the large-transfer bound for t's project when a
-// transfer of size bytes (negative: unknown) counts; release is never nil.
-func (s *Server) transferSlot(t target, size int64) (release func(), err error) {
-	if !s.transfers.counts(size) {
-		return func() {}, nil
-	}
-	return s.transfers.acquire(t.sb.Org + "/" + t.sb.Project)
-}
-
+// ReadSandboxFile answers with a file as the service reads it. Once the status is
+// out, a failure can only break the connection: the client then sees a transfer
+// that failed, never a file that ends early.
 func (s *Server) ReadSandboxFile(w http.ResponseWriter, r *http.Request, id SandboxID, params ReadSandboxFileParams) {
-	const op = "files.read"
-	t, fs, err := s.fileTarget(r, id, op, params.Path)
+	if err := pathParam(params.Path); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	f, err := s.svc.ReadFile(ctx, callerOf(ctx), id, params.Path)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if st, ok := fs.(adapters.FileStreamer); ok {
-		s.streamFile(w, r, t, st, params.Path)
-		return
-	}
-	// The adapter hands the file over whole, and its size is not known before.
-	release, err := s.transferSlot(t, -1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer release()
-	data, err := fs.ReadFile(r.Context(), t.sb.BackendRef, params.Path)
-	if err != nil {
-		s.writeError(w, r, adapterError(err, op, t.view))
-		return
-	}
-	// The contract forbids a larger answer; refusing beats passing a cut file on.
-	if len(data) > api.MaxFileBytes {
-		s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "file %s is over %d bytes", params.Path, api.MaxFileBytes))
-		return
-	}
-	fileHeaders(w, int64(len(data)))
+	defer f.Close()
+	fileHeaders(w, f.Size)
 	w.WriteHeader(http.StatusOK)
-	if err := s.sendFile(w, bytes.NewReader(data)); err != nil {
-		// The client stopped taking the file: end the connection, and with it the
-		// slot.
+	if err := s.sendFile(w, f); err != nil {
+		if _, ok := errors.AsType[*sendError](err); !ok && ctx.Err() == nil {
+			s.log.Warn("file download broke off", "path", r.URL.Path, "error", err)
+		}
+		// The client stopped taking the file, or the adapter stopped giving it: end
+		// the connection, and with it the transfer's slot.
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -96,51 +69,6 @@ func fileHeaders(w http.ResponseWriter, size int64) {
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-}
-
-// firstPiece is how much of a streamed download is read before the status goes out,
-// so that an adapter failing at the start still gets an error answer.
-const firstPiece = 32 << 10
-
-// streamFile answers with a file as the adapter reads it. Once the status is out, a
-// failure can only break the connection: the client then sees a transfer that
-// failed, never a file that ends early.
-func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, t target, st adapters.FileStreamer, path string) {
-	const op = "files.read"
-	f, size, err := st.OpenFile(r.Context(), t.sb.BackendRef, path)
-	if err != nil {
-		s.writeError(w, r, adapterError(err, op, t.view))
-		return
-	}
-	defer f.Close()
-	if size > api.MaxFileBytes {
-		s.writeError(w, r, api.Errorf(api.CodePayloadTooLarge, "file %s is over %d bytes", path, api.MaxFileBytes))
-		return
-	}
-	release, err := s.transferSlot(t, size)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer release()
-	first := make([]byte, firstPiece)
-	n, err := io.ReadFull(f, first)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		s.writeError(w, r, adapterError(err, op, t.view))
-		return
-	}
-	fileHeaders(w, size)
-	w.WriteHeader(http.StatusOK)
-	src := io.Reader(bytes.NewReader(first[:n]))
-	if err == nil { // the file goes on past its first piece
-		src = io.MultiReader(src, f)
-	}
-	if err := s.sendFile(w, src); err != nil {
-		if _, ok := errors.AsType[*sendError](err); !ok && r.Context().Err() == nil {
-			s.log.Warn("file download broke off", "path", r.URL.Path, "error", err)
-		}
-		panic(http.ErrAbortHandler)
-	}
 }
 
 // DefaultTransferStallTimeout is how long a download may wait for its client to take
@@ -200,49 +128,56 @@ func (s *Server) sendFile(w http.ResponseWriter, src io.Reader) error {
 const DefaultUploadReadTimeout = 10 * time.Minute
 
 func (s *Server) WriteSandboxFile(w http.ResponseWriter, r *http.Request, id SandboxID, params WriteSandboxFileParams) {
-	const op = "files.write"
-	t, fs, err := s.fileTarget(r, id, op, params.Path)
-	if err != nil {
+	if err := pathParam(params.Path); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	release, err := s.transferSlot(t, r.ContentLength)
-	if err != nil {
+	ctx := r.Context()
+	// limitBody capped the body at api.MaxFileBytes.
+	err := s.svc.WriteFile(ctx, callerOf(ctx), id, params.Path, &upload{s: s, w: w, r: r})
+	if errors.Is(err, sandboxes.ErrTransferLimit) {
 		// The body is not read: the answer must not wait for it.
 		closeAfterAnswer(w)
-		s.writeError(w, r, err)
-		return
 	}
-	defer release()
-	// limitBody capped the reader at api.MaxFileBytes.
-	if st, ok := fs.(adapters.FileStreamer); ok {
-		// The body goes to the adapter as it arrives: a 100 MiB upload takes a
-		// buffer's worth of the daemon's memory, not 100 MiB.
-		src := body.NewStream(w, r.Body, s.uploadTimeout)
-		src.SetStall(s.stallTimeout)
-		err := st.WriteFileFrom(r.Context(), t.sb.BackendRef, params.Path, src)
-		src.Done(err != nil)
-		if rerr := src.Err(); rerr != nil {
-			s.writeError(w, r, uploadError(rerr))
-			return
-		}
-		if err != nil {
-			s.writeError(w, r, adapterError(err, op, t.view))
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	data, err := body.ReadAllWithinStall(w, r.Body, r.ContentLength, s.uploadTimeout, s.stallTimeout)
 	if err != nil {
-		s.writeError(w, r, uploadError(err))
-		return
-	}
-	if err := fs.WriteFile(r.Context(), t.sb.BackendRef, params.Path, data); err != nil {
-		s.writeError(w, r, adapterError(err, op, t.view))
+		s.writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// upload is a request body as the service takes a file's content
+// (sandboxes.Content): read under the upload timeout, and failing when it brings no
+// byte for the stall timeout.
+type upload struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	stream *body.Stream
+}
+
+func (u *upload) Size() int64 { return u.r.ContentLength }
+
+func (u *upload) Stream() io.Reader {
+	u.stream = body.NewStream(u.w, u.r.Body, u.s.uploadTimeout)
+	u.stream.SetStall(u.s.stallTimeout)
+	return u.stream
+}
+
+func (u *upload) Done(failed bool) error {
+	u.stream.Done(failed)
+	if err := u.stream.Err(); err != nil {
+		return uploadError(err)
+	}
+	return nil
+}
+
+func (u *upload) ReadAll() ([]byte, error) {
+	data, err := body.ReadAllWithinStall(u.w, u.r.Body, u.r.ContentLength, u.s.uploadTimeout, u.s.stallTimeout)
+	if err != nil {
+		return nil, uploadError(err)
+	}
+	return data, nil
 }
 
 // uploadError is the answer to a file body that could not be read: too long, or

@@ -162,7 +162,6 @@ type Server struct {
 	// any other body.
 	uploadTimeout time.Duration
 	bodyTimeout   time.Duration
-	transfers     *transfers
 	accessLog     bool
 	router        *chi.Mux
 
@@ -177,6 +176,14 @@ var _ ServerInterface = (*Server)(nil)
 // DefaultMaxQueued is the queue bound when Options.MaxQueued is 0 (the config's
 // scheduler.maxQueued default).
 const DefaultMaxQueued = defaults.MaxQueued
+
+// Defaults of Options.MaxTransfers, MaxProjectTransfers and LargeTransferBytes (the
+// config's files section), which the sandbox service enforces.
+const (
+	DefaultMaxTransfers        = sandboxes.DefaultMaxTransfers
+	DefaultMaxProjectTransfers = sandboxes.DefaultMaxProjectTransfers
+	DefaultLargeTransferBytes  = sandboxes.DefaultLargeTransferBytes
+)
 
 type nopWaker struct{}
 
@@ -208,9 +215,6 @@ func New(opts Options) (http.Handler, error) {
 	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	s.stallTimeout = cmp.Or(opts.TransferStallTimeout, DefaultTransferStallTimeout)
 	s.accessLog = opts.AccessLog
-	s.transfers = newTransfers(cmp.Or(max(opts.MaxTransfers, 0), DefaultMaxTransfers),
-		cmp.Or(max(opts.MaxProjectTransfers, 0), DefaultMaxProjectTransfers),
-		cmp.Or(max(opts.LargeTransferBytes, 0), DefaultLargeTransferBytes))
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -224,7 +228,9 @@ func New(opts Options) (http.Handler, error) {
 		Store: s.st, Pools: s.pools, Waker: s.waker, Direct: opts.Direct, Writes: s.writes,
 		// The service reads the policy through this server's cache, which the
 		// change feed keeps fresh (cache.go).
-		Policy: s.policy, MaxQueued: opts.MaxQueued, Clock: s.clock, Logger: s.log,
+		Policy: s.policy, MaxQueued: opts.MaxQueued,
+		MaxTransfers: opts.MaxTransfers, MaxProjectTransfers: opts.MaxProjectTransfers,
+		LargeTransferBytes: opts.LargeTransferBytes, Clock: s.clock, Logger: s.log,
 	})
 	if err != nil {
 		return nil, err

@@ -157,3 +157,24 @@ func (s *Service) Operate(ctx context.Context, c Caller, id string, op lifecycle
 		return lifecycle.Operate(cur, op, c.Actor())
 	})
 }
+
+// ExposePort makes a guest port of a running sandbox reachable and returns its URL.
+func (s *Service) ExposePort(ctx context.Context, c Caller, id string, port int) (string, error) {
+	if port < 1 || port > 65535 {
+		return "", invalid("port must be between 1 and 65535")
+	}
+	const op = "ports.expose"
+	t, err := s.operate(ctx, c, id, op, adapters.FeaturePortsExpose, store.StateRunning)
+	if err != nil {
+		return "", err
+	}
+	pe, err := optional[adapters.PortExposer](t, op)
+	if err != nil {
+		return "", err
+	}
+	url, err := pe.ExposePort(ctx, t.sb.BackendRef, port)
+	if err != nil {
+		return "", adapterError(err, op, t.view)
+	}
+	return url, nil
+}

@@ -105,6 +105,13 @@ type Options struct {
 	// many waiting is refused with provider_unavailable and a retry hint. 0 means
 	// DefaultMaxQueued.
 	MaxQueued int
+	// MaxTransfers and MaxProjectTransfers bound the file transfers larger than
+	// LargeTransferBytes (or of unknown size) in flight, in all and per project; one
+	// more is refused with provider_unavailable and a retry hint. 0 means the
+	// Default of each.
+	MaxTransfers        int
+	MaxProjectTransfers int
+	LargeTransferBytes  int64
 	// Clock defaults to the system clock.
 	Clock clock.Clock
 	// Logger defaults to one that discards.
@@ -120,6 +127,7 @@ type Service struct {
 	writes    *store.Batcher
 	policy    func(ctx context.Context) (store.Policy, error)
 	maxQueued int
+	transfers *transfers
 	clock     clock.Clock
 	log       *slog.Logger
 }
@@ -144,6 +152,9 @@ func New(opts Options) (*Service, error) {
 		s.policy = s.st.GetPolicy
 	}
 	s.maxQueued = cmp.Or(max(opts.MaxQueued, 0), DefaultMaxQueued)
+	s.transfers = newTransfers(cmp.Or(max(opts.MaxTransfers, 0), DefaultMaxTransfers),
+		cmp.Or(max(opts.MaxProjectTransfers, 0), DefaultMaxProjectTransfers),
+		cmp.Or(max(opts.LargeTransferBytes, 0), DefaultLargeTransferBytes))
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}

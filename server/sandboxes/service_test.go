@@ -51,6 +51,12 @@ type fixture struct {
 // "fake", and no direct scheduler: every create is queued.
 func newFixture(t *testing.T, maxQueued int) *fixture {
 	t.Helper()
+	return newFixtureWith(t, sandboxes.Options{MaxQueued: maxQueued})
+}
+
+// newFixtureWith is newFixture with opts' limits.
+func newFixtureWith(t *testing.T, opts sandboxes.Options) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
 	if err != nil {
@@ -72,9 +78,8 @@ func newFixture(t *testing.T, maxQueued int) *fixture {
 	view := pools.View{Pool: pool, Adapter: a, Info: a.Info(), Capabilities: caps, Capacity: capacity,
 		Trust: api.TrustPrivate, Healthy: true, LastProbeAt: clk.Now()}
 	w := &wakes{}
-	svc, err := sandboxes.New(sandboxes.Options{
-		Store: st, Pools: staticPools{"fake": view}, Waker: w, Clock: clk, MaxQueued: maxQueued,
-	})
+	opts.Store, opts.Pools, opts.Waker, opts.Clock = st, staticPools{"fake": view}, w, clk
+	svc, err := sandboxes.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

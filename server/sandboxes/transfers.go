@@ -1,6 +1,7 @@
-package httpapi
+package sandboxes
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/different-ai/differently/api"
@@ -14,7 +15,18 @@ const (
 	DefaultLargeTransferBytes  = 1 << 20
 )
 
-// transferRetryAfter is the Retry-After, in seconds, of a transfer refused because
+// ErrTransferLimit is wrapped by the refusal of a transfer over the bound: the
+// upload's content was not read, and the caller must not wait for it before
+// answering (server/httpapi/files.go closes the connection instead).
+var ErrTransferLimit = errors.New("too many large file transfers")
+
+// limitError is a transfer's refusal: its retry hint, and ErrTransferLimit.
+type limitError struct{ error }
+
+func (e limitError) Is(target error) bool { return target == ErrTransferLimit }
+func (e limitError) Unwrap() error        { return e.error }
+
+// transferRetryAfter is the retry hint, in seconds, of a transfer refused because
 // too many are in flight: a large one takes seconds.
 const transferRetryAfter = 2
 
@@ -43,21 +55,21 @@ func newTransfers(max, perProject int, large int64) *transfers {
 // counts reports whether a transfer of size bytes (negative: unknown) takes a slot.
 func (t *transfers) counts(size int64) bool { return size < 0 || size > t.large }
 
-// acquire takes a slot for project, or answers 503 provider_unavailable with
-// Retry-After. release gives the slot back; it must be called exactly once.
+// acquire takes a slot for project, or refuses with provider_unavailable and a
+// retry hint. release gives the slot back; it must be called exactly once.
 func (t *transfers) acquire(project string) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
 	case t.inFlight >= t.max:
 		// How busy the daemon is with other tenants is not this caller's to learn.
-		return nil, retryAfter(api.Errorf(api.CodeProviderUnavailable,
+		return nil, limitError{RetryAfter(api.Errorf(api.CodeProviderUnavailable,
 			"the daemon is serving as many large file transfers as it allows; try again later").
-			WithDetail("limit", "files.maxTransfers"), transferRetryAfter)
+			WithDetail("limit", "files.maxTransfers"), transferRetryAfter)}
 	case t.byProject[project] >= t.perProject:
-		return nil, retryAfter(api.Errorf(api.CodeProviderUnavailable,
+		return nil, limitError{RetryAfter(api.Errorf(api.CodeProviderUnavailable,
 			"project %s has %d large file transfers in flight, the most it may; try again once one has ended",
-			project, t.perProject).WithDetail("limit", "files.maxProjectTransfers"), transferRetryAfter)
+			project, t.perProject).WithDetail("limit", "files.maxProjectTransfers"), transferRetryAfter)}
 	}
 	t.inFlight++
 	t.byProject[project]++
