@@ -2,6 +2,11 @@
 // and models come from api/openapi.yaml through oapi-codegen (gen.go); this package
 // implements the generated ServerInterface and adds what the document cannot say:
 // authentication and tenancy, body limits, error mapping, metrics and panic recovery.
+//
+// A sandbox route decodes its request, calls the sandbox service (server/sandboxes)
+// with the caller's identity, and encodes what comes back; the service holds the
+// application logic (validation, placement, admission, the scheduler's direct work,
+// adapter calls). imports_test.go keeps it that way.
 package httpapi
 
 import (
