@@ -32,6 +32,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/scheduler"
@@ -81,7 +82,7 @@ type Direct interface {
 
 // DefaultMaxQueued is the queue bound when Options.MaxQueued is 0 (the config's
 // scheduler.maxQueued default).
-const DefaultMaxQueued = 10000
+const DefaultMaxQueued = defaults.MaxQueued
 
 // Options wires the service to the rest of the daemon.
 type Options struct {
