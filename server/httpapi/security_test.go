@@ -278,7 +278,8 @@ func tenantRoute(t *testing.T, o docOp) string {
 		return "public"
 	case o.path == "/v1/admin" || strings.HasPrefix(o.path, "/v1/admin/"):
 		return "admin"
-	case o.path == "/v1/sandboxes":
+	case o.path == "/v1/sandboxes", o.path == "/v1/events":
+		// Listings, scoped to the caller's project (TestEventsTenancy for events).
 		return "collection"
 	case strings.HasPrefix(o.path, "/v1/sandboxes/{id}") && strings.Count(o.path, "{") == 1:
 		return "sandbox"
