@@ -35,6 +35,7 @@ import (
 	"github.com/different-ai/differently/server/scheduler"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/open"
+	"github.com/different-ai/differently/server/tokens"
 )
 
 // AdminTokenFile is the file in the data directory that holds the first admin token
@@ -540,12 +541,12 @@ func (d *Daemon) ensureDevAdminToken(ctx context.Context) error {
 
 // CreateToken makes a token and returns its secret, which is stored only as a hash.
 func CreateToken(ctx context.Context, st store.Store, now time.Time, tok store.Token) (string, error) {
-	secret, err := httpapi.NewSecret()
+	secret, err := tokens.New()
 	if err != nil {
 		return "", err
 	}
 	tok.ID = ids.New("tok")
-	tok.Hash = httpapi.HashSecret(secret)
+	tok.Hash = tokens.Hash(secret)
 	if _, err := st.CreateToken(ctx, now, tok); err != nil {
 		return "", err
 	}

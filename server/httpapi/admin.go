@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,11 +17,8 @@ import (
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/tokens"
 )
-
-// SecretPrefix starts every token secret, so that a leaked one is recognisable to
-// secret scanners and to people.
-const SecretPrefix = "dly_"
 
 func (s *Server) GetHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Status{Status: "ok"})
@@ -208,15 +203,6 @@ func (s *Server) ListTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// NewSecret makes a token secret: the prefix and 32 random bytes, base64url.
-func NewSecret() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b), nil
-}
-
 func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 	var body TokenCreate
 	if err := decodeJSON(r, &body, false); err != nil {
@@ -255,12 +241,12 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalid("name is longer than 255 bytes"))
 		return
 	}
-	secret, err := NewSecret()
+	secret, err := tokens.New()
 	if err != nil {
 		s.writeError(w, r, errorf("generate secret: %w", err))
 		return
 	}
-	tok.Hash = HashSecret(secret)
+	tok.Hash = tokens.Hash(secret)
 	out, err := s.st.CreateToken(r.Context(), s.now(), tok)
 	if err != nil {
 		s.writeError(w, r, err)

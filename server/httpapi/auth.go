@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/tokens"
 )
 
 // DefaultOrg and DefaultProject are where admin creates land when the body names none
@@ -66,12 +66,6 @@ func principalFrom(ctx context.Context) principal {
 	return p
 }
 
-// HashSecret is how token secrets are stored and looked up: only their SHA-256.
-func HashSecret(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
-	return h[:]
-}
-
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if publicPaths[r.URL.Path] {
@@ -103,7 +97,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return principal{}, unauth
 	}
-	hash := HashSecret(secret)
+	hash := tokens.Hash(secret)
 	tok, err := s.tokenByHash(r.Context(), hash)
 	if api.IsCode(err, api.CodeNotFound) {
 		return principal{}, unauth

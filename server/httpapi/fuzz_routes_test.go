@@ -23,6 +23,7 @@ import (
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
 	"github.com/different-ai/differently/server/store/sqlite"
+	"github.com/different-ai/differently/server/tokens"
 )
 
 // fuzzRig is the real router over a store and a fake pool, with an admin and two
@@ -78,11 +79,11 @@ func newFuzzRig(f *testing.F, name string, st store.Store) *fuzzRig {
 		f.Fatal(err)
 	}
 	token := func(tok store.Token) string {
-		secret, err := httpapi.NewSecret()
+		secret, err := tokens.New()
 		if err != nil {
 			f.Fatal(err)
 		}
-		tok.ID, tok.Hash = ids.New("tok"), httpapi.HashSecret(secret)
+		tok.ID, tok.Hash = ids.New("tok"), tokens.Hash(secret)
 		if _, err := st.CreateToken(ctx, clk.Now(), tok); err != nil {
 			f.Fatal(err)
 		}

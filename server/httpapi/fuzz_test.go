@@ -18,6 +18,7 @@ import (
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
+	"github.com/different-ai/differently/server/tokens"
 )
 
 // fuzzAPI is the real router over a SQLite store and a fake pool, with one running
@@ -47,11 +48,11 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	if err != nil {
 		f.Fatal(err)
 	}
-	secret, err := httpapi.NewSecret()
+	secret, err := tokens.New()
 	if err != nil {
 		f.Fatal(err)
 	}
-	tok := store.Token{ID: ids.New("tok"), Hash: httpapi.HashSecret(secret), Scope: store.ScopeProject, Org: "org", Project: "proj"}
+	tok := store.Token{ID: ids.New("tok"), Hash: tokens.Hash(secret), Scope: store.ScopeProject, Org: "org", Project: "proj"}
 	if _, err := st.CreateToken(ctx, clk.Now(), tok); err != nil {
 		f.Fatal(err)
 	}

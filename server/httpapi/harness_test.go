@@ -30,6 +30,7 @@ import (
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/postgres"
 	"github.com/different-ai/differently/server/store/sqlite"
+	"github.com/different-ai/differently/server/tokens"
 )
 
 // forEachStore runs a test against a fresh SQLite file and a fresh PostgreSQL schema.
@@ -215,11 +216,11 @@ func newEnvWith(t *testing.T, st store.Store, change func(*httpapi.Options)) *en
 // token stores a token directly and returns its secret.
 func (e *env) token(tok store.Token) string {
 	e.t.Helper()
-	secret, err := httpapi.NewSecret()
+	secret, err := tokens.New()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tok.ID, tok.Hash = ids.New("tok"), httpapi.HashSecret(secret)
+	tok.ID, tok.Hash = ids.New("tok"), tokens.Hash(secret)
 	if _, err := e.st.CreateToken(context.Background(), e.clk.Now(), tok); err != nil {
 		e.t.Fatal(err)
 	}
