@@ -56,13 +56,14 @@ type Store interface {
 	// on PostgreSQL, the single writer on SQLite), it reads the project's quota, its
 	// usage and the global number of queued sandboxes, calls admit with them, and inserts
 	// only when admit returns nil; admit's error is returned as is. So concurrent creates
-	// can never take a project over its quota. admit may change the state of the
-	// sandbox it is shown, and the fields that go with a state (pool, region, reason,
-	// claim, next attempt): the API queues a sandbox it meant to start at once when
-	// queued ones are due. admit must be quick and must not call the Store. It may be
-	// called more than once, each time on a fresh copy of sb: a driver may admit on
-	// the assumption of a project without a quota and an empty queue, and check that
-	// assumption in the insert itself, before admitting again with what it reads.
+	// can never take a project over its quota. admit makes the sandbox's first
+	// transitions on the copy it is shown (server/sandboxes calls lifecycle.Create, and
+	// lifecycle.Place for a create that starts at once when no queued sandbox is due),
+	// and the row is inserted with what they wrote, their events included. admit must
+	// be quick and must not call the Store. It may be called more than once, each time
+	// on a fresh copy of sb (Pending included): a driver may admit on the assumption of
+	// a project without a quota and an empty queue, and check that assumption in the
+	// insert itself, before admitting again with what it reads.
 	CreateSandboxAdmitted(ctx context.Context, now time.Time, sb Sandbox, admit func(Admission, *Sandbox) error) (out Sandbox, created bool, err error)
 	// GetSandbox returns the sandbox, or not_found.
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
