@@ -76,7 +76,7 @@ func (s *Server) PutPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, name := range deref(body.ExternalPools) {
-		if err := validPoolName(name); err != nil {
+		if err := sandboxes.ValidPoolName(name); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

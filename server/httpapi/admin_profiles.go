@@ -4,16 +4,11 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/different-ai/differently/adapters"
-	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
-// Profiles are named bundles of sandbox settings managed by operators. A create naming
-// one gets the profile's capabilities added to its own, and the profile's resources
-// (field by field), template, placement (field by field) and TTL wherever the request
-// left them unset. The sandbox records the profile's name; later changes to the profile
-// do not reach sandboxes made from it.
+// The profile routes: what a profile is, and the checks a stored one passes, are the
+// sandbox service's (server/sandboxes/profiles.go).
 
 func toProfile(p store.Profile) Profile {
 	out := Profile{
@@ -65,29 +60,14 @@ func (s *Server) PutProfile(w http.ResponseWriter, r *http.Request, name string)
 		s.writeError(w, r, err)
 		return
 	}
-	if err := sandboxes.ValidProfileName(name); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	caps, err := adapters.ValidateRequestedFeatures(deref(body.Capabilities))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	p := store.Profile{
-		Name: name, Capabilities: caps, Resources: deref(body.Resources),
+		Name: name, Capabilities: deref(body.Capabilities), Resources: deref(body.Resources),
 		Template: deref(body.Template), TTLSeconds: deref(body.TtlSeconds),
 	}
 	if pl := body.Placement; pl != nil {
 		p.Placement = store.Placement{AllowedPools: deref(pl.AllowedPools), Regions: deref(pl.Regions)}
-		for _, pool := range p.Placement.AllowedPools {
-			if err := validPoolName(pool); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
 	}
-	out, err := s.st.PutProfile(r.Context(), s.now(), p)
+	out, err := s.svc.PutProfile(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -113,17 +113,6 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (out 
 	return s.create(ctx, c, sb, snapshotPool, defaultTTL)
 }
 
-// ValidProfileName checks a profile's name, the one a create names and the one an
-// admin stores, with the pools' naming rule (a DNS label). The message quotes no
-// more of a bad name than a good one could hold.
-func ValidProfileName(name string) error {
-	if !api.ValidName(name) {
-		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
-			textcut.Prefix(name, 64))
-	}
-	return nil
-}
-
 // applyProfile expands the named profile into a sandbox being created. ttlSet says
 // whether the request set ttlSeconds (0, no expiry, included). An unknown profile is
 // invalid_request: the request can never succeed as written.
