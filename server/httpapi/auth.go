@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
-	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/tokens"
@@ -55,11 +54,6 @@ func (p principal) caller() sandboxes.Caller {
 
 // callerOf is the caller of the request whose context ctx is.
 func callerOf(ctx context.Context) sandboxes.Caller { return principalFrom(ctx).caller() }
-
-// actor is the caller as recorded in the events of the changes it makes.
-func actor(ctx context.Context) lifecycle.Actor {
-	return lifecycle.Token(principalFrom(ctx).tokenID)
-}
 
 func principalFrom(ctx context.Context) principal {
 	p, _ := ctx.Value(principalKey{}).(principal)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -16,18 +15,6 @@ import (
 // maxIdempotencyKey matches the document's maxLength, which the generated binder does
 // not check.
 const maxIdempotencyKey = 255
-
-// errUnchanged aborts an UpdateSandbox whose callback found nothing to write.
-var errUnchanged = errors.New("unchanged")
-
-// updateSandbox is the API's one way to change a sandbox: store.UpdateSandbox, in
-// a transaction shared with the replica's other writes when there is a Batcher.
-func (s *Server) updateSandbox(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, error) {
-	if s.writes != nil {
-		return s.writes.UpdateSandbox(ctx, id, fn)
-	}
-	return s.st.UpdateSandbox(ctx, id, s.now(), fn)
-}
 
 // loadSandbox returns a sandbox the caller of ctx may see (the service's Sandbox).
 func (s *Server) loadSandbox(ctx context.Context, id string) (store.Sandbox, error) {

@@ -3,10 +3,11 @@
 // implements the generated ServerInterface and adds what the document cannot say:
 // authentication and tenancy, body limits, error mapping, metrics and panic recovery.
 //
-// A sandbox route decodes its request, calls the sandbox service (server/sandboxes)
-// with the caller's identity, and encodes what comes back; the service holds the
-// application logic (validation, placement, admission, the scheduler's direct work,
-// adapter calls). imports_test.go keeps it that way.
+// A sandbox or profile route decodes its request, calls the sandbox service
+// (server/sandboxes) with the caller's identity, and encodes what comes back; the
+// service holds the application logic (validation, placement, admission, the
+// scheduler's direct work, adapter calls). The admin pool routes do the same with
+// the pool service (server/pooladmin). imports_test.go keeps it that way.
 package httpapi
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/defaults"
+	"github.com/different-ai/differently/server/pooladmin"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -144,17 +146,10 @@ type Server struct {
 	st       store.Store
 	pools    PoolSource
 	waker    Waker
-	writes   *store.Batcher
 	recheck  time.Duration
 	changes  *changes.Hub
 	rec      Reconciler
 	clock    clock.Clock
-	inst     string
-	kinds    func() []string
-	devOnly  []string
-	checkCfg func(ctx context.Context, kind string, cfg map[string]any) error
-	allowed  api.EnvAllowlist
-	dev      bool
 	log      *slog.Logger
 	gatherer prometheus.Gatherer
 	metrics  *httpMetrics
@@ -163,6 +158,8 @@ type Server struct {
 	// svc is the sandbox service: the application logic behind the sandbox routes,
 	// for which this package decodes requests and encodes answers.
 	svc *sandboxes.Service
+	// poolSvc is the pool service, behind the admin pool routes.
+	poolSvc *pooladmin.Service
 	// uploadTimeout bounds the reading of a file upload's body, bodyTimeout that of
 	// any other body.
 	uploadTimeout time.Duration
@@ -203,9 +200,8 @@ func New(opts Options) (http.Handler, error) {
 		return nil, errors.New("httpapi: Options.Store, Options.Pools and Options.Changes are required")
 	}
 	s := &Server{
-		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, writes: opts.Writes, recheck: opts.WaitRecheck, rec: opts.Reconciler,
-		clock: opts.Clock, inst: opts.Installation, kinds: opts.AdapterKinds,
-		devOnly: opts.DevOnlyKinds, checkCfg: opts.CheckPoolConfig, dev: opts.Dev, log: opts.Logger, allowed: opts.AllowedCredentialsEnv,
+		st: opts.Store, pools: opts.Pools, waker: opts.Scheduler, recheck: opts.WaitRecheck, rec: opts.Reconciler,
+		clock: opts.Clock, log: opts.Logger,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}
@@ -223,14 +219,11 @@ func New(opts Options) (http.Handler, error) {
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
-	if s.kinds == nil {
-		s.kinds = func() []string { return nil }
-	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	svc, err := sandboxes.New(sandboxes.Options{
-		Store: s.st, Pools: s.pools, Waker: s.waker, Direct: opts.Direct, Writes: s.writes,
+		Store: s.st, Pools: s.pools, Waker: s.waker, Direct: opts.Direct, Writes: opts.Writes,
 		// The service reads the policy through this server's cache, which the
 		// change feed keeps fresh (cache.go).
 		Policy: s.policy, MaxQueued: opts.MaxQueued,
@@ -241,6 +234,16 @@ func New(opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	s.svc = svc
+	poolSvc, err := pooladmin.New(pooladmin.Options{
+		Store: s.st, Pools: s.pools, Scheduler: s.waker, Writes: opts.Writes, Installation: opts.Installation,
+		AdapterKinds: opts.AdapterKinds, DevOnlyKinds: opts.DevOnlyKinds, Dev: opts.Dev,
+		CheckConfig: opts.CheckPoolConfig, AllowedCredentialsEnv: opts.AllowedCredentialsEnv,
+		Clock: s.clock, Logger: s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.poolSvc = poolSvc
 	reg, gat := opts.Metrics, opts.Gatherer
 	if reg == nil {
 		fresh := prometheus.NewRegistry()
