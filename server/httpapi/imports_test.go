@@ -16,17 +16,15 @@ const module = "github.com/different-ai/differently"
 // allowedContract explains why httpapi may still import the adapter contract
 // (package adapters, not an implementation of it): gen.go, generated from
 // api/openapi.yaml with the type mappings of oapi.yaml, names the contract's data
-// types adapters.FileInfo and adapters.Resources in the API's models; and
-// the admin routes have not moved to a service: admin_pools.go checks a pool's
-// declared features (adapters.ValidateDeclaredFeatures) and deletes a deleted
-// pool's leftover instances (adapters.DeleteInstance), admin_profiles.go checks a
-// profile's features (adapters.ValidateRequestedFeatures). Every sandbox route
-// reaches adapters through server/sandboxes.
-var allowedContract = map[string]bool{"gen.go": true, "admin_pools.go": true, "admin_profiles.go": true}
+// types adapters.FileInfo and adapters.Resources in the API's models. No handler
+// needs it: the sandbox and profile routes reach adapters through server/sandboxes,
+// the admin pool routes through server/pooladmin.
+var allowedContract = map[string]bool{"gen.go": true}
 
-// TestImports keeps httpapi a transport: decode, call the sandbox service, encode.
-// Placement, the scheduler and the adapters belong to server/sandboxes; a handler
-// that reaches for them again puts application logic back into the HTTP layer.
+// TestImports keeps httpapi a transport: decode, call a service, encode. Placement,
+// the scheduler and the adapters belong to server/sandboxes and server/pooladmin; a
+// handler that reaches for them again puts application logic back into the HTTP
+// layer.
 func TestImports(t *testing.T) {
 	forbidden := []string{
 		module + "/server/scheduler",
@@ -62,7 +60,7 @@ func TestImports(t *testing.T) {
 			case strings.HasPrefix(path, module+"/adapters/"):
 				t.Errorf("%s imports the adapter implementation %s: the API must not know any adapter", name, path)
 			case path == module+"/adapters" && !allowedContract[name]:
-				t.Errorf("%s imports the adapter contract: call server/sandboxes instead (allowed only in %s)",
+				t.Errorf("%s imports the adapter contract: call server/sandboxes or server/pooladmin instead (allowed only in %s)",
 					name, strings.Join(sortedKeys(allowedContract), ", "))
 			}
 		}
