@@ -235,80 +235,120 @@ func storedDefaultTTL(p store.Policy) (int64, error) {
 // snapshotPool is the pool of the snapshot it restores, if any. created is false
 // when the idempotency key named an existing sandbox, which is returned instead.
 func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapshotPool string, defaultTTL bool) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
-	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
+	if err := validate(&sb); err != nil {
+		return sb, false, nil, err
+	}
+	d, req, err := s.placeable(ctx, &sb, snapshotPool, defaultTTL)
 	if err != nil {
 		return sb, false, nil, err
+	}
+	now := s.now()
+	sb.ID = ids.New("sbx")
+	start, candidates, err := s.reserve(ctx, sb, d, req)
+	if err != nil {
+		return sb, false, nil, err
+	}
+	defer start.Release() // unless started below
+	out, created, err = s.insert(ctx, c.Actor(), now, sb, start, candidates)
+	if err != nil {
+		return sb, false, nil, err
+	}
+	if err := checkReplay(sb, out, created); err != nil {
+		return sb, false, nil, err
+	}
+	if created {
+		if started = start.Start(out); started == nil {
+			s.waker.Wake(out.State)
+		}
+	}
+	return out, created, started, nil
+}
+
+// validate checks what a create asks for, on its own, and normalises the features.
+func validate(sb *store.Sandbox) error {
+	caps, err := adapters.ValidateRequestedFeatures(sb.Capabilities)
+	if err != nil {
+		return err
 	}
 	sb.Capabilities = caps
 	if err := adapters.ValidateLabels(sb.Labels); err != nil {
-		return sb, false, nil, err
+		return err
 	}
 	if err := sb.Resources.Validate(); err != nil {
-		return sb, false, nil, err
+		return err
 	}
 	if err := checkTTL(sb.TTLSeconds); err != nil {
-		return sb, false, nil, err
+		return err
 	}
 	if len(sb.Template) > api.MaxTemplateBytes {
-		return sb, false, nil, invalid("template is longer than %d bytes", api.MaxTemplateBytes)
+		return invalid("template is longer than %d bytes", api.MaxTemplateBytes)
 	}
 	if err := checkPlacement(sb.Placement); err != nil {
-		return sb, false, nil, err
+		return err
 	}
-	if err := validateEnv(sb.Env); err != nil {
-		return sb, false, nil, err
-	}
+	return validateEnv(sb.Env)
+}
+
+// placeable asks placement whether some pool could ever take the sandbox, with the
+// policy (whose default TTL it applies when defaultTTL), and refuses it when none
+// could. A sandbox no pool can take now, but one could later, is kept with the
+// reason it waits.
+func (s *Service) placeable(ctx context.Context, sb *store.Sandbox, snapshotPool string, defaultTTL bool) (placement.Decision, placement.Request, error) {
 	policy, err := s.policy(ctx)
 	if err != nil {
-		return sb, false, nil, errorf("get policy: %w", err)
+		return placement.Decision{}, placement.Request{}, errorf("get policy: %w", err)
 	}
 	if defaultTTL {
 		if sb.TTLSeconds, err = storedDefaultTTL(policy); err != nil {
-			return sb, false, nil, err
+			return placement.Decision{}, placement.Request{}, err
 		}
 	}
 	// Here placement only decides whether some pool could ever take the sandbox. How
 	// many sandboxes each pool runs only matters to which pool takes it and when,
 	// which the scheduler decides with its own count, so none is made per create.
-	placementRequest := placement.Request{
+	req := placement.Request{
 		Capabilities: sb.Capabilities, Template: sb.Template, Resources: sb.Resources,
 		Placement: sb.Placement, SnapshotPool: snapshotPool,
 	}
-	d := placement.Place(placementRequest, s.pools.Views(), policy, nil)
+	d := placement.Place(req, s.pools.Views(), policy, nil)
 	if d.Code != "" {
 		e := api.Errorf(d.Code, "%s", d.Reason)
 		if len(d.Rejected) > 0 {
 			e = e.WithDetail("rejected", d.Rejected)
 		}
-		return sb, false, nil, e
+		return d, req, e
 	}
 	if d.Wait {
 		sb.Reason = d.Reason
 	}
-	now := s.now()
-	sb.ID = ids.New("sbx")
-	// A sandbox restored from a snapshot goes through the queue, whose placement
-	// reads the snapshot's backend reference.
-	var start *scheduler.Start
-	var candidates []store.Candidate
-	if s.direct != nil && !d.Wait && snapshotPool == "" && sb.FromSnapshot == "" {
-		if ranked, ok, err := s.directPools(ctx, d.Pools, placementRequest); err != nil {
-			return sb, false, nil, err
-		} else if ok {
-			start = s.direct.Reserve(ranked)
-			candidates = lifecycle.Candidates(ranked, d.Rejected)
-		}
+	return d, req, nil
+}
+
+// reserve takes a start slot on this replica's scheduler for a sandbox that may
+// start at once, and returns the placement's record for its event. It returns a nil
+// Start (the sandbox is queued) when placement said to wait, for a restore (whose
+// placement a pass makes, reading the snapshot's backend reference), and when no
+// slot is free.
+func (s *Service) reserve(ctx context.Context, sb store.Sandbox, d placement.Decision, req placement.Request) (*scheduler.Start, []store.Candidate, error) {
+	if s.direct == nil || d.Wait || req.SnapshotPool != "" || sb.FromSnapshot != "" {
+		return nil, nil, nil
 	}
-	by := c.Actor()
-	defer start.Release() // unless started below
-	// Admission, in the transaction that inserts: the project's quota, then the bound
-	// on the queue. A retried create (same Idempotency-Key) skips both. A client that
-	// hangs up does not cut the transaction short: its COMMIT may already have
-	// reached the database, and a provisioning row whose Create never started would
-	// wait for its claim to lapse.
+	ranked, ok, err := s.directPools(ctx, d.Pools, req)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	return s.direct.Reserve(ranked), lifecycle.Candidates(ranked, d.Rejected), nil
+}
+
+// insert stores the sandbox with its first transitions, admitted in the transaction
+// that inserts it: the project's quota, then the bound on the queue. A retried
+// create (same Idempotency-Key) skips both. A client that hangs up does not cut the
+// transaction short: its COMMIT may already have reached the database, and a
+// provisioning row whose Create never started would wait for its claim to lapse.
+func (s *Service) insert(ctx context.Context, by lifecycle.Actor, now time.Time, sb store.Sandbox, start *scheduler.Start, candidates []store.Candidate) (store.Sandbox, bool, error) {
 	insertCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), insertTimeout)
 	defer cancel()
-	out, created, err = s.st.CreateSandboxAdmitted(insertCtx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
+	out, created, err := s.st.CreateSandboxAdmitted(insertCtx, now, sb, func(a store.Admission, ins *store.Sandbox) error {
 		if err := store.CheckQuota(sb.Org, sb.Project, a.Quota, a.Usage, sb.Resources); err != nil {
 			return err
 		}
@@ -331,27 +371,31 @@ func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapsh
 		return nil
 	})
 	if err != nil {
-		return sb, false, nil, errorf("create sandbox: %w", err)
+		return out, false, errorf("create sandbox: %w", err)
 	}
-	if !created && (out.Org != sb.Org || out.Project != sb.Project) {
+	return out, created, nil
+}
+
+// checkReplay refuses the answer to a create whose Idempotency-Key named an
+// existing sandbox (created false) when that sandbox is not the request's to have.
+func checkReplay(sb, out store.Sandbox, created bool) error {
+	if created {
+		return nil
+	}
+	if out.Org != sb.Org || out.Project != sb.Project {
 		// The store looks keys up within the organisation and project, so this cannot
 		// happen; were it to, another tenant's sandbox must not be revealed.
-		return sb, false, nil, errorf("idempotency key lookup returned another project's sandbox")
+		return errorf("idempotency key lookup returned another project's sandbox")
 	}
 	// A sandbox stored before request hashes were kept has none, and any request
 	// repeating its key gets it, as before.
-	if !created && out.RequestHash != "" && out.RequestHash != sb.RequestHash {
-		return sb, false, nil, api.Errorf(api.CodeIdempotencyKeyReused,
+	if out.RequestHash != "" && out.RequestHash != sb.RequestHash {
+		return api.Errorf(api.CodeIdempotencyKeyReused,
 			"Idempotency-Key %q was first used by a different create request (sandbox %s); "+
 				"repeat that request unchanged to get its sandbox, or use a new key for a new one",
 			sb.IdempotencyKey, out.ID)
 	}
-	if created {
-		if started = start.Start(out); started == nil {
-			s.waker.Wake(out.State)
-		}
-	}
-	return out, created, started, nil
+	return nil
 }
 
 // directPools returns the pools, best first, on which a create may start at once
