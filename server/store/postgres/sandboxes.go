@@ -366,29 +366,37 @@ func statesArg(states []store.State) []string {
 }
 
 // updateSandboxesSQL writes many sandboxes in one statement, every column but
-// created_at and request_hash, which never change, from arrays with a row's values at each index ($1 the IDs): one plan
-// and one executor for a whole batch where a statement per row pays for its own.
-var updateSandboxesSQL = `UPDATE sandboxes AS s SET org = v.org, project = v.project,
-	state = v.state, pool = v.pool, region = v.region, backend_ref = v.backend_ref,
-	template = v.template, profile = v.profile, capabilities = v.capabilities::jsonb, cpu = v.cpu,
-	memory_mib = v.memory_mib, disk_gib = v.disk_gib, labels = v.labels::jsonb, env = v.env::jsonb,
-	ttl_seconds = v.ttl_seconds, expires_at = v.expires_at, from_snapshot = v.from_snapshot,
-	placement = v.placement::jsonb, attempts = v.attempts, reason = v.reason,
-	next_attempt_at = v.next_attempt_at, claimed_by = v.claimed_by,
-	claim_expires_at = v.claim_expires_at, idempotency_key = v.idempotency_key,
-	updated_at = v.updated_at, state_changed_at = v.state_changed_at, version = v.version,
-	avoid_pool = v.avoid_pool, avoid_until = v.avoid_until
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::text[], $11::float8[], $12::int8[], $13::int8[], $14::text[],
-		$15::text[], $16::int8[], $17::timestamptz[], $18::text[], $19::text[], $20::int4[],
-		$21::text[], $22::timestamptz[], $23::text[], $24::timestamptz[], $25::text[],
-		$26::timestamptz[], $27::timestamptz[], $28::int8[], $29::text[], $30::timestamptz[])
-	AS v(id, org, project, state, pool, region, backend_ref, template, profile, capabilities, cpu,
-		memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot, placement,
-		attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-		updated_at, state_changed_at, version, avoid_pool, avoid_until)
+// created_at and request_hash, which never change, from arrays with a row's values
+// at each index ($1 the IDs): one plan and one executor for a whole batch where a
+// statement per row pays for its own. Only the IDs are unnested; the other arrays
+// are read by subscript, since an unnest of n arrays is n function scans, each
+// materialised in a tuplestore of its own (see eventsInsert).
+var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
+	"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
+	"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
+	"disk_gib int8", "labels text:jsonb", "env text:jsonb", "ttl_seconds int8",
+	"expires_at timestamptz", "from_snapshot text", "placement text:jsonb", "attempts int4",
+	"reason text", "next_attempt_at timestamptz", "claimed_by text", "claim_expires_at timestamptz",
+	"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
+	"avoid_pool text", "avoid_until timestamptz"}) + `
+	FROM unnest($1::text[]) WITH ORDINALITY AS v(id, i)
 	WHERE s.id = v.id
 	RETURNING ` + qualified("s", sandboxColumns)
+
+// subscripted returns "column = ($n::type[])[index]" for each "column type" of
+// columns, numbering parameters from first; "column type:cast" casts the element.
+func subscripted(index string, first int, columns []string) string {
+	out := make([]string, len(columns))
+	for i, c := range columns {
+		name, typ, _ := strings.Cut(c, " ")
+		typ, cast, _ := strings.Cut(typ, ":")
+		out[i] = fmt.Sprintf("%s = ($%d::%s[])[%s]", name, first+i, typ, index)
+		if cast != "" {
+			out[i] += "::" + cast
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // qualified prefixes every column of a comma-separated list with table.
 func qualified(table, columns string) string {
