@@ -169,7 +169,7 @@ type ErrorEnvelope struct {
 
 // Event defines model for Event.
 type Event struct {
-	// Actor token:<id>, scheduler:<replica>, reconciler:<replica> or daemon.
+	// Actor token:<id>, scheduler:<replica> or reconciler:<replica>.
 	Actor string `json:"actor"`
 
 	// Attempt The Create attempt the event is about, counting from 1.

@@ -50,8 +50,6 @@ func Reconciler(replica string) Actor { return Actor("reconciler:" + replica) }
 // Token is the actor of an API call made with a token.
 func Token(id string) Actor { return Actor("token:" + id) }
 
-// Daemon is the actor of the daemon's own housekeeping (a pool deleted at start).
-const Daemon Actor = "daemon"
 
 // illegal is the error of a transition the sandbox's state does not allow: an
 // api.Error with code invalid_state, which the API answers with 409.

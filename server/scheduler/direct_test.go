@@ -48,7 +48,7 @@ func (e *env) deleting(t *testing.T, sb store.Sandbox) (*Delete, store.Sandbox) 
 	d := e.s.ReserveDelete()
 	out, err := e.st.UpdateSandbox(context.Background(), sb.ID, e.clk.Now(), func(cur *store.Sandbox) error {
 		cur.State = store.StateTerminating
-		d.Prepare(cur, e.clk.Now(), lifecycle.Daemon)
+		d.Prepare(cur, e.clk.Now(), lifecycle.Token("tok_test"))
 		return nil
 	})
 	if err != nil {
@@ -346,7 +346,7 @@ func TestDirectDeletePrepare(t *testing.T) {
 			}
 			cur := tt.sb
 			cur.State = store.StateTerminating
-			d.Prepare(&cur, now, lifecycle.Daemon)
+			d.Prepare(&cur, now, lifecycle.Token("tok_test"))
 			if cur.State != tt.state || cur.ClaimedBy != tt.claimedBy {
 				t.Fatalf("prepared %s claimed by %q, want %s claimed by %q", cur.State, cur.ClaimedBy, tt.state, tt.claimedBy)
 			}

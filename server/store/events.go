@@ -81,7 +81,7 @@ type Event struct {
 	From      State     `json:"from,omitempty"`
 	To        State     `json:"to"`
 	// Actor is who made the change: "token:<id>", "scheduler:<replica>",
-	// "reconciler:<replica>", or "daemon" for the daemon's own housekeeping.
+	// or "reconciler:<replica>".
 	Actor   string `json:"actor"`
 	Pool    string `json:"pool,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
