@@ -50,7 +50,6 @@ func Reconciler(replica string) Actor { return Actor("reconciler:" + replica) }
 // Token is the actor of an API call made with a token.
 func Token(id string) Actor { return Actor("token:" + id) }
 
-
 // illegal is the error of a transition the sandbox's state does not allow: an
 // api.Error with code invalid_state, which the API answers with 409.
 func illegal(sb *store.Sandbox, what string) error {
