@@ -17,36 +17,24 @@ func (s *Server) ListSandboxEvents(w http.ResponseWriter, r *http.Request, id Sa
 		s.writeError(w, r, err)
 		return
 	}
-	types, err := parseEventTypes(params.Type)
+	f, err := eventFilter(params.Type, params.Limit, params.Cursor)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := eventLimit(params.Limit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	f := store.EventFilter{Org: sb.Org, Project: sb.Project, SandboxID: sb.ID, Types: types,
-		After: deref(params.Cursor), Limit: limit}
+	f.Org, f.Project, f.SandboxID = sb.Org, sb.Project, sb.ID
 	s.writeEvents(w, r, f)
 }
 
 // ListEvents answers the events of every sandbox the token may see, a page at a time
 // or, with follow, as a stream.
 func (s *Server) ListEvents(w http.ResponseWriter, r *http.Request, params ListEventsParams) {
-	types, err := parseEventTypes(params.Type)
+	f, err := eventFilter(params.Type, params.Limit, params.Cursor)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	limit, err := eventLimit(params.Limit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	f := store.EventFilter{SandboxID: deref(params.Sandbox), Pool: deref(params.Pool), Types: types,
-		After: deref(params.Cursor), Limit: limit}
+	f.SandboxID, f.Pool = deref(params.Sandbox), deref(params.Pool)
 	p := principalFrom(r.Context())
 	switch {
 	case !p.admin:
@@ -150,30 +138,27 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 	}
 }
 
-// eventLimit checks a page size: absent is the store's default.
-func eventLimit(limit *int) (int, error) {
+// eventFilter reads the parameters both event listings take: the types (repeated,
+// possibly comma-separated), the page size (absent is the store's default) and the
+// cursor.
+func eventFilter(vals *EventTypes, limit *int, cursor *string) (store.EventFilter, error) {
+	f := store.EventFilter{After: deref(cursor), Limit: deref(limit)}
 	if limit != nil && (*limit < 1 || *limit > store.MaxLimit) {
-		return 0, invalid("limit must be between 1 and %d", store.MaxLimit)
+		return f, invalid("limit must be between 1 and %d", store.MaxLimit)
 	}
-	return deref(limit), nil
-}
-
-// parseEventTypes reads a repeated, possibly comma-separated type parameter.
-func parseEventTypes(vals *EventTypes) ([]store.EventType, error) {
 	if vals == nil {
-		return nil, nil
+		return f, nil
 	}
-	var out []store.EventType
 	for _, v := range *vals {
 		for t := range strings.SplitSeq(string(v), ",") {
 			t = strings.TrimSpace(t)
 			if !store.EventType(t).Valid() {
-				return nil, invalid("unknown event type %q", t)
+				return f, invalid("unknown event type %q", t)
 			}
-			out = append(out, store.EventType(t))
+			f.Types = append(f.Types, store.EventType(t))
 		}
 	}
-	return out, nil
+	return f, nil
 }
 
 func toEvent(e store.Event) Event {
