@@ -326,10 +326,13 @@ func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics 
 		Metrics:          metrics,
 	})
 	ev := d.cfg.Events
-	d.pruner = retention.New(d.st, d.opts.Clock, store.EventRetention{
+	d.pruner, err = retention.New(d.st, d.opts.Clock, store.EventRetention{
 		PerSandbox:    ev.KeepPerSandbox,
 		AfterTerminal: seconds(ev.KeepAfterTerminalSeconds),
 	}, 0, log, metrics)
+	if err != nil {
+		return err
+	}
 	// The change feed wakes the scheduler for work any replica queued (a create, a
 	// delete), and the API's waiters and caches.
 	d.changes = changes.New()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/metrics"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -38,8 +39,9 @@ type Pruner struct {
 }
 
 // New builds a pruner that keeps what keep says, every interval (DefaultInterval
-// when 0). reg receives differently_events_pruned_total; nil records it nowhere.
-func New(st Store, clk clock.Clock, keep store.EventRetention, interval time.Duration, log *slog.Logger, reg prometheus.Registerer) *Pruner {
+// when 0). reg receives differently_events_pruned_total (the one already there when
+// another pruner registered it); nil records it nowhere.
+func New(st Store, clk clock.Clock, keep store.EventRetention, interval time.Duration, log *slog.Logger, reg prometheus.Registerer) (*Pruner, error) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
@@ -50,10 +52,11 @@ func New(st Store, clk clock.Clock, keep store.EventRetention, interval time.Dur
 		Name: "differently_events_pruned_total",
 		Help: "Sandbox events deleted because their retention ended.",
 	})
-	if reg != nil {
-		reg.MustRegister(pruned)
+	pruned, err := metrics.Register(reg, pruned)
+	if err != nil {
+		return nil, err
 	}
-	return &Pruner{st: st, clk: clk, keep: keep, interval: interval, log: log, pruned: pruned}
+	return &Pruner{st: st, clk: clk, keep: keep, interval: interval, log: log, pruned: pruned}, nil
 }
 
 // Once prunes now and returns how many events it deleted.

@@ -51,7 +51,10 @@ func TestPrune(t *testing.T) {
 	change("sbx_ended", func(sb *store.Sandbox) error { return lifecycle.Terminated(sb, "deleted", by) })
 
 	reg := prometheus.NewRegistry()
-	p := retention.New(st, clk, store.EventRetention{PerSandbox: 4, AfterTerminal: time.Hour}, 0, nil, reg)
+	p, err := retention.New(st, clk, store.EventRetention{PerSandbox: 4, AfterTerminal: time.Hour}, 0, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	count := func(id string) int {
 		items, _, err := st.ListEvents(ctx, store.EventFilter{SandboxID: id, Limit: store.MaxLimit})
 		if err != nil {
@@ -87,7 +90,10 @@ func TestPrune(t *testing.T) {
 	}
 
 	// No retention: nothing is asked of the store.
-	off := retention.New(st, clk, store.EventRetention{}, 0, nil, nil)
+	off, err := retention.New(st, clk, store.EventRetention{}, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n, err := off.Once(ctx); n != 0 || err != nil {
 		t.Fatalf("unbounded retention pruned %d (%v)", n, err)
 	}
