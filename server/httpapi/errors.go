@@ -287,18 +287,8 @@ func errMethod(r *http.Request) *api.Error {
 	return api.Errorf(api.CodeInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path)
 }
 
-// notFound is the answer for a missing object and for another tenant's object alike,
-// so that IDs cannot be probed.
-func notFound(kind, id string) *api.Error {
-	return api.Errorf(api.CodeNotFound, "%s %q not found", kind, id)
-}
-
 func invalid(format string, args ...any) *api.Error {
 	return api.Errorf(api.CodeInvalidRequest, format, args...)
-}
-
-func conflict(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidState, format, args...)
 }
 
 // errorf wraps an unexpected error with what was being done, for the log.
