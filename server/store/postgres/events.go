@@ -47,19 +47,27 @@ var eventArrayTypes = []string{"text", "text", "text", "timestamptz", "text", "t
 
 // eventsInsert appends the events of arrays bound from $first on (eventArrays.args),
 // in array order, which their seq follows; cond, unless "", must hold for any to be
-// appended. The arrays are read by subscript along one generate_series rather than
-// by an unnest of all of them: an unnest of n arrays is n function scans, each
-// materialised in a tuplestore of its own, and allocating and freeing those on every
-// statement cost the server more than the rows' insertion.
+// appended. Only the first array is unnested; the others are read by subscript at
+// its ordinality, since an unnest of n arrays is n function scans, each materialised
+// in a tuplestore of its own, and allocating and freeing those on every statement
+// cost the server more than the rows' insertion.
+//
+// The rows come from an unnest rather than a generate_series over the array's
+// length so that the statement's generic plan is chosen: for a parameter the
+// planner guesses 10 elements of an unnest but 1000 rows of a generate_series, and
+// the generic plan of such an insert looks dearer than a custom plan for the real
+// length, so every execution would be planned again (the whole statement, the
+// sandbox write it rides on included). TestStatementsKeepGenericPlans checks it.
 func eventsInsert(first int, cond string) string {
 	cols := strings.Split(eventInsertColumns, ",")
 	exprs := make([]string, len(eventArrayTypes))
-	for i, t := range eventArrayTypes {
-		exprs[i] = fmt.Sprintf("($%d::%s[])[e.i] AS %s", first+i, t, strings.TrimSpace(cols[i]))
+	exprs[0] = "e.first AS " + strings.TrimSpace(cols[0])
+	for i := 1; i < len(eventArrayTypes); i++ {
+		exprs[i] = fmt.Sprintf("($%d::%s[])[e.i] AS %s", first+i, eventArrayTypes[i], strings.TrimSpace(cols[i]))
 	}
 	q := `INSERT INTO sandbox_events (` + eventInsertColumns + `)
 	SELECT ` + strings.Join(exprs, ", ") + `
-	FROM generate_series(1, cardinality($` + strconv.Itoa(first) + `::text[])) AS e(i)`
+	FROM unnest($` + strconv.Itoa(first) + `::` + eventArrayTypes[0] + `[]) WITH ORDINALITY AS e(first, i)`
 	if cond != "" {
 		q += ` WHERE ` + cond
 	}

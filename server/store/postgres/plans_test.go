@@ -1,0 +1,67 @@
+package postgres_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/store"
+)
+
+// TestStatementsKeepGenericPlans: the writes that append events settle on their
+// generic plan. PostgreSQL plans a prepared statement afresh for its first five
+// runs and then keeps the generic plan unless that looks dearer; a statement whose
+// generic plan looks dearer is planned on every run, which for these writes cost
+// more server time than the rows' insertion (eventsInsert says why they are built
+// as they are). The counts are the server's own, so this asserts no timing.
+func TestStatementsKeepGenericPlans(t *testing.T) {
+	u := pgtest.SchemaURL(t)
+	if strings.Contains(u, "?") {
+		u += "&pool_max_conns=1"
+	} else {
+		u += "?pool_max_conns=1"
+	}
+	s := open(t, u)
+	ctx := t.Context()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const runs = 12
+	for i := range runs {
+		at := t0.Add(time.Duration(i) * time.Second)
+		sb := store.Sandbox{ID: ids.At("sbx", at), Org: "org1", Project: "proj1", State: store.StateQueued,
+			Pending: []store.Event{{Type: store.EventCreated, To: store.StateQueued}}}
+		if _, _, err := s.CreateSandbox(ctx, at, sb); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateSandbox(ctx, sb.ID, at, func(x *store.Sandbox) error {
+			x.State, x.Pool = store.StateProvisioning, "alpha"
+			x.Pending = append(x.Pending, store.Event{Type: store.EventPlaced, From: store.StateQueued,
+				To: store.StateProvisioning, Pool: "alpha", Attempt: 1,
+				Candidates: []store.Candidate{{Pool: "alpha", Rank: 1}}})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans, err := s.PreparedPlans(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appends := 0
+	for _, p := range plans {
+		if !strings.Contains(p.Statement, "INSERT INTO sandbox_events") {
+			continue
+		}
+		appends++
+		if p.GenericPlans+p.Custom < runs {
+			t.Errorf("ran %d times, want %d: %s", p.GenericPlans+p.Custom, runs, p.Statement)
+		}
+		if p.Custom > 5 {
+			t.Errorf("planned afresh on %d of %d runs (generic %d): %s", p.Custom, p.Custom+p.GenericPlans, p.GenericPlans, p.Statement)
+		}
+	}
+	if appends != 2 {
+		t.Fatalf("found %d prepared statements that append events, want 2 (create and update)", appends)
+	}
+}
