@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -101,6 +103,34 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if cfg.Listen != "127.0.0.1:8700" || cfg.Scheduler.MaxQueued != 10000 || cfg.Scheduler.DefaultMaxStarting != 8 {
 		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+// Default takes every value from server/defaults, which the packages fall back to
+// as well, and loses nothing when it writes a duration as whole seconds.
+func TestDefaultIsServerDefaults(t *testing.T) {
+	cfg, sec := Default(), func(n int) time.Duration { return time.Duration(n) * time.Second }
+	s, f, ev := cfg.Scheduler, cfg.Files, cfg.Events
+	for _, tc := range []struct {
+		key       string
+		got, want any
+	}{
+		{"listen", cfg.Listen, defaults.Listen},
+		{"scheduler.provisionTimeoutSeconds", sec(s.ProvisionTimeoutSeconds), defaults.ProvisionTimeout},
+		{"scheduler.maxAttempts", s.MaxAttempts, defaults.MaxAttempts},
+		{"scheduler.reconcileIntervalSeconds", sec(s.ReconcileIntervalSeconds), defaults.ReconcileInterval},
+		{"scheduler.terminateTimeoutSeconds", sec(s.TerminateTimeoutSeconds), defaults.TerminateTimeout},
+		{"scheduler.maxQueued", s.MaxQueued, defaults.MaxQueued},
+		{"scheduler.defaultMaxStarting", s.DefaultMaxStarting, defaults.MaxStarting},
+		{"files.maxTransfers", f.MaxTransfers, defaults.MaxTransfers},
+		{"files.maxProjectTransfers", f.MaxProjectTransfers, defaults.MaxProjectTransfers},
+		{"files.largeTransferBytes", f.LargeTransferBytes, int64(defaults.LargeTransferBytes)},
+		{"events.keepPerSandbox", ev.KeepPerSandbox, defaults.EventsPerSandbox},
+		{"events.keepAfterTerminalSeconds", sec(ev.KeepAfterTerminalSeconds), defaults.EventsAfterTerminal},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v (server/defaults)", tc.key, tc.got, tc.want)
+		}
 	}
 }
 

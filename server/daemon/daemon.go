@@ -28,6 +28,7 @@ import (
 	"github.com/different-ai/differently/internal/safeurl"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/config"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -279,10 +280,10 @@ func (d *Daemon) adapterRegistry() *pools.Registry {
 // startPools builds the pool manager, loads the stored pools and probes them once.
 func (d *Daemon) startPools(ctx context.Context, reg *pools.Registry, allowed api.EnvAllowlist, metrics prometheus.Registerer) error {
 	// A half-open pool's trial Create holds its place as long as the scheduler lets
-	// a Create run: the provision timeout plus its claim's 10 s margin.
+	// a Create run: the provision timeout plus its claim's margin.
 	var breaker pools.BreakerOptions
 	if n := d.cfg.Scheduler.ProvisionTimeoutSeconds; n > 0 {
-		breaker.TrialLease = seconds(n) + 10*time.Second
+		breaker.TrialLease = seconds(n) + defaults.ProvisionMargin
 	}
 	d.pools = pools.NewManager(d.st, reg, d.opts.Clock, pools.Options{Getenv: d.opts.Getenv,
 		AllowedCredentialsEnv: allowed, Logger: d.opts.Logger, Metrics: metrics, Breaker: breaker})

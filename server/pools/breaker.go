@@ -28,9 +28,9 @@ const (
 	DefaultBreakerMaxCoolDown = 5 * time.Minute
 	DefaultBreakerTrials      = 1
 	// DefaultBreakerTrialLease is the default provision timeout plus the margin the
-	// scheduler's provisioning claim adds (10 s): by then a trial Create has either
-	// reported or been cut off by the scheduler.
-	DefaultBreakerTrialLease = defaults.ProvisionTimeout + 10*time.Second
+	// scheduler's provisioning claim adds: by then a trial Create has either reported
+	// or been cut off by the scheduler.
+	DefaultBreakerTrialLease = defaults.ProvisionTimeout + defaults.ProvisionMargin
 )
 
 // BreakerOptions tune every pool's circuit breaker; zero values take the defaults.

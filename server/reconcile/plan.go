@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -45,10 +46,10 @@ type Action struct {
 // no replica claims must be before the reconciler adopts or requeues it. The
 // scheduler always claims the sandboxes it provisions, and for those the claim
 // decides (stale); this margin is for a row without one, which no scheduler of this
-// build writes. It matches the scheduler's claim margin: the Create ends at
+// build writes. It is the scheduler's claim margin: the Create ends at
 // ProvisionTimeout, and an adapter may take a moment more to abort a half-made
 // instance.
-const DefaultAdoptMargin = 10 * time.Second
+const DefaultAdoptMargin = defaults.ProvisionMargin
 
 // Timing bounds what the plan may touch.
 type Timing struct {

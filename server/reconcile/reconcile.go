@@ -31,9 +31,11 @@ type Options struct {
 	Installation string
 	// ReplicaID holds the leader lease; a random one when empty.
 	ReplicaID string
-	// Interval between passes of Run (scheduler.reconcileIntervalSeconds): 30 s.
+	// Interval between passes of Run (scheduler.reconcileIntervalSeconds):
+	// defaults.ReconcileInterval.
 	Interval time.Duration
-	// ProvisionTimeout after which a provisioning sandbox is stale: 120 s.
+	// ProvisionTimeout after which a provisioning sandbox is stale:
+	// defaults.ProvisionTimeout.
 	ProvisionTimeout time.Duration
 	// AdoptMargin is added to ProvisionTimeout before a provisioning sandbox under no
 	// claim is adopted or requeued: DefaultAdoptMargin. A claimed one waits for its
@@ -89,7 +91,7 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 		opts.ReplicaID = ids.New("replica")
 	}
 	if opts.Interval <= 0 {
-		opts.Interval = 30 * time.Second
+		opts.Interval = defaults.ReconcileInterval
 	}
 	if opts.ProvisionTimeout <= 0 {
 		opts.ProvisionTimeout = defaults.ProvisionTimeout

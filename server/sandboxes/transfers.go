@@ -5,14 +5,15 @@ import (
 	"sync"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/defaults"
 )
 
 // Defaults of Options.MaxTransfers, MaxProjectTransfers and LargeTransferBytes (the
 // config's files section).
 const (
-	DefaultMaxTransfers        = 8
-	DefaultMaxProjectTransfers = 4
-	DefaultLargeTransferBytes  = 1 << 20
+	DefaultMaxTransfers        = defaults.MaxTransfers
+	DefaultMaxProjectTransfers = defaults.MaxProjectTransfers
+	DefaultLargeTransferBytes  = defaults.LargeTransferBytes
 )
 
 // ErrTransferLimit is wrapped by the refusal of a transfer over the bound: the

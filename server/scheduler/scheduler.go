@@ -14,8 +14,8 @@
 // reason saying its instance may still exist; the reconciler then treats any instance
 // left as an orphan and keeps deleting it. A provisioning sandbox is never reaped
 // here: while its claim lives a Create may be in flight on some replica (the claim
-// lasts ProvisionTimeout + 10 s, and the Create's deadline comes 10 s before the
-// claim's end), and once the claim has lapsed with no outcome recorded (the replica
+// lasts ProvisionTimeout + provisionLeaseMargin, and the Create's deadline comes
+// that margin before the claim's end), and once the claim has lapsed with no outcome recorded (the replica
 // died), the reconciler adopts the instance the backend reports or requeues the
 // sandbox (package reconcile). A queued sandbox
 // waits for a claim for as long as it takes: its TTL runs only once it is running,
@@ -70,8 +70,8 @@ type PoolSource interface {
 // Defaults of Options.
 const (
 	DefaultProvisionTimeout = defaults.ProvisionTimeout
-	DefaultMaxAttempts      = 3
-	DefaultTerminateTimeout = 60 * time.Second
+	DefaultMaxAttempts      = defaults.MaxAttempts
+	DefaultTerminateTimeout = defaults.TerminateTimeout
 	// DefaultTerminateGiveUp is how long a terminating sandbox's Delete may keep
 	// failing before the sandbox is failed.
 	DefaultTerminateGiveUp = time.Hour
@@ -80,7 +80,7 @@ const (
 	DefaultTick            = time.Second
 	// DefaultMaxStarting bounds concurrent Creates per pool on one replica when the
 	// pool sets no maxStarting.
-	DefaultMaxStarting = 8
+	DefaultMaxStarting = defaults.MaxStarting
 	// RequeueDelay is how long a sandbox waits after a capacity shortage, whether
 	// placement found no room or the adapter answered insufficient_capacity.
 	RequeueDelay = 2 * time.Second
@@ -92,7 +92,7 @@ const (
 	// sandbox once the claim has lapsed (package reconcile). Recording the outcome
 	// needs none of it: a write that lands late finds the sandbox still claimed by
 	// this replica, or changed by the reconciler and so left alone.
-	provisionLeaseMargin = 10 * time.Second
+	provisionLeaseMargin = defaults.ProvisionMargin
 	// deleteLeaseMargin is how much longer than TerminateTimeout a deletion claim
 	// lasts: the Delete, then recording its outcome.
 	deleteLeaseMargin = 30 * time.Second
@@ -122,7 +122,8 @@ type Options struct {
 	// those sandboxes from the others. A claim lost to a slow placement does no harm:
 	// placement's guard sees the new claimer and leaves the sandbox alone. Default
 	// DefaultClaimLease. Once provisioning, the claim is extended to cover the Create
-	// (ProvisionTimeout + 10 s), so that the terminator waits for its outcome.
+	// (ProvisionTimeout + defaults.ProvisionMargin), so that the terminator waits for
+	// its outcome.
 	ClaimLease time.Duration
 	// BatchSize is how many sandboxes one provisioning pass claims.
 	BatchSize int
