@@ -13,6 +13,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -213,7 +214,7 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 	switch body.Scope {
 	case TokenCreateScopeAdmin:
 		if body.Org != nil || body.Project != nil {
-			s.writeError(w, r, invalid("an admin token has no org or project"))
+			s.writeError(w, r, apierr.Invalid("an admin token has no org or project"))
 			return
 		}
 	case TokenCreateScopeProject:
@@ -222,7 +223,7 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 			tok.Org = *body.Org
 		}
 		if tok.Project == "" {
-			s.writeError(w, r, invalid("a project token needs a project"))
+			s.writeError(w, r, apierr.Invalid("a project token needs a project"))
 			return
 		}
 		if err := api.CheckTenantName("org", tok.Org); err != nil {
@@ -234,16 +235,16 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		s.writeError(w, r, invalid("scope must be %q or %q", store.ScopeAdmin, store.ScopeProject))
+		s.writeError(w, r, apierr.Invalid("scope must be %q or %q", store.ScopeAdmin, store.ScopeProject))
 		return
 	}
 	if len(tok.Name) > 255 {
-		s.writeError(w, r, invalid("name is longer than 255 bytes"))
+		s.writeError(w, r, apierr.Invalid("name is longer than 255 bytes"))
 		return
 	}
 	secret, err := tokens.New()
 	if err != nil {
-		s.writeError(w, r, errorf("generate secret: %w", err))
+		s.writeError(w, r, fmt.Errorf("generate secret: %w", err))
 		return
 	}
 	tok.Hash = tokens.Hash(secret)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -31,7 +32,7 @@ func (s *Server) tallyProjects(ctx context.Context, f store.SandboxFilter) (map[
 	for {
 		items, next, err := s.st.ListSandboxes(ctx, f)
 		if err != nil {
-			return nil, errorf("list sandboxes: %w", err)
+			return nil, fmt.Errorf("list sandboxes: %w", err)
 		}
 		for _, sb := range items {
 			k := projectKey{sb.Org, sb.Project}
@@ -87,7 +88,7 @@ func (s *Server) projectAnswer(ctx context.Context, org, name string) (Project, 
 	case api.IsCode(err, api.CodeNotFound):
 		p = store.Project{Org: org, Name: name}
 	case err != nil:
-		return Project{}, errorf("get project: %w", err)
+		return Project{}, fmt.Errorf("get project: %w", err)
 	}
 	t, err := s.projectTally(ctx, org, name)
 	if err != nil {
@@ -100,7 +101,7 @@ func (s *Server) projectAnswer(ctx context.Context, org, name string) (Project, 
 func (s *Server) projectTally(ctx context.Context, org, name string) (projectTally, error) {
 	usage, err := s.st.ProjectUsage(ctx, org, name)
 	if err != nil {
-		return projectTally{}, errorf("project usage: %w", err)
+		return projectTally{}, fmt.Errorf("project usage: %w", err)
 	}
 	tally, err := s.tallyProjects(ctx, store.SandboxFilter{Org: org, Project: name})
 	if err != nil {

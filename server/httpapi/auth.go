@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 		return principal{}, unauth
 	}
 	if err != nil {
-		return principal{}, errorf("look up token: %w", err)
+		return principal{}, fmt.Errorf("look up token: %w", err)
 	}
 	// The lookup was by hash already; comparing again in constant time keeps a
 	// driver that matched loosely (a prefix, a collation) from letting anyone in.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -286,10 +285,3 @@ func errNoRoute(r *http.Request) error {
 func errMethod(r *http.Request) *api.Error {
 	return api.Errorf(api.CodeInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path)
 }
-
-func invalid(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidRequest, format, args...)
-}
-
-// errorf wraps an unexpected error with what was being done, for the log.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

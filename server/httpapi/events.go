@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 func eventFilter(vals *EventTypes, limit *int, cursor *string) (store.EventFilter, error) {
 	f := store.EventFilter{After: deref(cursor), Limit: deref(limit)}
 	if limit != nil && (*limit < 1 || *limit > store.MaxLimit) {
-		return f, invalid("limit must be between 1 and %d", store.MaxLimit)
+		return f, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit)
 	}
 	if vals == nil {
 		return f, nil
@@ -153,7 +154,7 @@ func eventFilter(vals *EventTypes, limit *int, cursor *string) (store.EventFilte
 		for t := range strings.SplitSeq(string(v), ",") {
 			t = strings.TrimSpace(t)
 			if !store.EventType(t).Valid() {
-				return f, invalid("unknown event type %q", t)
+				return f, apierr.Invalid("unknown event type %q", t)
 			}
 			f.Types = append(f.Types, store.EventType(t))
 		}

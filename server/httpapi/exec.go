@@ -9,6 +9,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/frames"
 	"github.com/different-ai/differently/internal/ndjson"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/sandboxes"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) ExecSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 			stream = true
 		case N0, False:
 		default:
-			s.writeError(w, r, invalid("query parameter stream must be 0, 1, true or false, not %q", printable(string(*params.Stream))).
+			s.writeError(w, r, apierr.Invalid("query parameter stream must be 0, 1, true or false, not %q", printable(string(*params.Stream))).
 				WithDetail("parameter", "stream"))
 			return
 		}

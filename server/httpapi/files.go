@@ -9,13 +9,14 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/body"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/sandboxes"
 )
 
 // pathParam checks the path query parameter a file route requires.
 func pathParam(path string) error {
 	if path == "" {
-		return invalid("the path query parameter is required")
+		return apierr.Invalid("the path query parameter is required")
 	}
 	return nil
 }
@@ -186,5 +187,5 @@ func uploadError(err error) error {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return api.Errorf(api.CodePayloadTooLarge, "file content is over %d bytes", api.MaxFileBytes)
 	}
-	return invalid("reading the file content failed: %v", err)
+	return apierr.Invalid("reading the file content failed: %v", err)
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/different-ai/differently/server/apierr"
 )
 
 // encoding/json matches an object's key to a struct field ignoring case when no
@@ -61,7 +63,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type, path string) error {
 				} else {
 					for name := range fields {
 						if strings.EqualFold(name, key) {
-							return invalid("unknown field %q: field names are case-sensitive (did you mean %q?)",
+							return apierr.Invalid("unknown field %q: field names are case-sensitive (did you mean %q?)",
 								printable(path+key), path+name)
 						}
 					}

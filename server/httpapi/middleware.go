@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/apierr"
 )
 
 type httpMetrics struct {
@@ -35,7 +37,7 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration} {
 		if err := reg.Register(c); err != nil {
-			return nil, errorf("httpapi: register metrics: %w", err)
+			return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 		}
 	}
 	return m, nil
@@ -219,7 +221,7 @@ func (s *Server) checkSize(next http.Handler) http.Handler {
 		if len(r.RequestURI) > MaxURLBytes {
 			closeAfterAnswer(w)
 			writeJSON(w, http.StatusRequestURITooLong, api.ErrorEnvelope{
-				Error: invalid("the request target is %d bytes, over the limit of %d", len(r.RequestURI), MaxURLBytes)})
+				Error: apierr.Invalid("the request target is %d bytes, over the limit of %d", len(r.RequestURI), MaxURLBytes)})
 			return
 		}
 		n := 0
@@ -231,7 +233,7 @@ func (s *Server) checkSize(next http.Handler) http.Handler {
 		if n > MaxHeaderFieldBytes {
 			closeAfterAnswer(w)
 			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.ErrorEnvelope{
-				Error: invalid("the request's header fields are %d bytes, over the limit of %d", n, MaxHeaderFieldBytes)})
+				Error: apierr.Invalid("the request's header fields are %d bytes, over the limit of %d", n, MaxHeaderFieldBytes)})
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
@@ -37,7 +39,7 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 	}
 	key := deref(params.IdempotencyKey)
 	if len(key) > maxIdempotencyKey {
-		s.writeError(w, r, invalid("Idempotency-Key is longer than %d bytes", maxIdempotencyKey))
+		s.writeError(w, r, apierr.Invalid("Idempotency-Key is longer than %d bytes", maxIdempotencyKey))
 		return
 	}
 	wait, err := preferWait(params.Prefer)
@@ -87,7 +89,7 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 func createRequestHash(body SandboxCreate) (string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return "", errorf("encode create request: %w", err)
+		return "", fmt.Errorf("encode create request: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
@@ -111,7 +113,7 @@ func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params Li
 	f := store.SandboxFilter{Pool: deref(params.Pool), Cursor: deref(params.Cursor)}
 	if params.Limit != nil {
 		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
-			s.writeError(w, r, invalid("limit must be between 1 and %d", store.MaxLimit))
+			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
 			return
 		}
 		f.Limit = *params.Limit
@@ -125,7 +127,7 @@ func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params Li
 	for _, l := range deref(params.Label) {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
-			s.writeError(w, r, invalid("label filter %q is not key=value", l))
+			s.writeError(w, r, apierr.Invalid("label filter %q is not key=value", l))
 			return
 		}
 		if f.Labels == nil {
@@ -195,7 +197,7 @@ func parseStates(vals []SandboxState) ([]store.State, error) {
 		for _, st := range strings.Split(string(v), ",") {
 			st = strings.TrimSpace(st)
 			if !store.State(st).Valid() {
-				return nil, invalid("unknown state %q", st)
+				return nil, apierr.Invalid("unknown state %q", st)
 			}
 			out = append(out, store.State(st))
 		}

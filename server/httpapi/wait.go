@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		return
 	}
 	if len(want) == 0 {
-		s.writeError(w, r, invalid("name at least one state to wait for"))
+		s.writeError(w, r, apierr.Invalid("name at least one state to wait for"))
 		return
 	}
 	secs := defaultWaitSeconds
@@ -40,7 +41,7 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		secs = *params.TimeoutSeconds
 	}
 	if secs < 0 || secs > maxWaitSeconds {
-		s.writeError(w, r, invalid("timeoutSeconds must be between 0 and %d", maxWaitSeconds))
+		s.writeError(w, r, apierr.Invalid("timeoutSeconds must be between 0 and %d", maxWaitSeconds))
 		return
 	}
 	sb, ok, err := s.await(r.Context(), id, want, time.Duration(secs)*time.Second, nil, nil)
@@ -128,7 +129,7 @@ func preferWait(header *Prefer) (int, error) {
 		value = strings.Trim(strings.TrimSpace(value), `"`)
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 0 || n > maxWaitSeconds || strings.HasPrefix(value, "+") {
-			return 0, invalid("Prefer: wait must be a whole number of seconds from 0 to %d, not %q", maxWaitSeconds, value)
+			return 0, apierr.Invalid("Prefer: wait must be a whole number of seconds from 0 to %d, not %q", maxWaitSeconds, value)
 		}
 		return n, nil
 	}

@@ -3,10 +3,12 @@ package pooladmin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
@@ -39,7 +41,7 @@ func (s *Service) Delete(ctx context.Context, c sandboxes.Caller, name string, f
 		return err
 	}
 	if n > 0 && !force {
-		return conflict("pool has %d sandboxes; use force=true to terminate them", n).WithDetail("sandboxes", n)
+		return apierr.Conflict("pool has %d sandboxes; use force=true to terminate them", n).WithDetail("sandboxes", n)
 	}
 	if n > 0 {
 		if err := s.terminate(ctx, c, name); err != nil {
@@ -50,7 +52,7 @@ func (s *Service) Delete(ctx context.Context, c sandboxes.Caller, name string, f
 			return err
 		}
 		if n > 0 {
-			return conflict("terminating %d sandboxes; retry the delete when they are gone", n).
+			return apierr.Conflict("terminating %d sandboxes; retry the delete when they are gone", n).
 				WithDetail("terminating", n)
 		}
 	}
@@ -86,7 +88,7 @@ func (s *Service) emptyBackend(ctx context.Context, name string, force bool) err
 	case len(insts) == 0:
 		return nil
 	case !force:
-		return conflict("the backend of pool %s still holds %d instances of this installation, which the reconciler deletes as orphans in its next pass; retry then, or use force=true to delete them with the pool now", name, len(insts)).
+		return apierr.Conflict("the backend of pool %s still holds %d instances of this installation, which the reconciler deletes as orphans in its next pass; retry then, or use force=true to delete them with the pool now", name, len(insts)).
 			WithDetail("instances", len(insts))
 	}
 	left := 0
@@ -100,7 +102,7 @@ func (s *Service) emptyBackend(ctx context.Context, name string, force bool) err
 		}
 	}
 	if left > 0 {
-		return conflict("%d instances of pool %s could not be deleted; retry the delete", left, name).WithDetail("instances", left)
+		return apierr.Conflict("%d instances of pool %s could not be deleted; retry the delete", left, name).WithDetail("instances", left)
 	}
 	return nil
 }
@@ -109,7 +111,7 @@ func (s *Service) emptyBackend(ctx context.Context, name string, force bool) err
 func (s *Service) countSandboxes(ctx context.Context, name string) (int, error) {
 	counts, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 	if err != nil {
-		return 0, errorf("count sandboxes: %w", err)
+		return 0, fmt.Errorf("count sandboxes: %w", err)
 	}
 	return counts[name], nil
 }
@@ -122,7 +124,7 @@ func (s *Service) terminate(ctx context.Context, c sandboxes.Caller, name string
 	for {
 		page, next, err := s.st.ListSandboxes(ctx, store.SandboxFilter{Pool: name, States: liveStates, Cursor: cursor, Limit: store.MaxLimit})
 		if err != nil {
-			return errorf("list sandboxes of pool %s: %w", name, err)
+			return fmt.Errorf("list sandboxes of pool %s: %w", name, err)
 		}
 		for _, sb := range page {
 			_, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
@@ -132,7 +134,7 @@ func (s *Service) terminate(ctx context.Context, c sandboxes.Caller, name string
 				return lifecycle.Terminate(cur, "pool "+name+" is being deleted", s.now(), c.Actor())
 			})
 			if err != nil && !errors.Is(err, errUnchanged) && !api.IsCode(err, api.CodeNotFound) {
-				return errorf("terminate sandbox %s: %w", sb.ID, err)
+				return fmt.Errorf("terminate sandbox %s: %w", sb.ID, err)
 			}
 		}
 		if next == "" {

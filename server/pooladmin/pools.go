@@ -2,12 +2,14 @@ package pooladmin
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
@@ -76,7 +78,7 @@ func (s *Service) Get(ctx context.Context, name string) (Pool, error) {
 func (s *Service) answer(ctx context.Context, p store.Pool) (Pool, error) {
 	counts, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 	if err != nil {
-		return Pool{}, errorf("count sandboxes: %w", err)
+		return Pool{}, fmt.Errorf("count sandboxes: %w", err)
 	}
 	out := Pool{Pool: p, Sandboxes: counts[p.Name]}
 	if v, ok := s.pools.View(p.Name); ok {
@@ -118,10 +120,10 @@ func (s *Service) Create(ctx context.Context, p store.Pool) (Pool, error) {
 func (s *Service) Replace(ctx context.Context, name string, next store.Pool) (out Pool, rebuilt bool, err error) {
 	return s.Update(ctx, name, func(cur store.Pool) (store.Pool, error) {
 		if next.Name != cur.Name {
-			return cur, invalid("a pool cannot be renamed (%q in the body, %q in the path)", next.Name, cur.Name)
+			return cur, apierr.Invalid("a pool cannot be renamed (%q in the body, %q in the path)", next.Name, cur.Name)
 		}
 		if next.Adapter != cur.Adapter {
-			return cur, invalid("a pool's adapter cannot change (%q to %q); create a new pool", cur.Adapter, next.Adapter)
+			return cur, apierr.Invalid("a pool's adapter cannot change (%q to %q); create a new pool", cur.Adapter, next.Adapter)
 		}
 		return next, nil
 	})
@@ -184,10 +186,10 @@ func (s *Service) validate(p store.Pool) error {
 		return err
 	}
 	if p.MaxConcurrency < 0 || p.MaxStarting < 0 {
-		return invalid("maxConcurrency and maxStarting must not be negative")
+		return apierr.Invalid("maxConcurrency and maxStarting must not be negative")
 	}
 	if p.CostModel.CPUHour < 0 || p.CostModel.MemoryGiBHour < 0 {
-		return invalid("costModel prices must not be negative")
+		return apierr.Invalid("costModel prices must not be negative")
 	}
 	if err := s.allowed.Check(p.CredentialsEnv); err != nil {
 		return err
@@ -201,11 +203,11 @@ func (s *Service) checkKind(kind string) error {
 	known := s.kinds()
 	if !slices.Contains(known, kind) {
 		sorted := slices.Sorted(slices.Values(known))
-		return invalid("unknown adapter kind %q (this build knows: %s)", kind, strings.Join(sorted, ", ")).
+		return apierr.Invalid("unknown adapter kind %q (this build knows: %s)", kind, strings.Join(sorted, ", ")).
 			WithDetail("known", sorted)
 	}
 	if slices.Contains(s.devOnly, kind) && !s.dev {
-		return invalid("adapter kind %q is for development only (run the daemon with --dev)", kind)
+		return apierr.Invalid("adapter kind %q is for development only (run the daemon with --dev)", kind)
 	}
 	return nil
 }

@@ -16,7 +16,6 @@ package pooladmin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -135,14 +134,3 @@ func (s *Service) refresh(ctx context.Context) {
 		s.log.Warn("refresh pools after an admin change", "error", err)
 	}
 }
-
-func invalid(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidRequest, format, args...)
-}
-
-func conflict(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidState, format, args...)
-}
-
-// errorf wraps an unexpected error with what was being done, for the log.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -3,6 +3,7 @@ package sandboxes
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/textcut"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/placement"
 	"github.com/different-ai/differently/server/scheduler"
@@ -103,7 +105,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (out 
 		if sn.Org != sb.Org || sn.Project != sb.Project {
 			// A sandbox restores only its own project's snapshots, even for an admin:
 			// the snapshot holds that project's data.
-			return sb, false, nil, invalid("snapshot %q belongs to another project", sn.ID)
+			return sb, false, nil, apierr.Invalid("snapshot %q belongs to another project", sn.ID)
 		}
 		snapshotPool = sn.Pool
 	}
@@ -119,10 +121,10 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (out 
 func (s *Service) applyProfile(ctx context.Context, sb *store.Sandbox, name string, ttlSet bool) error {
 	p, err := s.st.GetProfile(ctx, name)
 	if api.IsCode(err, api.CodeNotFound) {
-		return invalid("profile %q not found", name)
+		return apierr.Invalid("profile %q not found", name)
 	}
 	if err != nil {
-		return errorf("get profile: %w", err)
+		return fmt.Errorf("get profile: %w", err)
 	}
 	sb.Profile = p.Name
 	sb.Capabilities = append(slices.Clone(p.Capabilities), sb.Capabilities...)
@@ -154,7 +156,7 @@ func (s *Service) applyProfile(ctx context.Context, sb *store.Sandbox, name stri
 // the expiry's arithmetic into the past, and the sandbox be ended as expired at once.
 func checkTTL(ttl int64) error {
 	if ttl < 0 || ttl > api.MaxTTLSeconds {
-		return invalid("ttlSeconds must be between 0 (no expiry) and %d (ten years)", api.MaxTTLSeconds)
+		return apierr.Invalid("ttlSeconds must be between 0 (no expiry) and %d (ten years)", api.MaxTTLSeconds)
 	}
 	return nil
 }
@@ -165,13 +167,13 @@ func checkTTL(ttl int64) error {
 func checkPlacement(pl store.Placement) error {
 	for _, name := range pl.AllowedPools {
 		if !api.ValidName(name) {
-			return invalid("placement.allowedPools: %q is not a pool name (1 to 63 lowercase letters, digits and dashes)",
+			return apierr.Invalid("placement.allowedPools: %q is not a pool name (1 to 63 lowercase letters, digits and dashes)",
 				textcut.Prefix(name, 64))
 		}
 	}
 	for _, region := range pl.Regions {
 		if len(region) > api.MaxRegionBytes {
-			return invalid("placement.regions: a region is longer than %d bytes", api.MaxRegionBytes)
+			return apierr.Invalid("placement.regions: a region is longer than %d bytes", api.MaxRegionBytes)
 		}
 	}
 	return nil
@@ -180,10 +182,10 @@ func checkPlacement(pl store.Placement) error {
 func validateEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return invalid("env name %q is not valid", k)
+			return apierr.Invalid("env name %q is not valid", k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return invalid("env value of %q contains a NUL byte", k)
+			return apierr.Invalid("env value of %q contains a NUL byte", k)
 		}
 	}
 	return nil
@@ -205,7 +207,7 @@ func PolicyDefaultTTL(p store.Policy) (int64, error) {
 			return n, nil
 		}
 	}
-	return 0, invalid("defaults.ttlSeconds must be a whole number of seconds between 0 (no expiry) and %d (ten years)",
+	return 0, apierr.Invalid("defaults.ttlSeconds must be a whole number of seconds between 0 (no expiry) and %d (ten years)",
 		api.MaxTTLSeconds)
 }
 
@@ -281,7 +283,7 @@ func validate(sb *store.Sandbox) error {
 		return err
 	}
 	if len(sb.Template) > api.MaxTemplateBytes {
-		return invalid("template is longer than %d bytes", api.MaxTemplateBytes)
+		return apierr.Invalid("template is longer than %d bytes", api.MaxTemplateBytes)
 	}
 	if err := checkPlacement(sb.Placement); err != nil {
 		return err
@@ -296,7 +298,7 @@ func validate(sb *store.Sandbox) error {
 func (s *Service) placeable(ctx context.Context, sb *store.Sandbox, snapshotPool string, defaultTTL bool) (placement.Decision, placement.Request, error) {
 	policy, err := s.policy(ctx)
 	if err != nil {
-		return placement.Decision{}, placement.Request{}, errorf("get policy: %w", err)
+		return placement.Decision{}, placement.Request{}, fmt.Errorf("get policy: %w", err)
 	}
 	if defaultTTL {
 		if sb.TTLSeconds, err = storedDefaultTTL(policy); err != nil {
@@ -371,7 +373,7 @@ func (s *Service) insert(ctx context.Context, by lifecycle.Actor, now time.Time,
 		return nil
 	})
 	if err != nil {
-		return out, false, errorf("create sandbox: %w", err)
+		return out, false, fmt.Errorf("create sandbox: %w", err)
 	}
 	return out, created, nil
 }
@@ -385,7 +387,7 @@ func checkReplay(sb, out store.Sandbox, created bool) error {
 	if out.Org != sb.Org || out.Project != sb.Project {
 		// The store looks keys up within the organisation and project, so this cannot
 		// happen; were it to, another tenant's sandbox must not be revealed.
-		return errorf("idempotency key lookup returned another project's sandbox")
+		return fmt.Errorf("idempotency key lookup returned another project's sandbox")
 	}
 	// A sandbox stored before request hashes were kept has none, and any request
 	// repeating its key gets it, as before.
@@ -418,7 +420,7 @@ func (s *Service) directPools(ctx context.Context, ranked []string, req placemen
 	}
 	policy, err := s.st.GetPolicy(ctx)
 	if err != nil {
-		return nil, false, errorf("get policy: %w", err)
+		return nil, false, fmt.Errorf("get policy: %w", err)
 	}
 	d := placement.Place(req, s.pools.Views(), policy, nil)
 	if d.Code != "" || d.Wait {

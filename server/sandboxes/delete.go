@@ -3,6 +3,7 @@ package sandboxes
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/lifecycle"
@@ -48,7 +49,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) (out store.Sa
 		// The same answer for a missing sandbox and another project's.
 		return store.Sandbox{}, nil, notFound("sandbox", id)
 	case err != nil:
-		return store.Sandbox{}, nil, errorf("delete sandbox %s: %w", id, err)
+		return store.Sandbox{}, nil, fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	if started = del.Start(out); started == nil {
 		s.waker.Wake(out.State)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
 
 // fileTarget loads a running sandbox whose pool serves files.
 func (s *Service) fileTarget(ctx context.Context, c Caller, id, op, path string) (target, adapters.FileSystem, error) {
 	if path == "" {
-		return target{}, nil, invalid("a file path is required")
+		return target{}, nil, apierr.Invalid("a file path is required")
 	}
 	t, err := s.operate(ctx, c, id, op, adapters.FeatureFiles, store.StateRunning)
 	if err != nil {

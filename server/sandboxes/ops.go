@@ -7,6 +7,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/store"
@@ -63,7 +64,7 @@ func (s *Service) operate(ctx context.Context, c Caller, id, op, feature string,
 		return target{}, err
 	}
 	if !slices.Contains(states, sb.State) {
-		return target{}, conflict("sandbox is %s", sb.State).WithDetail("state", string(sb.State))
+		return target{}, apierr.Conflict("sandbox is %s", sb.State).WithDetail("state", string(sb.State))
 	}
 	return s.operateOn(c, sb, op, feature)
 }
@@ -129,7 +130,7 @@ func call[I any](a adapters.ExecutionAdapter, op string, fn func(I) error) error
 func (s *Service) Operate(ctx context.Context, c Caller, id string, op lifecycle.Op) (store.Sandbox, error) {
 	lc, ok := actions[op]
 	if !ok {
-		return store.Sandbox{}, errorf("unknown lifecycle action %q", op)
+		return store.Sandbox{}, fmt.Errorf("unknown lifecycle action %q", op)
 	}
 	sb, err := s.Sandbox(ctx, c, id)
 	if err != nil {
@@ -139,7 +140,7 @@ func (s *Service) Operate(ctx context.Context, c Caller, id string, op lifecycle
 		return sb, nil
 	}
 	if sb.State != op.From() {
-		return store.Sandbox{}, conflict("cannot %s a sandbox that is %s", op, sb.State).WithDetail("state", string(sb.State))
+		return store.Sandbox{}, apierr.Conflict("cannot %s a sandbox that is %s", op, sb.State).WithDetail("state", string(sb.State))
 	}
 	t, err := s.operateOn(c, sb, string(op), lc.feature)
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *Service) Operate(ctx context.Context, c Caller, id string, op lifecycle
 		// Another request (a delete, the reconciler) moved the sandbox while the
 		// backend worked; its state wins and the caller hears about the conflict.
 		if cur.State != op.From() || cur.BackendRef != sb.BackendRef {
-			return conflict("sandbox changed to %s during %s", cur.State, op).WithDetail("state", string(cur.State))
+			return apierr.Conflict("sandbox changed to %s during %s", cur.State, op).WithDetail("state", string(cur.State))
 		}
 		return lifecycle.Operate(cur, op, c.Actor())
 	})
@@ -161,7 +162,7 @@ func (s *Service) Operate(ctx context.Context, c Caller, id string, op lifecycle
 // ExposePort makes a guest port of a running sandbox reachable and returns its URL.
 func (s *Service) ExposePort(ctx context.Context, c Caller, id string, port int) (string, error) {
 	if port < 1 || port > 65535 {
-		return "", invalid("port must be between 1 and 65535")
+		return "", apierr.Invalid("port must be between 1 and 65535")
 	}
 	const op = "ports.expose"
 	t, err := s.operate(ctx, c, id, op, adapters.FeaturePortsExpose, store.StateRunning)

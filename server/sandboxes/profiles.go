@@ -6,6 +6,7 @@ import (
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/textcut"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // more of a bad name than a good one could hold.
 func ValidProfileName(name string) error {
 	if !api.ValidName(name) {
-		return invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
+		return apierr.Invalid("profile name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit",
 			textcut.Prefix(name, 64))
 	}
 	return nil
@@ -30,7 +31,7 @@ func ValidProfileName(name string) error {
 // profile's allowed pools, the policy's external pools (server/httpapi/admin.go).
 func ValidPoolName(name string) error {
 	if !api.ValidName(name) {
-		return invalid("pool name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit", name)
+		return apierr.Invalid("pool name %q must be 1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit", name)
 	}
 	return nil
 }

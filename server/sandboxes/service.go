@@ -188,7 +188,7 @@ func (s *Service) Sandbox(ctx context.Context, c Caller, id string) (store.Sandb
 		return store.Sandbox{}, notFound("sandbox", id)
 	}
 	if err != nil {
-		return store.Sandbox{}, errorf("get sandbox %s: %w", id, err)
+		return store.Sandbox{}, fmt.Errorf("get sandbox %s: %w", id, err)
 	}
 	if !c.Owns(sb.Org, sb.Project) {
 		return store.Sandbox{}, notFound("sandbox", id)
@@ -215,16 +215,5 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 func notFound(kind, id string) *api.Error {
 	return api.Errorf(api.CodeNotFound, "%s %q not found", kind, id)
 }
-
-func invalid(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidRequest, format, args...)
-}
-
-func conflict(format string, args ...any) *api.Error {
-	return api.Errorf(api.CodeInvalidState, format, args...)
-}
-
-// errorf wraps an unexpected error with what was being done, for the log.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 func ptr[T any](v T) *T { return &v }

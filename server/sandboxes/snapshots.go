@@ -2,6 +2,7 @@ package sandboxes
 
 import (
 	"context"
+	"fmt"
 	"maps"
 
 	"github.com/different-ai/differently/adapters"
@@ -23,7 +24,7 @@ func (s *Service) Snapshot(ctx context.Context, c Caller, id string) (store.Snap
 		return sn, notFound("snapshot", id)
 	}
 	if err != nil {
-		return sn, errorf("get snapshot %s: %w", id, err)
+		return sn, fmt.Errorf("get snapshot %s: %w", id, err)
 	}
 	if !c.Owns(sn.Org, sn.Project) {
 		return store.Snapshot{}, notFound("snapshot", id)
@@ -87,7 +88,7 @@ func (s *Service) takeSnapshot(ctx context.Context, t target, op string, kind ad
 		if derr := sh.DeleteSnapshot(context.WithoutCancel(ctx), snap.Ref); derr != nil {
 			s.log.Error("delete unrecorded snapshot", "pool", t.sb.Pool, "ref", snap.Ref, "error", derr)
 		}
-		return store.Snapshot{}, errorf("record snapshot: %w", err)
+		return store.Snapshot{}, fmt.Errorf("record snapshot: %w", err)
 	}
 	return out, nil
 }

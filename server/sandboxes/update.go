@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -40,7 +41,7 @@ func (s *Service) Update(ctx context.Context, c Caller, id string, p Patch) (sto
 	now := s.now()
 	return s.update(ctx, id, func(sb *store.Sandbox) error {
 		if sb.State.IsTerminal() || sb.State == store.StateTerminating {
-			return conflict("sandbox is %s", sb.State)
+			return apierr.Conflict("sandbox is %s", sb.State)
 		}
 		if p.Labels != nil {
 			sb.Labels = maps.Clone(*p.Labels)
