@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,4 +190,54 @@ func TestPassRenewsTheLeaseBeforeActing(t *testing.T) {
 	if won, _ := e.st.TryLease(t.Context(), reconcile.LeaseName, "r2", start.Add(3*interval+time.Second), 3*interval); won {
 		t.Errorf("the lease was not renewed before acting")
 	}
+}
+
+// Every pass that ran is counted once it gave the pass lease up, by what started
+// it; a turn that ran no pass is not counted.
+func TestPassesAreCountedByTrigger(t *testing.T) {
+	e := newLeaseEnv(t)
+	ctx := t.Context()
+	passes := func(trigger string) float64 {
+		return e.value(t, "differently_reconcile_passes_total", map[string]string{"trigger": trigger})
+	}
+	want := func(interval, request float64) {
+		t.Helper()
+		if got := passes("interval"); got != interval {
+			t.Errorf("interval passes = %v, want %v", got, interval)
+		}
+		if got := passes("request"); got != request {
+			t.Errorf("request passes = %v, want %v", got, request)
+		}
+	}
+	want(0, 0)
+
+	if _, led, err := e.r.RunOnce(ctx); !led || err != nil {
+		t.Fatalf("RunOnce: led %v, err %v", led, err)
+	}
+	if _, err := e.r.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	want(1, 1)
+
+	// A pass stopped because the lease was lost ran all the same, and is counted.
+	e.orphan(t)
+	e.a.onList = func() { e.clk.Advance(2 * interval) }
+	if _, led, err := e.r.RunOnce(ctx); !led || err == nil {
+		t.Fatalf("RunOnce past its deadline: led %v, err %v; want a stopped pass", led, err)
+	}
+	e.a.onList = nil
+	want(2, 1)
+	if free, err := e.st.TryLease(ctx, reconcile.PassLeaseName, "r2", e.clk.Now(), 3*interval); err != nil || !free {
+		t.Fatalf("the counted pass left its pass lease held: %v %v", free, err)
+	}
+
+	// r2 now holds the pass lease: a requested pass is refused and the leader's
+	// turn runs nothing; neither is counted.
+	if _, err := e.r.Reconcile(ctx); !errors.Is(err, reconcile.ErrPassRunning) {
+		t.Fatalf("Reconcile while r2 runs a pass = %v, want ErrPassRunning", err)
+	}
+	if _, led, err := e.r.RunOnce(ctx); led || err != nil {
+		t.Fatalf("RunOnce while r2 runs a pass: led %v, err %v", led, err)
+	}
+	want(2, 1)
 }

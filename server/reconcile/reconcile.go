@@ -46,9 +46,10 @@ type Options struct {
 	// CallTimeout bounds each List and Delete: 60 s.
 	CallTimeout time.Duration
 	Logger      *slog.Logger
-	// Metrics receives differently_reconcile_findings_total{pool,kind} and
-	// differently_reconcile_leader; nil records them nowhere. New panics when they
-	// cannot be registered (another collector took their names).
+	// Metrics receives differently_reconcile_findings_total{pool,kind},
+	// differently_reconcile_passes_total{trigger} and differently_reconcile_leader;
+	// nil records them nowhere. New panics when they cannot be registered (another
+	// collector took their names).
 	Metrics prometheus.Registerer
 }
 
@@ -173,14 +174,11 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err err
 		return Report{}, false, err
 	}
 	rep, err = r.reconcile(ctx, l)
-	// Released before the line below, so that whoever waits on it finds the pass
-	// lease free.
-	l.end(ctx)
+	r.endPass(ctx, l, triggerInterval)
 	if err != nil && ctx.Err() == nil {
 		r.opts.Logger.Warn("reconcile pass failed", "error", err)
 	}
-	// One line per pass of the leader: tests that run the daemon as a child process
-	// wait on it (and learn who leads) instead of sleeping.
+	// After endPass: whoever a log line wakes finds this pass counted.
 	r.opts.Logger.Debug("reconcile pass", rep.logAttrs()...)
 	return rep, true, err
 }
@@ -206,8 +204,16 @@ func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer l.end(ctx)
+	defer r.endPass(ctx, l, triggerRequest)
 	return r.reconcile(ctx, l)
+}
+
+// endPass gives the pass lease up and then counts the pass, so that whoever sees
+// differently_reconcile_passes_total rise (a caller refused with ErrPassRunning,
+// waiting to ask again) finds the pass lease free.
+func (r *Reconciler) endPass(ctx context.Context, l *lease, trigger string) {
+	l.end(ctx)
+	r.m.passes.WithLabelValues(trigger).Inc()
 }
 
 func (r *Reconciler) lockTurn(ctx context.Context) error {
