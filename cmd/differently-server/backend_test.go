@@ -189,11 +189,14 @@ func awaitLost(t *testing.T, ctx context.Context, f *fleet, pool, url, token, in
 	checkedAt, status := -1, "no pass yet"
 	f.waitFor(fmt.Sprintf("the reconciler to fail the sandboxes whose instances the restart of pool %s's backend lost", pool), deadline,
 		func() (bool, string) {
-			if n := f.passes(); n == checkedAt {
-				return false, status
-			} else {
-				checkedAt = n
+			n, err := f.passes()
+			if err != nil {
+				return false, fmt.Sprintf("%s; %v", status, err)
 			}
+			if n == checkedAt {
+				return false, status
+			}
+			checkedAt = n
 			held := map[string]bool{}
 			for _, in := range listAll(t, ctx, url, token, installation) {
 				held[in.Ref] = true

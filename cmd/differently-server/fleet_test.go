@@ -25,8 +25,9 @@ import (
 )
 
 // This file holds what the multi-replica tests share: a fleet of daemon child
-// processes on one database, whose logs wake the waiting test, and an API client
-// that records every answer.
+// processes on one database, whose logs and events wake the waiting test, and an API
+// client that records every answer. What the test learns of their reconcilers it
+// reads from their metrics and events (fleet_metrics_test.go).
 
 type apiSandbox struct {
 	ID         string `json:"id"`
@@ -57,8 +58,6 @@ type fleet struct {
 	calls []apiCall
 	// races are the data race reports of any daemon, killed ones included.
 	races []string
-	// repairs are the reconcilers' log lines about what they deleted or changed.
-	repairs []string
 	// logged counts the WARN and ERROR lines of every live daemon by level and msg.
 	logged map[string]int
 	// following is set once the event follower runs (followEvents); started tells
@@ -79,10 +78,11 @@ type daemonProc struct {
 	creates int // Creates begun: placed events by this replica's scheduler
 	// lateCreates counts the Creates that make a new instance, so take
 	// createLatencyMs: see onEvent.
-	lateCreates     int
-	reconcilePasses int
-	lastReconcile   time.Time
-	tail            []string
+	lateCreates int
+	// reconciler is what the daemon's /metrics last said of its reconciler: read
+	// when a test asks, and just before the daemon is killed.
+	reconciler reconcileFigures
+	tail       []string
 }
 
 // apiCall is one API request and what came of it.
@@ -200,7 +200,24 @@ type event struct {
 	SandboxID string `json:"sandboxId"`
 	Type      string `json:"type"`
 	Actor     string `json:"actor"`
+	Pool      string `json:"pool"`
 	Attempt   int    `json:"attempt"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+}
+
+func (e event) String() string {
+	s := fmt.Sprintf("sandbox %s: %s by %s", e.SandboxID, e.Type, e.Actor)
+	if e.Pool != "" {
+		s += " on pool " + e.Pool
+	}
+	if e.Code != "" {
+		s += " (" + e.Code + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
 }
 
 // followEvents follows GET /v1/events?follow=true, through a live daemon, until the
@@ -327,8 +344,13 @@ func (f *fleet) stop(p *daemonProc) {
 	}
 }
 
-// kill crashes a daemon: SIGKILL, so nothing is handed back or released.
+// kill crashes a daemon: SIGKILL, so nothing is handed back or released. Its
+// metrics are read first: its counters die with it, and what its reconciler did
+// must still count.
 func (f *fleet) kill(p *daemonProc) {
+	if err := f.readMetrics(p); err != nil {
+		f.t.Errorf("before killing %s: %v", p.name, err)
+	}
 	f.mu.Lock()
 	p.killed = true
 	f.mu.Unlock()
@@ -375,13 +397,6 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 			p.replica = m[1]
 		}
 	}
-	switch {
-	case strings.Contains(l, "level=DEBUG") && strings.Contains(l, `msg="reconcile pass"`):
-		p.reconcilePasses++
-		p.lastReconcile = time.Now()
-	case strings.Contains(l, `msg="reconcile deleted instance"`), strings.Contains(l, `msg="reconcile changed sandbox"`):
-		f.repairs = append(f.repairs, l)
-	}
 	if m := warnOrError.FindStringSubmatch(l); m != nil {
 		if f.logged == nil {
 			f.logged = map[string]int{}
@@ -395,30 +410,21 @@ func (f *fleet) logLine(p *daemonProc, l string) {
 	}
 }
 
-// passes counts the reconcile passes every daemon logged so far.
-func (f *fleet) passes() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, p := range f.procs {
-		n += p.reconcilePasses
-	}
-	return n
-}
-
 // reconcileNow asks via for a reconcile pass. Passes never overlap: a 409 says
-// another replica's pass was running, so it asks again once a daemon logged the end
+// another replica's pass was running, so it asks again once a daemon counted the end
 // of a pass. Only the test's goroutine may call it.
 func (f *fleet) reconcileNow(ctx context.Context, via *daemonProc, until time.Time) (apiCall, []byte) {
 	f.t.Helper()
 	for {
-		before := f.passes()
+		// An unreadable count is its last reading: the wait below then says why.
+		before, _ := f.passes()
 		c, data := f.do(ctx, via, "POST", "/v1/admin/reconcile", "", nil)
 		if c.status != http.StatusConflict {
 			return c, data
 		}
 		f.waitFor("the running reconcile pass to end", until, func() (bool, string) {
-			return f.passes() > before, c.String()
+			n, err := f.passes()
+			return n > before, fmt.Sprintf("%s; %d passes counted (%v)", c, n, err)
 		})
 	}
 }
@@ -487,9 +493,9 @@ func (f *fleet) claimedSignal() <-chan struct{} {
 	return f.claimed
 }
 
-// waitFor checks cond after every log line of a live daemon until it holds; the
-// deadline only turns a hang into a failure that says what was awaited. Only the
-// test's goroutine may wait.
+// waitFor checks cond after every log line of a live daemon and every event until
+// it holds; the deadline only turns a hang into a failure that says what was
+// awaited. Only the test's goroutine may wait.
 func (f *fleet) waitFor(what string, until time.Time, cond func() (bool, string)) {
 	f.t.Helper()
 	limit := time.Until(until)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -467,10 +466,9 @@ func checkAnswers(t *testing.T, f *fleet) {
 	t.Logf("%d API calls; allowed 5xx: %v; %d unanswered by killed replicas", len(f.calls), allowed, unanswered)
 }
 
-// actionAttr is the reconcile action a repair line names.
-var actionAttr = regexp.MustCompile(` action=(\S+)`)
-
-// checkRepairs judges what the reconcilers repaired during the run. Adopting and
+// checkRepairs judges what the reconcilers repaired during the run: the changes
+// they made to sandboxes, by their events, and the instances they deleted, by every
+// replica's metrics (a killed one's as read just before it died). Adopting and
 // requeueing the sandboxes of a killed replica, deleting orphans (instances made
 // for a sandbox that was deleted or requeued while its Create's answer was lost),
 // and failing the sandboxes whose instances the restarted backend lost, are their
@@ -479,26 +477,55 @@ var actionAttr = regexp.MustCompile(` action=(\S+)`)
 // point, even if a later pass repaired it.
 func checkRepairs(t *testing.T, f *fleet, lostPool string) {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	counts := map[string]int{}
-	for _, l := range f.repairs {
-		action := "?"
-		if m := actionAttr.FindStringSubmatch(l); m != nil {
-			action = m[1]
-		}
+	counts := map[reconcile.ActionKind]int{}
+	for _, e := range f.reconcilerEvents() {
+		action := repairOf(e)
 		counts[action]++
-		switch reconcile.ActionKind(action) {
-		case reconcile.Adopt, reconcile.Requeue, reconcile.DeleteOrphan:
+		switch action {
+		case reconcile.Adopt, reconcile.Requeue:
 		case reconcile.Lost:
 			// Failing the sandboxes whose instances the restarted backend lost is
 			// the reconciler's job; an instance vanishing anywhere else is not.
-			if !strings.Contains(l, " pool="+lostPool+" ") {
-				t.Errorf("a reconciler had to repair what should never break: %s", l)
+			if e.Pool != lostPool {
+				t.Errorf("a reconciler had to repair what should never break: %s", e)
 			}
 		default:
-			t.Errorf("a reconciler had to repair what should never break: %s", l)
+			t.Errorf("a reconciler had to repair what should never break: %s", e)
+		}
+	}
+	if err := f.readMetrics(); err != nil {
+		t.Error(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		for fd, n := range p.reconciler.findings {
+			switch fd.kind {
+			case "orphan_deleted":
+				counts[reconcile.DeleteOrphan] += n
+			case "duplicate_deleted":
+				counts[reconcile.DeleteDuplicate] += n
+				if n > 0 {
+					t.Errorf("a reconciler had to repair what should never break: %s deleted %d duplicate instances on pool %s", p.name, n, fd.pool)
+				}
+			}
 		}
 	}
 	t.Logf("reconcilers' repairs during the run: %v", counts)
+}
+
+// repairOf is the reconcile action that made one of a reconciler's events.
+func repairOf(e event) reconcile.ActionKind {
+	switch {
+	case e.Type == "adopted":
+		return reconcile.Adopt
+	case e.Type == "requeued":
+		return reconcile.Requeue
+	case e.Type == "failed" && e.Code == "not_found":
+		return reconcile.Lost
+	case e.Type == "failed", e.Type == "observed":
+		return reconcile.Follow
+	}
+	// No action records another type: its own name is flagged as unexpected.
+	return reconcile.ActionKind(e.Type)
 }

@@ -21,7 +21,8 @@ import (
 // reconciling leader hands the lease to another replica.
 //
 // Nothing here sleeps: the daemons run at debug level and log one line per scheduler
-// and reconcile pass; every line from a live replica makes the test look again.
+// and reconcile pass; every line from a live replica, and every event, makes the test
+// look again, at the API or at the replicas' metrics.
 func TestReplicasProvisionExactlyOnce(t *testing.T) {
 	const (
 		sandboxes   = 30
@@ -194,47 +195,65 @@ pools:
 	// two lease periods (plus one interval for its next try).
 	var leader *daemonProc
 	f.waitFor("a leader's reconcile pass", deadline, func() (bool, string) {
-		leader = f.latestLeader()
-		return leader != nil, "no reconcile pass logged yet"
+		var status string
+		leader, status = f.leader()
+		return leader != nil, status
 	})
 	f.kill(leader)
 	killedAt := time.Now()
-	before := f.passCounts()
+	before := f.leaderPasses()
 	var successor *daemonProc
 	takeover := killedAt.Add(2*leasePeriod + interval)
 	f.waitFor("another replica to take the reconciler lease", takeover, func() (bool, string) {
+		err := f.readMetrics()
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, p := range f.procs {
-			if !p.killed && p.reconcilePasses > before[p] {
+			if !p.killed && p.reconciler.passes["interval"] > before[p] {
 				successor = p
 				return true, ""
 			}
 		}
-		return false, "no reconcile pass since " + leader.name + " died"
+		return false, fmt.Sprintf("no leader's reconcile pass since %s died (%v)", leader.name, err)
 	})
 	t.Logf("leader %s killed; %s reconciled %s later", leader.name, successor.name, time.Since(killedAt).Round(10*time.Millisecond))
 }
 
-// latestLeader is the live daemon that logged the most recent reconcile pass.
-func (f *fleet) latestLeader() *daemonProc {
+// leader is the live daemon that holds the reconciler lease, by the metrics of
+// every live daemon, once it ran a pass as the leader; nil, and why, while no one
+// daemon does (a replica that lost the lease says so at its next attempt).
+func (f *fleet) leader() (*daemonProc, string) {
+	if err := f.readMetrics(); err != nil {
+		return nil, err.Error()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var leader *daemonProc
+	var leaders []*daemonProc
+	var names []string
 	for _, p := range f.procs {
-		if !p.killed && p.reconcilePasses > 0 && (leader == nil || p.lastReconcile.After(leader.lastReconcile)) {
-			leader = p
+		if !p.killed && p.url != "" && p.reconciler.leader && p.reconciler.passes["interval"] > 0 {
+			leaders = append(leaders, p)
+			names = append(names, p.name)
 		}
 	}
-	return leader
+	if len(leaders) != 1 {
+		return nil, fmt.Sprintf("daemons %v lead and ran a pass, want exactly one", names)
+	}
+	return leaders[0], ""
 }
 
-func (f *fleet) passCounts() map[*daemonProc]int {
+// leaderPasses reads every live daemon's metrics and returns the passes each daemon
+// ran as the leader.
+func (f *fleet) leaderPasses() map[*daemonProc]int {
+	f.t.Helper()
+	if err := f.readMetrics(); err != nil {
+		f.t.Fatal(err)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[*daemonProc]int{}
 	for _, p := range f.procs {
-		out[p] = p.reconcilePasses
+		out[p] = p.reconciler.passes["interval"]
 	}
 	return out
 }
