@@ -273,6 +273,7 @@ func (f *fleet) readEvents(ctx context.Context, via *daemonProc, cursor string) 
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	sc.Split(wholeLines)
 	read := false
 	for sc.Scan() {
 		var e event
@@ -284,6 +285,19 @@ func (f *fleet) readEvents(ctx context.Context, via *daemonProc, cursor string) 
 		f.onEvent(e)
 	}
 	return cursor, read
+}
+
+// wholeLines splits a stream into lines like bufio.ScanLines, but drops a last line
+// without its newline: a daemon killed while writing one leaves it cut short, and
+// the follower resumes from the last whole line's cursor on another daemon.
+func wholeLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF {
+		return len(data), nil, nil
+	}
+	return 0, nil, nil
 }
 
 // onEvent counts the Creates each replica begins and wakes whoever waits.
