@@ -1,0 +1,69 @@
+// Commands through the SDK: streamed output, exit codes, environment, working
+// directory and background processes.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { CommandExitError } from 'e2b'
+import { testTimeout, withSandbox } from './env.mjs'
+
+test('output arrives through onStdout and in the result', testTimeout, async () => {
+  await withSandbox({}, async (sbx) => {
+    const chunks = []
+    const result = await sbx.commands.run('for i in 1 2 3; do echo line$i; done', {
+      onStdout: (data) => chunks.push(data),
+    })
+    assert.equal(result.exitCode, 0)
+    assert.equal(result.stdout, 'line1\nline2\nline3\n')
+    assert.equal(chunks.join(''), result.stdout)
+  })
+})
+
+test('a failing command rejects with its exit code and stderr', testTimeout, async () => {
+  await withSandbox({}, async (sbx) => {
+    const stderr = []
+    await assert.rejects(
+      sbx.commands.run('echo out; echo oops >&2; exit 7', { onStderr: (data) => stderr.push(data) }),
+      (err) => {
+        assert.ok(err instanceof CommandExitError, `${err} is not a CommandExitError`)
+        assert.equal(err.exitCode, 7)
+        assert.equal(err.stdout, 'out\n')
+        assert.equal(err.stderr, 'oops\n')
+        return true
+      },
+    )
+    assert.equal(stderr.join(''), 'oops\n')
+  })
+})
+
+test('envs and cwd reach the command', testTimeout, async () => {
+  await withSandbox({ envs: { FROM_CREATE: 'sandbox-wide' } }, async (sbx) => {
+    const marker = await sbx.files.write('cwd-test/marker.txt', 'here')
+    const dir = marker.path.slice(0, marker.path.lastIndexOf('/'))
+    const result = await sbx.commands.run('echo "$FROM_CREATE $FROM_RUN"; cat marker.txt', {
+      envs: { FROM_RUN: 'per-command' },
+      cwd: dir,
+    })
+    assert.equal(result.stdout, 'sandbox-wide per-command\nhere')
+  })
+})
+
+test('a background command runs until killed', testTimeout, async () => {
+  await withSandbox({}, async (sbx) => {
+    let started
+    const startedOutput = new Promise((resolve) => (started = resolve))
+    const handle = await sbx.commands.run('echo started; exec sleep 600', {
+      background: true,
+      onStdout: (data) => {
+        if (data.includes('started')) started()
+      },
+    })
+    assert.ok(handle.pid > 0, `pid ${handle.pid}`)
+    await startedOutput
+    assert.equal(handle.exitCode, undefined, 'the command ended before it was killed')
+    assert.equal(await handle.kill(), true)
+    await assert.rejects(handle.wait(), (err) => {
+      assert.ok(err instanceof CommandExitError, `${err} is not a CommandExitError`)
+      assert.notEqual(err.exitCode, 0)
+      return true
+    })
+  })
+})

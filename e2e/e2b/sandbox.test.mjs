@@ -1,0 +1,66 @@
+// The sandbox lifecycle through the SDK: create, connect, list by metadata, timeout and kill.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Sandbox } from 'e2b'
+import { create, run, testTimeout, withSandbox } from './env.mjs'
+
+test('create with metadata and envs, then read both back', testTimeout, async () => {
+  await withSandbox({ metadata: { purpose: 'create' }, envs: { FROM_CREATE: 'created-value' } }, async (sbx) => {
+    assert.match(sbx.sandboxId, /^[a-z0-9]+$/, 'E2B sandbox IDs are lowercase letters and digits')
+    assert.equal(await sbx.isRunning(), true)
+    const info = await sbx.getInfo()
+    assert.equal(info.sandboxId, sbx.sandboxId)
+    assert.equal(info.metadata.purpose, 'create')
+    assert.equal(info.metadata.run, run)
+    const result = await sbx.commands.run('echo "$FROM_CREATE"')
+    assert.equal(result.stdout, 'created-value\n')
+  })
+})
+
+test('connect to an existing sandbox sees its files', testTimeout, async () => {
+  await withSandbox({}, async (sbx) => {
+    const written = await sbx.files.write('connect.txt', 'written before connect')
+    const again = await Sandbox.connect(sbx.sandboxId)
+    assert.equal(again.sandboxId, sbx.sandboxId)
+    assert.equal(await again.files.read(written.path), 'written before connect')
+    const result = await again.commands.run(`cat '${written.path}'`)
+    assert.equal(result.stdout, 'written before connect')
+  })
+})
+
+test('list filters by metadata', testTimeout, async () => {
+  await withSandbox({ metadata: { side: 'left' } }, async (left) => {
+    await withSandbox({ metadata: { side: 'right' } }, async (right) => {
+      const paginator = Sandbox.list({ query: { metadata: { run, side: 'left' } } })
+      const ids = []
+      while (paginator.hasNext) {
+        for (const info of await paginator.nextItems()) {
+          assert.equal(info.metadata.side, 'left', `${info.sandboxId} does not match the filter`)
+          ids.push(info.sandboxId)
+        }
+      }
+      assert.deepEqual(ids, [left.sandboxId])
+      assert.ok(!ids.includes(right.sandboxId))
+    })
+  })
+})
+
+test('setTimeout moves the end', testTimeout, async () => {
+  await withSandbox({ timeoutMs: 60_000 }, async (sbx) => {
+    const before = await sbx.getInfo()
+    await sbx.setTimeout(600_000)
+    const after = await sbx.getInfo()
+    assert.ok(after.endAt > before.endAt, `endAt ${after.endAt.toISOString()} is not after ${before.endAt.toISOString()}`)
+  })
+})
+
+test('kill, and kill again answers false', testTimeout, async () => {
+  const sbx = await create()
+  try {
+    assert.equal(await sbx.kill(), true)
+    assert.equal(await sbx.isRunning(), false)
+    assert.equal(await Sandbox.kill(sbx.sandboxId), false)
+  } finally {
+    await Sandbox.kill(sbx.sandboxId).catch(() => {})
+  }
+})
