@@ -1,0 +1,193 @@
+// Package envd speaks the protocol of E2B's in-sandbox daemon, envd, for the sandboxes
+// of this control plane, so that E2B's SDKs run commands and move files in them
+// unmodified: the Connect services process.Process and filesystem.Filesystem (proto/,
+// generated into gen/) and the REST endpoints /health and /files.
+//
+// The SDK reaches every sandbox through one base URL (E2B_SANDBOX_URL) and names the
+// sandbox in the E2b-Sandbox-Id header, with the sandbox's envd access token in
+// X-Access-Token; a Verifier turns the two into the Caller the service checks.
+//
+// Paths. The SDK resolves nothing itself: a relative path is the user's home. With
+// Options.Home set, relative paths are joined to it; left empty, they go to the
+// adapter as they are, which resolves them against its own notion of the sandbox's
+// directory (for devhost, the sandbox's tree, also its commands' HOME). Absolute paths
+// always go through unchanged.
+//
+// What the adapter contract lacks is done by a shell in the sandbox, through the same
+// exec path as commands: MakeDir (mkdir -p), Move (mkdir -p and mv) and Remove
+// (rm -rf). Those need a POSIX sh in the sandbox's image. Stat and a deep ListDir are
+// built from the contract's one-level directory listing.
+package envd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/e2b/envd/gen/filesystempb/filesystempbconnect"
+	"github.com/different-ai/differently/server/e2b/envd/gen/processpb/processpbconnect"
+	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
+)
+
+// Service is what the front door needs of sandboxes.Service.
+type Service interface {
+	Sandbox(ctx context.Context, c sandboxes.Caller, id string) (store.Sandbox, error)
+	Command(ctx context.Context, c sandboxes.Caller, id string, req api.ExecRequest) (*sandboxes.Command, error)
+	ListFiles(ctx context.Context, c sandboxes.Caller, id, path string) ([]adapters.FileInfo, error)
+	ReadFile(ctx context.Context, c sandboxes.Caller, id, path string) (*sandboxes.File, error)
+	WriteFile(ctx context.Context, c sandboxes.Caller, id, path string, content sandboxes.Content) error
+}
+
+// Verifier checks a sandbox's envd access token (X-Access-Token) and says who calls
+// with it. An error that is an *api.Error keeps its code; any other is answered as
+// unauthenticated.
+type Verifier interface {
+	Verify(ctx context.Context, sandboxID, token string) (sandboxes.Caller, error)
+}
+
+// Headers the SDK sends with every envd request.
+const (
+	headerSandboxID   = "E2b-Sandbox-Id"
+	headerAccessToken = "X-Access-Token"
+)
+
+// Options are the handler's settings; the zero value is usable.
+type Options struct {
+	// Home is the directory relative paths are resolved against; empty leaves them
+	// relative, to the adapter (see the package comment).
+	Home string
+	// MaxProcesses bounds the processes started through the front door and still
+	// running, per sandbox; 0 means DefaultMaxProcesses.
+	MaxProcesses int
+	Log          *slog.Logger
+}
+
+// DefaultMaxProcesses is Options.MaxProcesses' default.
+const DefaultMaxProcesses = 64
+
+// Handler serves envd's protocol for every sandbox. It owns the processes started
+// through it: Close kills them and waits for them to end.
+type Handler struct {
+	svc   Service
+	v     Verifier
+	opts  Options
+	log   *slog.Logger
+	mux   *http.ServeMux
+	procs *registry
+}
+
+// NewHandler serves envd's protocol with svc's sandboxes, v checking the callers. It
+// answers paths as envd has them (/health, /files, /process.Process/Start, ...): a
+// handler mounted under a prefix is given the requests with the prefix stripped.
+func NewHandler(svc Service, v Verifier, opts Options) *Handler {
+	if opts.MaxProcesses <= 0 {
+		opts.MaxProcesses = DefaultMaxProcesses
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry()}
+	// The SDK speaks Connect's JSON; the binary codec stays on, as generated.
+	h.mux.Handle(processpbconnect.NewProcessHandler(&processService{h: h}))
+	h.mux.Handle(filesystempbconnect.NewFilesystemHandler(&filesystemService{h: h}))
+	h.mux.HandleFunc("GET /health", h.health)
+	h.mux.HandleFunc("GET /files", h.readFile)
+	h.mux.HandleFunc("POST /files", h.writeFiles)
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close kills every process started through the handler and waits until they have
+// ended. Requests served after Close cannot start processes.
+func (h *Handler) Close() error {
+	h.procs.close()
+	return nil
+}
+
+// caller authenticates a request: the sandbox it names and who calls.
+func (h *Handler) caller(ctx context.Context, hdr http.Header) (sandboxes.Caller, string, error) {
+	id := hdr.Get(headerSandboxID)
+	if id == "" {
+		return sandboxes.Caller{}, "", api.Errorf(api.CodeInvalidRequest, "the %s header is required", headerSandboxID)
+	}
+	token := hdr.Get(headerAccessToken)
+	if token == "" {
+		return sandboxes.Caller{}, "", api.Errorf(api.CodeUnauthenticated, "the %s header is required", headerAccessToken)
+	}
+	c, err := h.v.Verify(ctx, id, token)
+	if err != nil {
+		if api.AsError(err) == nil {
+			err = api.Errorf(api.CodeUnauthenticated, "%s", err.Error())
+		}
+		return sandboxes.Caller{}, "", err
+	}
+	return c, id, nil
+}
+
+// resolve maps a path of the SDK's to the adapter's (see the package comment).
+func (h *Handler) resolve(p string) string {
+	if p == "" || strings.HasPrefix(p, "/") || h.opts.Home == "" {
+		return p
+	}
+	return path.Join(h.opts.Home, p)
+}
+
+// connectError turns the service's errors into Connect's.
+func connectError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	if errors.Is(err, context.Canceled) {
+		return connect.NewError(connect.CodeCanceled, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	if errors.Is(err, sandboxes.ErrTransferLimit) {
+		return connect.NewError(connect.CodeResourceExhausted, err)
+	}
+	e := api.AsError(err)
+	if e == nil {
+		return connect.NewError(connect.CodeInternal, err)
+	}
+	msg := errors.New(api.Message(err))
+	switch e.Code {
+	case api.CodeInvalidRequest:
+		return connect.NewError(connect.CodeInvalidArgument, msg)
+	case api.CodeUnauthenticated:
+		return connect.NewError(connect.CodeUnauthenticated, msg)
+	case api.CodeForbidden:
+		return connect.NewError(connect.CodePermissionDenied, msg)
+	case api.CodeNotFound:
+		return connect.NewError(connect.CodeNotFound, msg)
+	case api.CodeInvalidState:
+		return connect.NewError(connect.CodeFailedPrecondition, msg)
+	case api.CodePayloadTooLarge, api.CodeQuotaExceeded, api.CodeInsufficientCapacity:
+		return connect.NewError(connect.CodeResourceExhausted, msg)
+	case api.CodeUnsupportedCapability, api.CodeUnsupportedOperation:
+		return connect.NewError(connect.CodeUnimplemented, msg)
+	case api.CodeProviderUnavailable, api.CodeSandboxFailed:
+		return connect.NewError(connect.CodeUnavailable, msg)
+	}
+	return connect.NewError(connect.CodeInternal, msg)
+}
+
+// unimplemented is the answer to what the front door cannot do, saying why.
+func unimplemented(what, why string) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported: "+why))
+}
+
