@@ -190,4 +190,3 @@ func connectError(err error) error {
 func unimplemented(what, why string) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported: "+why))
 }
-

@@ -110,13 +110,16 @@ func (r *registry) run(p *process, cmd *sandboxes.Command) {
 		defer r.wg.Done()
 		defer p.kill(nil)
 		final, err := cmd.Stream(p.ctx, &output{p: p})
-		p.finish(endEvent(final, err, p.ctx.Err() != nil))
+		end := endEvent(final, err, p.ctx.Err() != nil)
+		// Unregistered before its end is told, so that a List after the end event
+		// no longer shows it.
 		r.mu.Lock()
 		delete(r.procs[p.sandbox], p.pid)
 		if len(r.procs[p.sandbox]) == 0 {
 			delete(r.procs, p.sandbox)
 		}
 		r.mu.Unlock()
+		p.finish(end)
 	}()
 }
 

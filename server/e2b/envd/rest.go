@@ -194,4 +194,3 @@ func (c *content) ReadAll() ([]byte, error) {
 	}
 	return data, nil
 }
-

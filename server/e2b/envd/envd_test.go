@@ -1,0 +1,553 @@
+package envd_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/devhost"
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/e2b/envd"
+	"github.com/different-ai/differently/server/e2b/envd/gen/filesystempb"
+	"github.com/different-ai/differently/server/e2b/envd/gen/filesystempb/filesystempbconnect"
+	"github.com/different-ai/differently/server/e2b/envd/gen/processpb"
+	"github.com/different-ai/differently/server/e2b/envd/gen/processpb/processpbconnect"
+	"github.com/different-ai/differently/server/lifecycle"
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
+)
+
+type staticPools map[string]pools.View
+
+func (p staticPools) Views() []pools.View {
+	out := make([]pools.View, 0, len(p))
+	for _, v := range p {
+		out = append(out, v)
+	}
+	return out
+}
+
+func (p staticPools) View(name string) (pools.View, bool) {
+	v, ok := p[name]
+	return v, ok
+}
+
+type nopWaker struct{}
+
+func (nopWaker) Wake(store.State) {}
+
+// grant is what a token lets its holder do: one sandbox, as one caller.
+type grant struct {
+	sandbox string
+	caller  sandboxes.Caller
+}
+
+// verifier is the control plane's envd token check, as a table.
+type verifier map[string]grant
+
+func (v verifier) Verify(_ context.Context, sandboxID, token string) (sandboxes.Caller, error) {
+	g, ok := v[token]
+	if !ok || g.sandbox != sandboxID {
+		for _, g := range v {
+			if g.sandbox == sandboxID {
+				return sandboxes.Caller{}, api.Errorf(api.CodeUnauthenticated, "bad access token")
+			}
+		}
+		return sandboxes.Caller{}, api.Errorf(api.CodeNotFound, "sandbox %s not found", sandboxID)
+	}
+	return g.caller, nil
+}
+
+var alice = sandboxes.Caller{TokenID: "tok_alice", Org: "acme", Project: "alice"}
+
+type env struct {
+	t       *testing.T
+	svc     *sandboxes.Service
+	handler *envd.Handler
+	srv     *httptest.Server
+	sandbox string
+	token   string
+}
+
+// newEnv serves envd's protocol for one running sandbox of alice's on a devhost pool,
+// whose commands are real processes of this machine.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := clock.NewManual(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+	pool := store.Pool{Name: "devhost", Adapter: "devhost", Trust: api.TrustPrivate}
+	if _, err := st.CreatePool(ctx, clk.Now(), pool); err != nil {
+		t.Fatal(err)
+	}
+	a, err := devhost.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := a.Capabilities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps.Features = adapters.EffectiveFeatures(a, caps.Features)
+	capacity, _ := a.Capacity(ctx)
+	view := pools.View{Pool: pool, Adapter: a, Info: a.Info(), Capabilities: caps, Capacity: capacity,
+		Trust: api.TrustPrivate, Healthy: true, LastProbeAt: clk.Now()}
+	svc, err := sandboxes.New(sandboxes.Options{Store: st, Pools: staticPools{"devhost": view}, Waker: nopWaker{}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _, _, err := svc.Create(ctx, alice, sandboxes.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := a.Create(ctx, adapters.CreateRequest{ID: sb.ID, Installation: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Delete(context.Background(), inst.Ref) })
+	by := lifecycle.Scheduler("test")
+	if _, err := st.UpdateSandbox(ctx, sb.ID, clk.Now(), func(cur *store.Sandbox) error {
+		p := lifecycle.Placement{Pool: "devhost", Claimer: "test", ClaimUntil: clk.Now().Add(time.Minute)}
+		if err := lifecycle.Place(cur, p, clk.Now(), by); err != nil {
+			return err
+		}
+		return lifecycle.Run(cur, lifecycle.Instance{Ref: inst.Ref}, clk.Now(), 0, by)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := envd.NewHandler(svc, verifier{"envd-token": {sb.ID, alice}}, envd.Options{})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	return &env{t: t, svc: svc, handler: h, srv: srv, sandbox: sb.ID, token: "envd-token"}
+}
+
+// headers is how the SDK names the sandbox and proves its right to it.
+type headers struct {
+	sandbox, token string
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("E2b-Sandbox-Id", h.sandbox)
+	if h.token != "" {
+		r.Header.Set("X-Access-Token", h.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (e *env) client(sandbox, token string) *http.Client {
+	return &http.Client{Transport: headers{sandbox, token}}
+}
+
+func (e *env) process() processpbconnect.ProcessClient {
+	return processpbconnect.NewProcessClient(e.client(e.sandbox, e.token), e.srv.URL, connect.WithProtoJSON())
+}
+
+func (e *env) files() filesystempbconnect.FilesystemClient {
+	return filesystempbconnect.NewFilesystemClient(e.client(e.sandbox, e.token), e.srv.URL, connect.WithProtoJSON())
+}
+
+// run starts a command and reads its stream to the end.
+func (e *env) run(cfg *processpb.ProcessConfig) (stdout, stderr string, end *processpb.ProcessEvent_EndEvent) {
+	e.t.Helper()
+	stream, err := e.process().Start(context.Background(), connect.NewRequest(&processpb.StartRequest{Process: cfg}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer stream.Close()
+	var out, errOut bytes.Buffer
+	first := true
+	for stream.Receive() {
+		ev := stream.Msg().GetEvent()
+		if first && ev.GetStart() == nil {
+			e.t.Fatalf("first event %v, want start", ev)
+		}
+		first = false
+		out.Write(ev.GetData().GetStdout())
+		errOut.Write(ev.GetData().GetStderr())
+		if ev.GetEnd() != nil {
+			end = ev.GetEnd()
+		}
+	}
+	if err := stream.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	if end == nil {
+		e.t.Fatal("the stream ended without an end event")
+	}
+	return out.String(), errOut.String(), end
+}
+
+func TestStartStreamsOutputAndExitCode(t *testing.T) {
+	e := newEnv(t)
+	out, errOut, end := e.run(&processpb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", "echo out; echo err >&2; exit 7"}})
+	if out != "out\n" || errOut != "err\n" {
+		t.Fatalf("stdout %q, stderr %q; want out, err", out, errOut)
+	}
+	if end.ExitCode != 7 || !end.Exited || end.Status != "exit status 7" {
+		t.Fatalf("end %v, want exit status 7", end)
+	}
+	_, _, end = e.run(&processpb.ProcessConfig{Cmd: "true"})
+	if end.ExitCode != 0 || !end.Exited || end.Status != "exit status 0" {
+		t.Fatalf("end %v, want exit status 0", end)
+	}
+}
+
+func TestStartEnvAndCwd(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.files().MakeDir(context.Background(), connect.NewRequest(&filesystempb.MakeDirRequest{Path: "work"})); err != nil {
+		t.Fatal(err)
+	}
+	cwd := "work"
+	out, _, end := e.run(&processpb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", `echo "$GREETING"; pwd`},
+		Envs: map[string]string{"GREETING": "hello"}, Cwd: &cwd})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if end.ExitCode != 0 || len(lines) != 2 || lines[0] != "hello" || !strings.HasSuffix(lines[1], "/work") {
+		t.Fatalf("output %q, end %v; want hello and a directory ending in /work", out, end)
+	}
+}
+
+// startSleep starts a command that runs until killed and returns its stream once the
+// start event came.
+func (e *env) startSleep(ctx context.Context, tag string) (*connect.ServerStreamForClient[processpb.StartResponse], uint32) {
+	e.t.Helper()
+	stream, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "sleep", Args: []string{"1000"}}, Tag: &tag}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !stream.Receive() || stream.Msg().GetEvent().GetStart() == nil {
+		e.t.Fatalf("no start event: %v", stream.Err())
+	}
+	return stream, stream.Msg().GetEvent().GetStart().GetPid()
+}
+
+// killedEnd reads a stream to its end event, which must say the process was killed.
+func killedEnd[T interface{ GetEvent() *processpb.ProcessEvent }](t *testing.T, receive func() bool, msg func() T, streamErr func() error) {
+	t.Helper()
+	for receive() {
+		if end := msg().GetEvent().GetEnd(); end != nil {
+			if end.ExitCode != -1 || end.Exited || end.Status != "signal: killed" {
+				t.Fatalf("end %v, want -1, signal: killed", end)
+			}
+			return
+		}
+	}
+	t.Fatalf("no end event: %v", streamErr())
+}
+
+func TestSendSignalKillsAndListShows(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	stream, pid := e.startSleep(ctx, "sleeper")
+	defer stream.Close()
+	list, err := e.process().List(ctx, connect.NewRequest(&processpb.ListRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := list.Msg.Processes; len(ps) != 1 || ps[0].Pid != pid || ps[0].GetTag() != "sleeper" || ps[0].Config.Cmd != "sleep" {
+		t.Fatalf("list %v, want the sleep as pid %d", ps, pid)
+	}
+	if _, err := e.process().SendSignal(ctx, connect.NewRequest(&processpb.SendSignalRequest{
+		Process: &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: pid}}, Signal: processpb.Signal_SIGNAL_SIGKILL})); err != nil {
+		t.Fatal(err)
+	}
+	killedEnd(t, stream.Receive, stream.Msg, stream.Err)
+	list, err = e.process().List(ctx, connect.NewRequest(&processpb.ListRequest{}))
+	if err != nil || len(list.Msg.Processes) != 0 {
+		t.Fatalf("list after the kill: %v, %v; want none", list, err)
+	}
+	_, err = e.process().SendSignal(ctx, connect.NewRequest(&processpb.SendSignalRequest{
+		Process: &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: pid}}, Signal: processpb.Signal_SIGNAL_SIGKILL}))
+	if connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("signal to an ended process: %v, want not_found", err)
+	}
+}
+
+// A background command is a Start stream the client leaves: the process goes on, and
+// Connect attaches to it again.
+func TestProcessOutlivesItsStream(t *testing.T) {
+	e := newEnv(t)
+	ctx, hangUp := context.WithCancel(context.Background())
+	stream, pid := e.startSleep(ctx, "bg")
+	hangUp()
+	stream.Close()
+	list, err := e.process().List(context.Background(), connect.NewRequest(&processpb.ListRequest{}))
+	if err != nil || len(list.Msg.Processes) != 1 || list.Msg.Processes[0].Pid != pid {
+		t.Fatalf("list after the hang-up: %v, %v; want pid %d", list, err, pid)
+	}
+	again, err := e.process().Connect(context.Background(), connect.NewRequest(&processpb.ConnectRequest{
+		Process: &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Tag{Tag: "bg"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if !again.Receive() || again.Msg().GetEvent().GetStart().GetPid() != pid {
+		t.Fatalf("connect: first event %v (%v), want start of %d", again.Msg(), again.Err(), pid)
+	}
+	if _, err := e.process().SendSignal(context.Background(), connect.NewRequest(&processpb.SendSignalRequest{
+		Process: &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: pid}}, Signal: processpb.Signal_SIGNAL_SIGTERM})); err != nil {
+		t.Fatal(err)
+	}
+	killedEnd(t, again.Receive, again.Msg, again.Err)
+}
+
+func TestCloseKillsProcesses(t *testing.T) {
+	e := newEnv(t)
+	sleep, _ := e.startSleep(context.Background(), "")
+	defer sleep.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.handler.Close()
+	}()
+	killedEnd(t, sleep.Receive, sleep.Msg, sleep.Err)
+	<-done
+	stream, err := e.process().Start(context.Background(), connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "true"}}))
+	if err == nil {
+		defer stream.Close()
+		if stream.Receive() {
+			t.Fatalf("start after Close sent %v", stream.Msg())
+		}
+		err = stream.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("start after Close: %v, want unavailable", err)
+	}
+}
+
+func TestStdinIsUnimplemented(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.process().SendInput(context.Background(), connect.NewRequest(&processpb.SendInputRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented || !strings.Contains(err.Error(), "stdin") {
+		t.Fatalf("SendInput: %v, want unimplemented naming stdin", err)
+	}
+}
+
+// upload posts files as the SDK does: one multipart part "file" per file.
+func (e *env) upload(query string, files map[string][]byte) (*http.Response, []map[string]string) {
+	e.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for name, data := range files {
+		w, err := mw.CreateFormFile("file", name)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/files?"+query, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, err := e.client(e.sandbox, e.token).Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var entries []map[string]string
+	if res.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(res.Body).Decode(&entries); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return res, entries
+}
+
+func (e *env) download(p string) (int, []byte) {
+	e.t.Helper()
+	res, err := e.client(e.sandbox, e.token).Get(e.srv.URL + "/files?path=" + p)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.StatusCode, data
+}
+
+func TestFilesRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	binary := make([]byte, 256)
+	for i := range binary {
+		binary[i] = byte(i)
+	}
+	res, entries := e.upload("path=notes/hello.txt", map[string][]byte{"hello.txt": []byte("hi there\n")})
+	if res.StatusCode != http.StatusOK || len(entries) != 1 || entries[0]["path"] != "notes/hello.txt" ||
+		entries[0]["name"] != "hello.txt" || entries[0]["type"] != "file" {
+		t.Fatalf("upload: %d %v", res.StatusCode, entries)
+	}
+	// Without path=, each part's file name is its path, directories included.
+	if res, entries := e.upload("", map[string][]byte{"bin/all.bytes": binary}); res.StatusCode != http.StatusOK || len(entries) != 1 || entries[0]["path"] != "bin/all.bytes" {
+		t.Fatalf("upload by file name: %d %v", res.StatusCode, entries)
+	}
+	if code, data := e.download("notes/hello.txt"); code != http.StatusOK || string(data) != "hi there\n" {
+		t.Fatalf("download text: %d %q", code, data)
+	}
+	if code, data := e.download("bin/all.bytes"); code != http.StatusOK || !bytes.Equal(data, binary) {
+		t.Fatalf("download binary: %d, %d bytes", code, len(data))
+	}
+	if code, _ := e.download("missing.txt"); code != http.StatusNotFound {
+		t.Fatalf("download of a missing file: %d, want 404", code)
+	}
+}
+
+func TestFilesystem(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	fs := e.files()
+	e.upload("path=a/one.txt", map[string][]byte{"f": []byte("1")})
+	e.upload("path=a/b/two.txt", map[string][]byte{"f": []byte("22")})
+
+	st, err := fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "a/b/two.txt"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en := st.Msg.Entry; en.Name != "two.txt" || en.Type != filesystempb.FileType_FILE_TYPE_FILE || en.Size != 2 || en.Path != "a/b/two.txt" {
+		t.Fatalf("stat: %v", en)
+	}
+	if _, err := fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "a/nope"})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("stat of a missing file: %v, want not_found", err)
+	}
+
+	names := func(depth uint32) []string {
+		t.Helper()
+		res, err := fs.ListDir(ctx, connect.NewRequest(&filesystempb.ListDirRequest{Path: "a", Depth: depth}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, en := range res.Msg.Entries {
+			out = append(out, en.Path+":"+strings.TrimPrefix(en.Type.String(), "FILE_TYPE_"))
+		}
+		return out
+	}
+	if got := strings.Join(names(1), " "); got != "a/b:DIRECTORY a/one.txt:FILE" {
+		t.Fatalf("depth 1: %s", got)
+	}
+	if got := strings.Join(names(2), " "); got != "a/b:DIRECTORY a/one.txt:FILE a/b/two.txt:FILE" {
+		t.Fatalf("depth 2: %s", got)
+	}
+
+	md, err := fs.MakeDir(ctx, connect.NewRequest(&filesystempb.MakeDirRequest{Path: "x/y"}))
+	if err != nil || md.Msg.Entry.Type != filesystempb.FileType_FILE_TYPE_DIRECTORY || md.Msg.Entry.Path != "x/y" {
+		t.Fatalf("make dir: %v, %v", md, err)
+	}
+	if _, err := fs.MakeDir(ctx, connect.NewRequest(&filesystempb.MakeDirRequest{Path: "x/y"})); connect.CodeOf(err) != connect.CodeAlreadyExists {
+		t.Fatalf("make dir again: %v, want already_exists", err)
+	}
+
+	mv, err := fs.Move(ctx, connect.NewRequest(&filesystempb.MoveRequest{Source: "a/one.txt", Destination: "x/y/z/moved.txt"}))
+	if err != nil || mv.Msg.Entry.Name != "moved.txt" || mv.Msg.Entry.Size != 1 {
+		t.Fatalf("move: %v, %v", mv, err)
+	}
+	if code, data := e.download("x/y/z/moved.txt"); code != http.StatusOK || string(data) != "1" {
+		t.Fatalf("moved file: %d %q", code, data)
+	}
+	if _, err := fs.Move(ctx, connect.NewRequest(&filesystempb.MoveRequest{Source: "a/one.txt", Destination: "b"})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("move of a missing file: %v, want not_found", err)
+	}
+
+	if _, err := fs.Remove(ctx, connect.NewRequest(&filesystempb.RemoveRequest{Path: "a"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "a"})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("stat of a removed directory: %v, want not_found", err)
+	}
+	watch, err := fs.WatchDir(ctx, connect.NewRequest(&filesystempb.WatchDirRequest{Path: "x"}))
+	if err == nil {
+		defer watch.Close()
+		if watch.Receive() {
+			t.Fatalf("watch dir sent %v", watch.Msg())
+		}
+		err = watch.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Fatalf("watch dir: %v, want unimplemented", err)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t)
+	status := func(sandbox, token string) int {
+		t.Helper()
+		res, err := e.client(sandbox, token).Get(e.srv.URL + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := status(e.sandbox, e.token); got != http.StatusNoContent {
+		t.Fatalf("running sandbox: %d, want 204", got)
+	}
+	if got := status("sbx_unknown", "whatever"); got != http.StatusBadGateway {
+		t.Fatalf("unknown sandbox: %d, want 502", got)
+	}
+	if _, err := e.svc.Operate(context.Background(), alice, e.sandbox, lifecycle.OpStop); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(e.sandbox, e.token); got != http.StatusBadGateway {
+		t.Fatalf("stopped sandbox: %d, want 502", got)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, token := range map[string]string{"no token": "", "wrong token": "nope"} {
+		pc := processpbconnect.NewProcessClient(e.client(e.sandbox, token), e.srv.URL, connect.WithProtoJSON())
+		if _, err := pc.List(ctx, connect.NewRequest(&processpb.ListRequest{})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("%s: list: %v, want unauthenticated", name, err)
+		}
+		stream, err := pc.Start(ctx, connect.NewRequest(&processpb.StartRequest{Process: &processpb.ProcessConfig{Cmd: "true"}}))
+		if err == nil {
+			for stream.Receive() {
+				t.Fatalf("%s: start sent %v", name, stream.Msg())
+			}
+			err = stream.Err()
+		}
+		if connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("%s: start: %v, want unauthenticated", name, err)
+		}
+		res, err := e.client(e.sandbox, token).Get(e.srv.URL + "/files?path=x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s: download: %d, want 401", name, res.StatusCode)
+		}
+	}
+	// A token is good for its own sandbox only.
+	fc := filesystempbconnect.NewFilesystemClient(e.client("sbx_other", e.token), e.srv.URL, connect.WithProtoJSON())
+	_, err := fc.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "."}))
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() == 0 {
+		t.Fatalf("another sandbox: %v, want a refusal", err)
+	}
+}
