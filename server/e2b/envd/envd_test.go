@@ -245,7 +245,9 @@ func (e *env) startSleep(ctx context.Context, tag string) (*connect.ServerStream
 }
 
 // killedEnd reads a stream to its end event, which must say the process was killed.
-func killedEnd[T interface{ GetEvent() *processpb.ProcessEvent }](t *testing.T, receive func() bool, msg func() T, streamErr func() error) {
+func killedEnd[T interface {
+	GetEvent() *processpb.ProcessEvent
+}](t *testing.T, receive func() bool, msg func() T, streamErr func() error) {
 	t.Helper()
 	for receive() {
 		if end := msg().GetEvent().GetEnd(); end != nil {
@@ -549,5 +551,78 @@ func TestAuthentication(t *testing.T) {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() == 0 {
 		t.Fatalf("another sandbox: %v, want a refusal", err)
+	}
+}
+
+// envelopes splits a Connect streaming body into its envelopes' flags and JSON.
+func envelopes(t *testing.T, body []byte) (flags []byte, msgs []string) {
+	t.Helper()
+	for len(body) > 0 {
+		if len(body) < 5 {
+			t.Fatalf("a cut envelope: %q", body)
+		}
+		n := int(body[1])<<24 | int(body[2])<<16 | int(body[3])<<8 | int(body[4])
+		if len(body) < 5+n {
+			t.Fatalf("a cut envelope: %q", body)
+		}
+		flags, msgs = append(flags, body[0]), append(msgs, string(body[5:5+n]))
+		body = body[5+n:]
+	}
+	return flags, msgs
+}
+
+// The SDK's reading of the wire, byte for byte where it matters: JSON envelopes, the
+// start event first, exitCode left out when 0, an end-of-stream envelope, and
+// not_found as the code of a unary error.
+func TestWireFormat(t *testing.T) {
+	e := newEnv(t)
+	post := func(path, contentType string, body []byte) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Connect-Protocol-Version", "1")
+		res, err := e.client(e.sandbox, e.token).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, data
+	}
+	for _, tc := range []struct {
+		script, end string
+	}{
+		{"printf hi; exit 7", `{"event":{"end":{"exitCode":7,"exited":true,"status":"exit status 7"}}}`},
+		{"printf hi", `{"event":{"end":{"exited":true,"status":"exit status 0"}}}`},
+	} {
+		msg, _ := json.Marshal(map[string]any{"process": map[string]any{"cmd": "/bin/sh", "args": []string{"-c", tc.script}}})
+		frame := append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...)
+		res, body := post("/process.Process/Start", "application/connect+json", frame)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/connect+json" {
+			t.Fatalf("start: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		flags, msgs := envelopes(t, body)
+		compact := make([]string, len(msgs))
+		for i, m := range msgs {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, []byte(m)); err != nil {
+				t.Fatalf("envelope %d: %q: %v", i, m, err)
+			}
+			compact[i] = buf.String()
+		}
+		want := []string{`{"event":{"start":{"pid":` + strings.TrimPrefix(compact[0], `{"event":{"start":{"pid":`),
+			`{"event":{"data":{"stdout":"aGk="}}}`, tc.end, `{}`}
+		if !strings.HasPrefix(compact[0], `{"event":{"start":{"pid":`) || strings.Join(compact, "\n") != strings.Join(want, "\n") ||
+			!bytes.Equal(flags, []byte{0, 0, 0, 2}) {
+			t.Fatalf("%s: flags %v, envelopes\n%s\nwant\n%s", tc.script, flags, strings.Join(compact, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	res, body := post("/filesystem.Filesystem/Stat", "application/json", []byte(`{"path":"missing"}`))
+	var ce struct{ Code string }
+	if err := json.Unmarshal(body, &ce); err != nil || res.StatusCode != http.StatusNotFound || ce.Code != "not_found" {
+		t.Fatalf("stat of a missing file: %d %s", res.StatusCode, body)
 	}
 }
