@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -82,6 +83,8 @@ type Handler struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	procs *registry
+	// newTicker makes the keepalive tickers of streams; tests replace it.
+	newTicker func(time.Duration) (<-chan time.Time, func())
 }
 
 // NewHandler serves envd's protocol with svc's sandboxes, v checking the callers. It
@@ -95,7 +98,7 @@ func NewHandler(svc Service, v Verifier, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry()}
+	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry(), newTicker: realTicker}
 	// The SDK speaks Connect's JSON; the binary codec stays on, as generated.
 	h.mux.Handle(processpbconnect.NewProcessHandler(&processService{h: h}))
 	h.mux.Handle(filesystempbconnect.NewFilesystemHandler(&filesystemService{h: h}))

@@ -137,8 +137,9 @@ func newEnv(t *testing.T) *env {
 	h := envd.NewHandler(svc, verifier{"envd-token": {sb.ID, alice}}, envd.Options{})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		srv.Close()
+		// Processes first: a stream relaying one keeps its request open.
 		h.Close()
+		srv.Close()
 	})
 	return &env{t: t, svc: svc, handler: h, srv: srv, sandbox: sb.ID, token: "envd-token"}
 }
@@ -625,4 +626,32 @@ func TestWireFormat(t *testing.T) {
 	if err := json.Unmarshal(body, &ce); err != nil || res.StatusCode != http.StatusNotFound || ce.Code != "not_found" {
 		t.Fatalf("stat of a missing file: %d %s", res.StatusCode, body)
 	}
+}
+
+func TestKeepalive(t *testing.T) {
+	e := newEnv(t)
+	tick := make(chan time.Time)
+	asked := make(chan time.Duration, 1)
+	envd.SetTicker(e.handler, func(d time.Duration) (<-chan time.Time, func()) {
+		asked <- d
+		return tick, func() {}
+	})
+	req := connect.NewRequest(&processpb.StartRequest{Process: &processpb.ProcessConfig{Cmd: "sleep", Args: []string{"1000"}}})
+	req.Header().Set("Keepalive-Ping-Interval", "50")
+	stream, err := e.process().Start(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() || stream.Msg().GetEvent().GetStart() == nil {
+		t.Fatalf("no start event: %v", stream.Err())
+	}
+	if d := <-asked; d != 50*time.Second {
+		t.Fatalf("keepalive every %v, want 50s", d)
+	}
+	tick <- time.Time{}
+	if !stream.Receive() || stream.Msg().GetEvent().GetKeepalive() == nil {
+		t.Fatalf("after a tick: %v (%v), want a keepalive", stream.Msg(), stream.Err())
+	}
+	// Close kills the sleep.
 }

@@ -205,7 +205,9 @@ func (p *process) finish(end *processpb.ProcessEvent_EndEvent) {
 
 // relay sends p's events to one stream from now until p's end or the client's
 // departure; the first event is start, as the SDK requires.
-func relay(ctx context.Context, p *process, s *subscriber, send func(*processpb.ProcessEvent) error) error {
+// tick, when not nil, asks for a keepalive event, so that a stream of a quiet command
+// is not taken for a dead one on the way.
+func relay(ctx context.Context, p *process, s *subscriber, tick <-chan time.Time, send func(*processpb.ProcessEvent) error) error {
 	defer p.unsubscribe(s)
 	if err := send(&processpb.ProcessEvent{Event: &processpb.ProcessEvent_Start{Start: &processpb.ProcessEvent_StartEvent{Pid: p.pid}}}); err != nil {
 		return err
@@ -228,10 +230,31 @@ func relay(ctx context.Context, p *process, s *subscriber, send func(*processpb.
 					return send(&processpb.ProcessEvent{Event: &processpb.ProcessEvent_End{End: p.end}})
 				}
 			}
+		case <-tick:
+			if err := send(&processpb.ProcessEvent{Event: &processpb.ProcessEvent_Keepalive{Keepalive: &processpb.ProcessEvent_KeepAlive{}}}); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// keepaliveHeader is how the SDK asks for keepalive events, every so many seconds.
+const keepaliveHeader = "Keepalive-Ping-Interval"
+
+// keepalive is the ticker a stream asked for with keepaliveHeader, nil when none.
+func (h *Handler) keepalive(hdr http.Header) (<-chan time.Time, func()) {
+	secs, err := strconv.Atoi(hdr.Get(keepaliveHeader))
+	if err != nil || secs <= 0 {
+		return nil, func() {}
+	}
+	return h.newTicker(time.Duration(secs) * time.Second)
+}
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 // output publishes a command's output as data events.
@@ -317,7 +340,9 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[process
 	}
 	sub := p.subscribe()
 	h.procs.run(p, cmd)
-	return relay(ctx, p, sub, func(ev *processpb.ProcessEvent) error {
+	tick, stop := h.keepalive(req.Header())
+	defer stop()
+	return relay(ctx, p, sub, tick, func(ev *processpb.ProcessEvent) error {
 		return stream.Send(&processpb.StartResponse{Event: ev})
 	})
 }
@@ -331,7 +356,9 @@ func (s *processService) Connect(ctx context.Context, req *connect.Request[proce
 	if err != nil {
 		return err
 	}
-	return relay(ctx, p, p.subscribe(), func(ev *processpb.ProcessEvent) error {
+	tick, stop := s.h.keepalive(req.Header())
+	defer stop()
+	return relay(ctx, p, p.subscribe(), tick, func(ev *processpb.ProcessEvent) error {
 		return stream.Send(&processpb.ConnectResponse{Event: ev})
 	})
 }

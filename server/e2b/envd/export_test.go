@@ -1,0 +1,6 @@
+package envd
+
+import "time"
+
+// SetTicker replaces the keepalive tickers of h's streams.
+func SetTicker(h *Handler, f func(time.Duration) (<-chan time.Time, func())) { h.newTicker = f }
