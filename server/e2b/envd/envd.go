@@ -17,6 +17,18 @@
 // exec path as commands: MakeDir (mkdir -p), Move (mkdir -p and mv) and Remove
 // (rm -rf). Those need a POSIX sh in the sandbox's image. Stat and a deep ListDir are
 // built from the contract's one-level directory listing.
+//
+// Processes. Pids are the front door's own, per handler. A process runs on the
+// handler's context, not its stream's: like envd's, it goes on when the client leaves
+// (a background command) and is reattached with Connect. It ends by itself, by
+// SendSignal (SIGTERM is a kill as well: the exec contract stops a command only by
+// cancelling it), by the stream's Connect-Timeout-Ms, at the exec contract's longest
+// timeout (api.MaxExecTimeoutSeconds), or by Handler.Close.
+//
+// Not served, with unimplemented errors that say why: PTYs, input to a running
+// process (SendInput, StreamInput, CloseStdin; exec takes stdin only up front) and
+// directory watches. The username query parameter and X-Metadata-* upload headers
+// are ignored.
 package envd
 
 import (
