@@ -30,6 +30,7 @@ type Config struct {
 	Scheduler Scheduler    `yaml:"scheduler"`
 	Files     Files        `yaml:"files"`
 	Events    Events       `yaml:"events"`
+	E2B       E2B          `yaml:"e2b"`
 	Pools     []PoolConfig `yaml:"pools"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
@@ -152,6 +153,24 @@ type Files struct {
 	LargeTransferBytes int64 `yaml:"largeTransferBytes"`
 }
 
+// E2B is the E2B-compatible front door (docs/e2b.md), through which E2B's SDKs use
+// the daemon's sandboxes with a project token.
+type E2B struct {
+	// Enabled serves it under /e2b. On by default: it answers only callers with a
+	// valid token, as the native API does, and reaches nothing the native API does
+	// not.
+	Enabled bool `yaml:"enabled"`
+}
+
+// EnvE2BTokenSecret holds the secret that signs the E2B front door's per-sandbox
+// envd access tokens. Every replica of one installation needs the same; left unset,
+// each start makes a random one, which suits a single replica (tokens given out
+// before a restart stop working, and the SDKs' connect hands out new ones).
+const EnvE2BTokenSecret = "DIFFERENTLY_E2B_TOKEN_SECRET"
+
+// MinE2BTokenSecretBytes is the shortest EnvE2BTokenSecret the daemon takes.
+const MinE2BTokenSecretBytes = 32
+
 // Events bounds the sandbox event history (docs/events.md), so that its table does
 // not grow without limit.
 type Events struct {
@@ -208,6 +227,7 @@ func Default() *Config {
 			LargeTransferBytes: defaults.LargeTransferBytes},
 		Events: Events{KeepPerSandbox: defaults.EventsPerSandbox,
 			KeepAfterTerminalSeconds: int(defaults.EventsAfterTerminal / time.Second)},
+		E2B: E2B{Enabled: true},
 	}
 }
 

@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/defaults"
+	"github.com/different-ai/differently/server/e2b"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -356,6 +358,10 @@ func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics 
 func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools.Registry,
 	allowed api.EnvAllowlist, metrics *prometheus.Registry) error {
 	cfg, log := d.cfg, d.opts.Logger
+	doors, err := d.frontDoors()
+	if err != nil {
+		return err
+	}
 	handler, err := httpapi.New(httpapi.Options{
 		Store:                 d.st,
 		Pools:                 d.pools,
@@ -378,6 +384,7 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 		AccessLog:             d.opts.AccessLog,
 		Logger:                log,
 		Metrics:               metrics,
+		FrontDoors:            doors,
 	})
 	if err != nil {
 		return err
@@ -396,6 +403,39 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 	// Long waits answer at once on shutdown instead of holding it up.
 	d.srv.RegisterOnShutdown(d.changes.Close)
 	return nil
+}
+
+// frontDoors are the API's front doors for other protocols: E2B's, under /e2b,
+// unless e2b.enabled is false.
+func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
+	if !d.cfg.E2B.Enabled {
+		return nil, nil
+	}
+	secret := []byte(d.opts.Getenv(config.EnvE2BTokenSecret))
+	switch {
+	case len(secret) == 0:
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("e2b token secret: %w", err)
+		}
+	case len(secret) < config.MinE2BTokenSecretBytes:
+		return nil, fmt.Errorf("%s is %d bytes; it must be at least %d", config.EnvE2BTokenSecret,
+			len(secret), config.MinE2BTokenSecretBytes)
+	}
+	log := d.opts.Logger
+	return []httpapi.FrontDoor{{Prefix: "/e2b", Build: func(b httpapi.Backend) (http.Handler, error) {
+		h, err := e2b.NewHandler(e2b.Options{
+			Sandboxes: b.Sandboxes, Authenticate: b.Authenticate, Await: b.Await, Secret: secret,
+			// The envd front door (server/e2b/envd) is mounted here, at /e2b/envd,
+			// once it exists: Envd: envd.NewHandler(...).
+			Envd:  nil,
+			Clock: d.opts.Clock, Logger: log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return http.StripPrefix("/e2b", h), nil
+	}}}, nil
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -92,8 +92,18 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return principal{}, unauth
 	}
+	return s.principalOf(r.Context(), secret, unauth)
+}
+
+// principalOf is who holds the token secret: the one check of a token, behind the
+// Bearer header of this API and the X-API-KEY of the E2B front door (Backend).
+// unauth is the answer for a secret that names no usable token.
+func (s *Server) principalOf(ctx context.Context, secret string, unauth *api.Error) (principal, error) {
+	if secret == "" {
+		return principal{}, unauth
+	}
 	hash := tokens.Hash(secret)
-	tok, err := s.tokenByHash(r.Context(), hash)
+	tok, err := s.tokenByHash(ctx, hash)
 	if api.IsCode(err, api.CodeNotFound) {
 		return principal{}, unauth
 	}
@@ -105,7 +115,7 @@ func (s *Server) principal(r *http.Request) (principal, error) {
 	if subtle.ConstantTimeCompare(tok.Hash, hash) != 1 {
 		return principal{}, unauth
 	}
-	s.touch(r.Context(), tok.ID)
+	s.touch(ctx, tok.ID)
 	p := principal{tokenID: tok.ID, admin: tok.Scope == store.ScopeAdmin}
 	if !p.admin {
 		if tok.Scope != store.ScopeProject || tok.Project == "" {

@@ -135,17 +135,10 @@ func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params Li
 		}
 		f.Labels[k] = v
 	}
-	if p.admin {
-		f.Project = deref(params.Project)
-	} else {
-		if params.Project != nil && *params.Project != p.project {
-			// Another project looks like one without sandboxes.
-			writeJSON(w, http.StatusOK, SandboxList{Items: []Sandbox{}})
-			return
-		}
-		f.Org, f.Project = p.org, p.project
-	}
-	items, next, err := s.st.ListSandboxes(r.Context(), f)
+	// The service confines a project token to its own project; another project
+	// looks like one without sandboxes.
+	f.Project = deref(params.Project)
+	items, next, err := s.svc.List(r.Context(), p.caller(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

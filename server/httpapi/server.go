@@ -139,6 +139,9 @@ type Options struct {
 	// Gatherer, or Metrics itself when it is also a Gatherer (a *prometheus.Registry).
 	Metrics  prometheus.Registerer
 	Gatherer prometheus.Gatherer
+	// FrontDoors are served under their prefixes instead of this API's routes, with
+	// this API's sandbox service and token check (frontdoor.go). Nil serves none.
+	FrontDoors []FrontDoor
 }
 
 // Server implements the generated ServerInterface.
@@ -277,7 +280,7 @@ func New(opts Options) (http.Handler, error) {
 		writeJSON(w, http.StatusMethodNotAllowed, api.ErrorEnvelope{Error: errMethod(r)})
 	})
 	HandlerWithOptions(s, ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError})
-	return r, nil
+	return s.withFrontDoors(r, opts.FrontDoors)
 }
 
 // now is the clock's time; every stored timestamp comes from here.

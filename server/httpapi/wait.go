@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/server/apierr"
+	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 		s.writeError(w, r, apierr.Invalid("timeoutSeconds must be between 0 and %d", maxWaitSeconds))
 		return
 	}
-	sb, ok, err := s.await(r.Context(), id, want, time.Duration(secs)*time.Second, nil, nil)
+	sb, ok, err := s.await(r.Context(), callerOf(r.Context()), id, want, time.Duration(secs)*time.Second, nil, nil)
 	switch {
 	case err != nil:
 		s.writeError(w, r, err)
@@ -54,7 +55,7 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 }
 
 // await waits up to timeout for sandbox id to be in one of want or a terminal
-// state, and returns it as it is then. ok is false when the client left first
+// state, and returns it as it is then, read as caller c. ok is false when the client left first
 // (nobody reads an answer). The wait ends at once when the replica is stopping.
 //
 // known, when set, is the sandbox as the caller last saw it; done, when set,
@@ -62,7 +63,7 @@ func (s *Server) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxI
 // is waited on first, since it answers without a read. Otherwise, and when done
 // closes without a final state, each wake-up of the change feed makes await read
 // the sandbox again: the feed says that something changed, the row says what.
-func (s *Server) await(ctx context.Context, id string, want []store.State, timeout time.Duration, known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error) {
+func (s *Server) await(ctx context.Context, c sandboxes.Caller, id string, want []store.State, timeout time.Duration, known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error) {
 	ends := func(st store.State) bool { return slices.Contains(want, st) || st.IsTerminal() }
 	if known != nil && (ends(known.State) || timeout <= 0) {
 		return *known, true, nil
@@ -85,7 +86,7 @@ func (s *Server) await(ctx context.Context, id string, want []store.State, timeo
 	last := timeout <= 0
 	for read := done == nil; ; read = true {
 		if read {
-			sb, err := s.loadSandbox(ctx, id)
+			sb, err := s.svc.Sandbox(ctx, c, id)
 			if err != nil {
 				return store.Sandbox{}, false, err
 			}
@@ -144,7 +145,7 @@ func (s *Server) applyWait(w http.ResponseWriter, r *http.Request, status, secs 
 		writeJSON(w, status, s.toSandbox(sb))
 		return
 	}
-	out, ok, err := s.await(r.Context(), sb.ID, []store.State{want}, time.Duration(secs)*time.Second, &sb, done)
+	out, ok, err := s.await(r.Context(), callerOf(r.Context()), sb.ID, []store.State{want}, time.Duration(secs)*time.Second, &sb, done)
 	switch {
 	case err != nil:
 		s.writeError(w, r, err)
