@@ -166,6 +166,9 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "listen: a:1\nlisten: b:2\n", []string{`line 2:`, `"listen"`}},
 		{"syntax error", "listen: x\n  bad: :\n", []string{`line 2:`}},
 		{"two documents", "listen: a:1\n---\nlisten: b:2\n", []string{`one YAML document`}},
+		{"string for e2b.enabled", "e2b:\n  enabled: maybe\n", []string{`line 2: e2b.enabled:`}},
+		{"null for e2b.enabled", "e2b:\n  enabled:\n", []string{`line 2: e2b.enabled: has no value`}},
+		{"unknown key in e2b", "e2b:\n  enable: false\n", []string{`unknown key "enable" in e2b`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,6 +182,19 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The E2B front door is on unless the file turns it off.
+func TestE2BEnabled(t *testing.T) {
+	for yaml, want := range map[string]bool{"": true, "e2b: {}\n": true, "e2b:\n  enabled: false\n": false, "e2b:\n  enabled: true\n": true} {
+		cfg, err := Parse([]byte(yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", yaml, err)
+		}
+		if cfg.E2B.Enabled != want {
+			t.Errorf("%q: e2b.enabled = %v, want %v", yaml, cfg.E2B.Enabled, want)
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func (c *checker) check(n ast.Node, t reflect.Type, path string) {
 		// that is the empty value anyone expects; for a number or a section it would
 		// silently replace a default (maxAttempts 3) with 0.
 		switch t.Kind() {
-		case reflect.Struct, reflect.Int, reflect.Float64:
+		case reflect.Struct, reflect.Int, reflect.Float64, reflect.Bool:
 			c.addf(n, "%s: has no value; remove the key to keep the default", display(path))
 		}
 		return
@@ -134,6 +134,10 @@ func (c *checker) check(n ast.Node, t reflect.Type, path string) {
 		case *ast.IntegerNode, *ast.FloatNode:
 		default:
 			c.addf(n, "%s: want a number, got %s", display(path), describe(n))
+		}
+	case reflect.Bool:
+		if _, ok := n.(*ast.BoolNode); !ok {
+			c.addf(n, "%s: want true or false, got %s", display(path), describe(n))
 		}
 	}
 }

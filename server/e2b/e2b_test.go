@@ -1,0 +1,379 @@
+package e2b_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/server/config"
+	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/e2b"
+)
+
+const secret = "a test secret that is long enough for the daemon"
+
+// env is a development daemon with the E2B front door, an admin token, and a
+// project token for E2B's SDKs.
+type env struct {
+	t     *testing.T
+	url   string
+	admin string
+	key   string // project token of project "e2b"
+}
+
+func startDaemon(t *testing.T, cfg *config.Config) *env {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := daemon.New(t.Context(), daemon.Options{
+		Dev: true, DataDir: dir, Listen: "127.0.0.1:0", Config: cfg,
+		Getenv: func(k string) string {
+			if k == config.EnvE2BTokenSecret {
+				return secret
+			}
+			return ""
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, daemon.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon Run: %v", err)
+		}
+	})
+	e := &env{t: t, url: d.URL(), admin: strings.TrimSpace(string(tok))}
+	return e
+}
+
+// setup adds the project token and two profiles: "fakebox" on the fake pool, which
+// pauses, and "devbox" on devhost, which does not.
+func (e *env) setup() {
+	e.t.Helper()
+	var created struct {
+		Secret string `json:"secret"`
+	}
+	e.native("POST", "/v1/admin/tokens", map[string]any{"scope": "project", "org": "acme", "project": "e2b"}, 201, &created)
+	e.key = created.Secret
+	for name, pool := range map[string]string{"fakebox": "fake", "devbox": "devhost"} {
+		e.native("PUT", "/v1/admin/profiles/"+name, map[string]any{
+			"placement": map[string]any{"allowedPools": []string{pool}}, "ttlSeconds": 3600,
+		}, 200, nil)
+	}
+}
+
+// with is e for a subtest: its failures end the subtest.
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+func (e *env) native(method, path string, body any, want int, out any) {
+	e.t.Helper()
+	e.send(method, path, map[string]string{"Authorization": "Bearer " + e.admin}, body, want, out)
+}
+
+// e2b calls the front door as E2B's SDKs do: X-API-KEY, and a chunked JSON body.
+func (e *env) e2b(method, path string, body any, want int, out any) http.Header {
+	e.t.Helper()
+	return e.send(method, "/e2b"+path, map[string]string{"X-API-KEY": e.key}, body, want, out)
+}
+
+func (e *env) send(method, path string, headers map[string]string, body any, want int, out any) http.Header {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// Hiding the length makes net/http send the body chunked, as the SDKs do.
+		rd = io.MultiReader(bytes.NewReader(b))
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.t.Fatalf("%s %s: decoding %q: %v", method, path, data, err)
+		}
+	}
+	return resp.Header
+}
+
+type sandbox struct {
+	TemplateID      string  `json:"templateID"`
+	SandboxID       string  `json:"sandboxID"`
+	ClientID        string  `json:"clientID"`
+	EnvdVersion     string  `json:"envdVersion"`
+	EnvdAccessToken string  `json:"envdAccessToken"`
+	Domain          *string `json:"domain"`
+}
+
+type detail struct {
+	SandboxID  string            `json:"sandboxID"`
+	TemplateID string            `json:"templateID"`
+	State      string            `json:"state"`
+	Metadata   map[string]string `json:"metadata"`
+	EndAt      time.Time         `json:"endAt"`
+	StartedAt  time.Time         `json:"startedAt"`
+}
+
+type apiError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *env) create(template string, metadata map[string]string) sandbox {
+	e.t.Helper()
+	var sb sandbox
+	e.e2b("POST", "/v2/sandboxes", map[string]any{
+		"templateID": template, "timeout": 300, "metadata": metadata,
+		"envVars": map[string]string{"GREETING": "hi"}, "secure": true, "allow_internet_access": true,
+	}, 201, &sb)
+	return sb
+}
+
+func TestControlPlane(t *testing.T) {
+	e := startDaemon(t, config.Default())
+	e.setup()
+
+	t.Run("keys", func(t *testing.T) {
+		e := e.with(t)
+		var ae apiError
+		e.send("GET", "/e2b/v2/sandboxes", nil, nil, 401, &ae)
+		if ae.Code != 401 || ae.Message == "" {
+			t.Fatalf("no key: %+v", ae)
+		}
+		e.send("GET", "/e2b/v2/sandboxes", map[string]string{"X-API-KEY": "dly_wrong"}, nil, 401, &ae)
+		// The native API's Bearer form is taken too.
+		e.send("GET", "/e2b/v2/sandboxes", map[string]string{"Authorization": "Bearer " + e.key}, nil, 200, nil)
+	})
+
+	sb := e.create("fakebox", map[string]string{"user": "a b"})
+	t.Run("create", func(t *testing.T) {
+		e := e.with(t)
+		if sb.TemplateID != "fakebox" || sb.SandboxID == "" || sb.ClientID == "" || sb.EnvdVersion != e2b.EnvdVersion || sb.Domain != nil {
+			t.Fatalf("create answered %+v", sb)
+		}
+		if !e2b.VerifyAccessToken([]byte(secret), sb.SandboxID, sb.EnvdAccessToken) {
+			t.Fatalf("envdAccessToken %q does not verify", sb.EnvdAccessToken)
+		}
+		var d detail
+		e.e2b("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &d)
+		if d.State != "running" || d.Metadata["user"] != "a b" || d.TemplateID != "fakebox" {
+			t.Fatalf("get answered %+v", d)
+		}
+		if left := d.EndAt.Sub(d.StartedAt); left < 4*time.Minute || left > 6*time.Minute {
+			t.Fatalf("a 300 s timeout ends %v after the start", left)
+		}
+		var ae apiError
+		for _, body := range []map[string]any{
+			{"templateID": "fakebox", "autoPause": true},
+			{"templateID": "nosuchprofile"},
+			{"templateID": "fakebox", "timeout": -1},
+			{"templateID": "fakebox", "metadata": map[string]string{"": "x"}},
+			{"timeout": 30},
+		} {
+			e.e2b("POST", "/v2/sandboxes", body, 400, &ae)
+			if ae.Code != 400 {
+				t.Fatalf("%v: %+v", body, ae)
+			}
+		}
+	})
+
+	t.Run("other project", func(t *testing.T) {
+		e := e.with(t)
+		var created struct {
+			Secret string `json:"secret"`
+		}
+		e.native("POST", "/v1/admin/tokens", map[string]any{"scope": "project", "org": "acme", "project": "other"}, 201, &created)
+		other := map[string]string{"X-API-KEY": created.Secret}
+		e.send("GET", "/e2b/sandboxes/"+sb.SandboxID, other, nil, 404, nil)
+		e.send("DELETE", "/e2b/sandboxes/"+sb.SandboxID, other, nil, 404, nil)
+		e.send("POST", "/e2b/sandboxes/"+sb.SandboxID+"/timeout", other, map[string]int{"timeout": 10}, 404, nil)
+		var list []detail
+		e.send("GET", "/e2b/v2/sandboxes", other, nil, 200, &list)
+		if len(list) != 0 {
+			t.Fatalf("another project lists %+v", list)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		e := e.with(t)
+		var before, after detail
+		e.e2b("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &before)
+		e.e2b("POST", "/sandboxes/"+sb.SandboxID+"/timeout", map[string]int{"timeout": 3600}, 204, nil)
+		e.e2b("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &after)
+		if !after.EndAt.After(before.EndAt.Add(50 * time.Minute)) {
+			t.Fatalf("endAt %v after a 3600 s timeout, was %v", after.EndAt, before.EndAt)
+		}
+		e.e2b("POST", "/sandboxes/"+sb.SandboxID+"/timeout", map[string]any{}, 400, nil)
+	})
+
+	t.Run("pause and connect", func(t *testing.T) {
+		e := e.with(t)
+		id := sb.SandboxID
+		e.e2b("POST", "/sandboxes/"+id+"/resume", map[string]any{}, 409, nil)
+		e.e2b("POST", "/sandboxes/"+id+"/pause", nil, 204, nil)
+		var d detail
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &d)
+		if d.State != "paused" {
+			t.Fatalf("paused sandbox is %s", d.State)
+		}
+		var ae apiError
+		e.e2b("POST", "/sandboxes/"+id+"/pause", nil, 409, &ae)
+		var c sandbox
+		e.e2b("POST", "/v2/sandboxes/"+id+"/connect", map[string]int{"timeout": 300}, 201, &c)
+		if c.SandboxID != id || !e2b.VerifyAccessToken([]byte(secret), id, c.EnvdAccessToken) {
+			t.Fatalf("connect answered %+v", c)
+		}
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &d)
+		if d.State != "running" {
+			t.Fatalf("connected sandbox is %s", d.State)
+		}
+		// Connecting to a running sandbox: 200, and a shorter timeout does not
+		// bring its end forward.
+		end := d.EndAt
+		e.e2b("POST", "/v2/sandboxes/"+id+"/connect", map[string]int{"timeout": 10}, 200, &c)
+		e.e2b("POST", "/sandboxes/"+id+"/connect", map[string]any{}, 200, &c)
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &d)
+		if d.EndAt.Before(end) {
+			t.Fatalf("connect brought the end forward from %v to %v", end, d.EndAt)
+		}
+		// resume, the older form, wants a paused sandbox and answers 201.
+		e.e2b("POST", "/sandboxes/"+id+"/pause", nil, 204, nil)
+		e.e2b("POST", "/sandboxes/"+id+"/resume", map[string]int{"timeout": 300}, 201, &c)
+	})
+
+	t.Run("a pool without pause", func(t *testing.T) {
+		e := e.with(t)
+		dev := e.create("devbox", nil)
+		var ae apiError
+		e.e2b("POST", "/sandboxes/"+dev.SandboxID+"/pause", nil, 400, &ae)
+		if !strings.Contains(ae.Message, "devhost") || !strings.Contains(ae.Message, "pause") {
+			t.Fatalf("pause on devhost: %+v", ae)
+		}
+		e.e2b("DELETE", "/sandboxes/"+dev.SandboxID, nil, 204, nil)
+	})
+
+	t.Run("list", func(t *testing.T) {
+		e := e.with(t)
+		want := map[string]bool{}
+		for range 3 {
+			want[e.create("fakebox", map[string]string{"app": "x y", "team.1": "a&b=c"}).SandboxID] = true
+		}
+		filter := url.QueryEscape(url.Values{"app": {"x y"}, "team.1": {"a&b=c"}}.Encode())
+		seen := map[string]bool{}
+		next := ""
+		for pages := 0; ; pages++ {
+			if pages > 3 {
+				t.Fatal("paging does not end")
+			}
+			q := "/v2/sandboxes?limit=2&metadata=" + filter
+			if next != "" {
+				q += "&nextToken=" + url.QueryEscape(next)
+			}
+			var page []detail
+			h := e.e2b("GET", q, nil, 200, &page)
+			if len(page) > 2 {
+				t.Fatalf("a page of %d with limit 2", len(page))
+			}
+			for _, d := range page {
+				if seen[d.SandboxID] || !want[d.SandboxID] || d.Metadata["app"] != "x y" {
+					t.Fatalf("page holds %+v (seen %v)", d, seen)
+				}
+				seen[d.SandboxID] = true
+			}
+			if next = h.Get("X-Next-Token"); next == "" {
+				break
+			}
+		}
+		if len(seen) != 3 {
+			t.Fatalf("listed %d of 3", len(seen))
+		}
+		var page []detail
+		e.e2b("GET", "/v2/sandboxes?metadata="+url.QueryEscape("app=nothing"), nil, 200, &page)
+		if len(page) != 0 {
+			t.Fatalf("a filter matching nothing lists %+v", page)
+		}
+		e.e2b("GET", "/v2/sandboxes?state=paused&metadata="+filter, nil, 200, &page)
+		if len(page) != 0 {
+			t.Fatalf("state=paused lists running sandboxes: %+v", page)
+		}
+		e.e2b("GET", "/sandboxes?metadata="+filter, nil, 200, &page)
+		if len(page) != 3 {
+			t.Fatalf("the v1 list has %d of 3", len(page))
+		}
+	})
+
+	t.Run("kill twice", func(t *testing.T) {
+		e := e.with(t)
+		e.e2b("DELETE", "/sandboxes/"+sb.SandboxID, nil, 204, nil)
+		var ae apiError
+		e.e2b("DELETE", "/sandboxes/"+sb.SandboxID, nil, 404, &ae)
+		if ae.Code != 404 {
+			t.Fatalf("second kill: %+v", ae)
+		}
+		e.e2b("GET", "/sandboxes/"+sb.SandboxID, nil, 404, nil)
+		e.e2b("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", map[string]int{"timeout": 10}, 404, nil)
+		e.e2b("DELETE", "/sandboxes/nosuchsandbox", nil, 404, nil)
+	})
+
+	t.Run("base template", func(t *testing.T) {
+		e := e.with(t)
+		b := e.create("base", nil)
+		if b.TemplateID != "base" {
+			t.Fatalf("base answered %+v", b)
+		}
+	})
+}
+
+// With e2b.enabled false nothing is served under /e2b: the native API answers.
+func TestDisabled(t *testing.T) {
+	cfg := config.Default()
+	cfg.E2B.Enabled = false
+	e := startDaemon(t, cfg)
+	e.setup()
+	var native struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	e.native("GET", "/e2b/v2/sandboxes", nil, 404, &native)
+	if native.Error.Code != "not_found" {
+		t.Fatalf("disabled front door: %+v", native)
+	}
+}
