@@ -352,6 +352,22 @@ func TestControlPlane(t *testing.T) {
 		e.e2b("DELETE", "/sandboxes/nosuchsandbox", nil, 404, nil)
 	})
 
+	t.Run("quota", func(t *testing.T) {
+		e := e.with(t)
+		e.native("PUT", "/v1/admin/projects/acme/small", map[string]any{"quota": map[string]any{"sandboxes": 1}}, 200, nil)
+		var created struct {
+			Secret string `json:"secret"`
+		}
+		e.native("POST", "/v1/admin/tokens", map[string]any{"scope": "project", "org": "acme", "project": "small"}, 201, &created)
+		e.key = created.Secret
+		e.create("fakebox", nil)
+		var ae apiError
+		e.e2b("POST", "/v2/sandboxes", map[string]any{"templateID": "fakebox"}, 429, &ae)
+		if ae.Code != 429 {
+			t.Fatalf("over quota: %+v", ae)
+		}
+	})
+
 	t.Run("base template", func(t *testing.T) {
 		e := e.with(t)
 		b := e.create("base", nil)

@@ -157,11 +157,17 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if secret == "" {
+			w.Header().Set("Connection", "close")
 			h.writeError(w, r, api.Errorf(api.CodeUnauthenticated, "an API key is required in X-API-KEY"))
 			return
 		}
 		c, err := h.auth(r.Context(), secret)
 		if err != nil {
+			if api.IsCode(err, api.CodeUnauthenticated) {
+				// As on the native API: a caller without a valid key must not
+				// hold a connection open.
+				w.Header().Set("Connection", "close")
+			}
 			h.writeError(w, r, err)
 			return
 		}

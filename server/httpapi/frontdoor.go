@@ -72,14 +72,29 @@ func (s *Server) withFrontDoors(next http.Handler, doors []FrontDoor) (http.Hand
 			return nil, fmt.Errorf("httpapi: front door %s: %w", d.Prefix, err)
 		}
 		mounts = append(mounts, mount{d.Prefix, s.instrument(s.recoverer(h))})
+		s.doors = append(s.doors, d.Prefix)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, m := range mounts {
-			if r.URL.Path == m.prefix || strings.HasPrefix(r.URL.Path, m.prefix+"/") {
+			if under(r.URL.Path, m.prefix) {
 				m.h.ServeHTTP(w, r)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	}), nil
+}
+
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// doorOf is the prefix of the front door that serves path, "" when none does.
+func (s *Server) doorOf(path string) string {
+	for _, p := range s.doors {
+		if under(path, p) {
+			return p
+		}
+	}
+	return ""
 }

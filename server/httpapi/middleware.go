@@ -154,6 +154,9 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			} else if p := s.router.Find(chi.NewRouteContext(), r.Method, r.URL.Path); p != "" {
 				// Refused before routing (401, 403, 413): still count it by route.
 				route = p
+			} else if d := s.doorOf(r.URL.Path); d != "" {
+				// A front door routes by itself; its prefix keeps the label set small.
+				route = d + "/*"
 			}
 			status := sw.status
 			if status == 0 {

@@ -169,6 +169,8 @@ type Server struct {
 	bodyTimeout   time.Duration
 	accessLog     bool
 	router        *chi.Mux
+	// doors are the prefixes of the front doors (frontdoor.go).
+	doors []string
 
 	// stallTimeout bounds each write of a file download, and each wait for an
 	// upload's next bytes.
