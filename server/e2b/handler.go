@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -152,8 +153,8 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret := r.Header.Get("X-API-KEY")
 		if secret == "" {
-			if v := r.Header.Get("Authorization"); len(v) > 7 && equalFold(v[:7], "Bearer ") {
-				secret = v[7:]
+			if scheme, v, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+				secret = strings.TrimSpace(v)
 			}
 		}
 		if secret == "" {
@@ -178,25 +179,6 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range len(a) {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -210,7 +192,7 @@ func decode(r *http.Request, v any, optional bool) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if asMaxBytes(err, &mbe) {
+		if errors.As(err, &mbe) {
 			return api.Errorf(api.CodePayloadTooLarge, "request body is over %d bytes", maxBody)
 		}
 		return api.Errorf(api.CodeInvalidRequest, "read request body: %v", err)
@@ -226,5 +208,3 @@ func decode(r *http.Request, v any, optional bool) error {
 	}
 	return nil
 }
-
-func asMaxBytes(err error, target **http.MaxBytesError) bool { return errors.As(err, target) }
