@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -359,5 +360,52 @@ func TestUpdateRenewsTTLFromNow(t *testing.T) {
 	}
 	if _, err := f.svc.Update(ctx, alice, sb.ID, sandboxes.Patch{TTLSeconds: ptr(int64(-1))}); !api.IsCode(err, api.CodeInvalidRequest) {
 		t.Fatalf("negative ttl: %v, want invalid_request", err)
+	}
+}
+
+// List confines a project token to its own project, whatever its filter names; an
+// admin's filter is taken as it is.
+func TestListConfinesProjects(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	mine, _, _, err := f.svc.Create(ctx, alice, sandboxes.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _, _, err := f.svc.Create(ctx, bob, sandboxes.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(c sandboxes.Caller, filter store.SandboxFilter) []string {
+		t.Helper()
+		items, _, err := f.svc.List(ctx, c, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, sb := range items {
+			out = append(out, sb.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	both := []string{mine.ID, theirs.ID}
+	slices.Sort(both)
+	for _, tc := range []struct {
+		name   string
+		caller sandboxes.Caller
+		filter store.SandboxFilter
+		want   []string
+	}{
+		{"own project", alice, store.SandboxFilter{}, []string{mine.ID}},
+		{"own project named", alice, store.SandboxFilter{Project: "alice"}, []string{mine.ID}},
+		{"another project named", alice, store.SandboxFilter{Project: "bob"}, nil},
+		{"another org named", alice, store.SandboxFilter{Org: "other"}, nil},
+		{"admin, all", admin, store.SandboxFilter{}, both},
+		{"admin, one project", admin, store.SandboxFilter{Project: "bob"}, []string{theirs.ID}},
+	} {
+		if got := ids(tc.caller, tc.filter); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
