@@ -79,6 +79,17 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush sends what is buffered, starting a 200 answer when none has started. The
+// Connect handlers of the E2B front door need the writer to be an http.Flusher
+// itself; ResponseController alone would find it through Unwrap.
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+		w.beforeAnswer()
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 func (w *statusWriter) beforeAnswer() {
 	w.dropUnreadBody()
 	if w.h2 {
