@@ -463,7 +463,7 @@ func lookPath(file, pathEnv, dir string) string {
 // same rules as file paths. The check and the later chdir are not atomic; that is
 // acceptable because the command itself is not confined anyway.
 func resolveCwd(fsDir, cwd string) (string, error) {
-	rel, err := cleanPath(cwd, true)
+	rel, err := cleanPath(fsDir, cwd, true)
 	if err != nil {
 		return "", err
 	}

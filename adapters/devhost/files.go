@@ -19,11 +19,13 @@ import (
 	"github.com/different-ai/differently/api"
 )
 
-// cleanPath checks a sandbox path and returns its cleaned, relative form. Paths are
-// relative to the sandbox's file tree; anything that could name a place outside it
-// lexically is refused here, and os.Root refuses what symlinks would reach.
-// allowRoot admits "" and "." (the tree itself), which only listings and cwd need.
-func cleanPath(p string, allowRoot bool) (string, error) {
+// cleanPath checks a sandbox path and returns its cleaned form, relative to the
+// sandbox's file tree fsDir. Paths are relative to the tree, or absolute inside it:
+// the tree is its commands' HOME and working directory, so a path a command prints
+// works here too. Anything that could name a place outside it lexically is refused
+// here, and os.Root refuses what symlinks would reach. allowRoot admits "" and "."
+// (the tree itself), which only listings and cwd need.
+func cleanPath(fsDir, p string, allowRoot bool) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", adapters.InvalidRequest("devhost: path contains a NUL byte")
 	}
@@ -34,7 +36,11 @@ func cleanPath(p string, allowRoot bool) (string, error) {
 		return "", adapters.InvalidRequest("devhost: path is empty")
 	}
 	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
-		return "", adapters.InvalidRequest("devhost: path %q must be relative to the sandbox directory", p)
+		rel, err := filepath.Rel(filepath.Clean(fsDir), filepath.Clean(p))
+		if fsDir == "" || err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+			return "", adapters.InvalidRequest("devhost: path %q must be relative to the sandbox directory or inside it", p)
+		}
+		p = rel
 	}
 	c := filepath.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
@@ -117,7 +123,7 @@ func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
 // OpenFile implements adapters.FileStreamer. The reader fails, rather than ends,
 // should the file grow past api.MaxFileBytes while it is read.
 func (a *Adapter) OpenFile(_ context.Context, ref, p string) (io.ReadCloser, int64, error) {
-	rel, err := cleanPath(p, false)
+	rel, err := cleanPath(a.fsDir(ref), p, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -181,7 +187,7 @@ func (s sourceReader) Read(p []byte) (int, error) {
 // file that is renamed over the target once all of it has come, so readers never see
 // a partial file and a failed upload leaves the old file (or none) in place.
 func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Reader) error {
-	rel, err := cleanPath(p, false)
+	rel, err := cleanPath(a.fsDir(ref), p, false)
 	if err != nil {
 		return err
 	}
@@ -231,7 +237,7 @@ func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Rea
 // ListFiles implements adapters.FileSystem. Entries are described as they are
 // (symlinks as links, not their targets) and Mode holds permission bits only.
 func (a *Adapter) ListFiles(_ context.Context, ref, p string) ([]adapters.FileInfo, error) {
-	rel, err := cleanPath(p, true)
+	rel, err := cleanPath(a.fsDir(ref), p, true)
 	if err != nil {
 		return nil, err
 	}

@@ -223,9 +223,18 @@ func TestCleanPath(t *testing.T) {
 		{"../a", true, ""},
 		{"/a", true, ""},
 		{"a\x00", true, ""},
+		// Absolute paths inside the tree, as its commands see them.
+		{"/data/sbx/fs/a/b", false, "a/b"},
+		{"/data/sbx/fs/a/../b/", false, "b"},
+		{"/data/sbx/fs", true, "."},
+		{"/data/sbx/fs", false, ""},
+		{"/data/sbx/fs/../other", true, ""},
+		{"/data/sbx/fsx/a", true, ""},
+		{"/data/sbx", true, ""},
 	}
+	const fsDir = "/data/sbx/fs"
 	for _, tt := range tests {
-		got, err := cleanPath(tt.in, tt.allowRoot)
+		got, err := cleanPath(fsDir, tt.in, tt.allowRoot)
 		if tt.want == "" {
 			if err == nil || api.CodeOf(err) != api.CodeInvalidRequest {
 				t.Errorf("cleanPath(%q, %v) = %q, %v; want invalid_request", tt.in, tt.allowRoot, got, err)
