@@ -31,6 +31,7 @@ import (
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/e2b"
+	"github.com/different-ai/differently/server/e2b/envd"
 	"github.com/different-ai/differently/server/httpapi"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -89,6 +90,7 @@ type Daemon struct {
 	reconciler *reconcile.Reconciler
 	pruner     *retention.Pruner
 	changes    *changes.Hub
+	envd       *envd.Handler
 	srv        *http.Server
 	ln         net.Listener
 	dbURL      string
@@ -424,12 +426,13 @@ func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
 	}
 	log := d.opts.Logger
 	return []httpapi.FrontDoor{{Prefix: "/e2b", Build: func(b httpapi.Backend) (http.Handler, error) {
+		// The envd front door owns the processes started through it; Run stops them
+		// once the API has drained.
+		d.envd = envd.NewHandler(b.Sandboxes, e2b.EnvdVerifier{Secret: secret, Sandboxes: b.Sandboxes},
+			envd.Options{Log: log})
 		h, err := e2b.NewHandler(e2b.Options{
 			Sandboxes: b.Sandboxes, Authenticate: b.Authenticate, Await: b.Await, Secret: secret,
-			// The envd front door (server/e2b/envd) is mounted here, at /e2b/envd,
-			// once it exists: Envd: envd.NewHandler(...).
-			Envd:  nil,
-			Clock: d.opts.Clock, Logger: log,
+			Envd: d.envd, Clock: d.opts.Clock, Logger: log,
 		})
 		if err != nil {
 			return nil, err
@@ -498,6 +501,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	loops.Wait()
+	if d.envd != nil {
+		d.envd.Close()
+	}
 	if cerr := d.st.Close(); err == nil {
 		err = cerr
 	}

@@ -1,9 +1,14 @@
 package e2b
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
 )
 
 // AccessToken is the envdAccessToken of a sandbox: an HMAC-SHA256 of its ID under
@@ -27,4 +32,35 @@ func VerifyAccessToken(secret []byte, sandboxID, token string) bool {
 		return false
 	}
 	return hmac.Equal([]byte(AccessToken(secret, sandboxID)), []byte(token))
+}
+
+// SandboxLookup finds a sandbox for the envd verifier; *sandboxes.Service is one.
+type SandboxLookup interface {
+	Sandbox(ctx context.Context, c sandboxes.Caller, id string) (store.Sandbox, error)
+}
+
+// EnvdVerifier checks the X-Access-Token of envd requests (server/e2b/envd's
+// Verifier). A valid token proves the sandbox was handed out by a caller of its
+// project, so the request acts as that project: it reaches that sandbox and no other.
+type EnvdVerifier struct {
+	Secret    []byte
+	Sandboxes SandboxLookup
+}
+
+// envdTokenID names envd requests' caller in events and logs; they carry no API
+// key of their own.
+const envdTokenID = "e2b-envd"
+
+// Verify implements envd.Verifier. A bad token is unauthenticated; a good one for a
+// sandbox that no longer exists is not_found, which envd answers as a sandbox that
+// is not running.
+func (v EnvdVerifier) Verify(ctx context.Context, sandboxID, token string) (sandboxes.Caller, error) {
+	if !VerifyAccessToken(v.Secret, sandboxID, token) {
+		return sandboxes.Caller{}, api.Errorf(api.CodeUnauthenticated, "X-Access-Token is not this sandbox's envdAccessToken")
+	}
+	sb, err := v.Sandboxes.Sandbox(ctx, sandboxes.Caller{Admin: true, TokenID: envdTokenID}, sandboxID)
+	if err != nil {
+		return sandboxes.Caller{}, err
+	}
+	return sandboxes.Caller{TokenID: envdTokenID, Org: sb.Org, Project: sb.Project}, nil
 }

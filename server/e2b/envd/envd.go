@@ -8,10 +8,11 @@
 // X-Access-Token; a Verifier turns the two into the Caller the service checks.
 //
 // Paths. The SDK resolves nothing itself: a relative path is the user's home. With
-// Options.Home set, relative paths are joined to it; left empty, they go to the
-// adapter as they are, which resolves them against its own notion of the sandbox's
-// directory (for devhost, the sandbox's tree, also its commands' HOME). Absolute paths
-// always go through unchanged.
+// Options.Home set, relative paths are joined to it; left empty, to the sandbox's
+// $HOME, asked of the sandbox once through the exec path and remembered (for
+// devhost, the sandbox's tree, whose file API takes absolute paths inside it). A
+// sandbox without an absolute $HOME gets relative paths through to its adapter
+// unchanged. Absolute paths always go through unchanged.
 //
 // What the adapter contract lacks is done by a shell in the sandbox, through the same
 // exec path as commands: MakeDir (mkdir -p), Move (mkdir -p and mv) and Remove
@@ -38,6 +39,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -97,6 +99,9 @@ type Handler struct {
 	procs *registry
 	// newTicker makes the keepalive tickers of streams; tests replace it.
 	newTicker func(time.Duration) (<-chan time.Time, func())
+
+	homesMu sync.Mutex
+	homes   map[string]string // sandbox ID → $HOME; see homeOf
 }
 
 // NewHandler serves envd's protocol with svc's sandboxes, v checking the callers. It
@@ -110,7 +115,8 @@ func NewHandler(svc Service, v Verifier, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry(), newTicker: realTicker}
+	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry(), newTicker: realTicker,
+		homes: map[string]string{}}
 	// The SDK speaks Connect's JSON; the binary codec stays on, as generated.
 	h.mux.Handle(processpbconnect.NewProcessHandler(&processService{h: h}))
 	h.mux.Handle(filesystempbconnect.NewFilesystemHandler(&filesystemService{h: h}))
@@ -149,12 +155,60 @@ func (h *Handler) caller(ctx context.Context, hdr http.Header) (sandboxes.Caller
 	return c, id, nil
 }
 
-// resolve maps a path of the SDK's to the adapter's (see the package comment).
-func (h *Handler) resolve(p string) string {
-	if p == "" || strings.HasPrefix(p, "/") || h.opts.Home == "" {
-		return p
+// resolve maps a path of the SDK's to the adapter's (see the package comment): a
+// relative one is joined to Options.Home or, without one, to the sandbox's $HOME.
+// Errors are the service's, for the caller to answer in its protocol.
+func (h *Handler) resolve(ctx context.Context, c sandboxes.Caller, id, p string) (string, error) {
+	if p == "" || strings.HasPrefix(p, "/") {
+		return p, nil
 	}
-	return path.Join(h.opts.Home, p)
+	home := h.opts.Home
+	if home == "" {
+		var err error
+		if home, err = h.homeOf(ctx, c, id); err != nil {
+			return "", err
+		}
+	}
+	if home == "" {
+		return p, nil
+	}
+	return path.Join(home, p), nil
+}
+
+// maxHomes bounds the cache of the sandboxes' home directories; when it is full it
+// starts over, which costs one exec per sandbox in use.
+const maxHomes = 4096
+
+// homeOf is the sandbox's $HOME, asked of the sandbox once (through the exec path)
+// and remembered: E2B resolves relative paths against the user's home, which only
+// the sandbox knows. "" when the sandbox has no absolute $HOME; relative paths then
+// go to the adapter unchanged.
+func (h *Handler) homeOf(ctx context.Context, c sandboxes.Caller, id string) (string, error) {
+	h.homesMu.Lock()
+	home, ok := h.homes[id]
+	h.homesMu.Unlock()
+	if ok {
+		return home, nil
+	}
+	cmd, err := h.svc.Command(ctx, c, id, api.ExecRequest{Args: []string{"sh", "-c", `printf %s "$HOME"`},
+		TimeoutSeconds: shellTimeoutSeconds})
+	if err != nil {
+		return "", err
+	}
+	res, err := cmd.Run(ctx)
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode == 0 && strings.HasPrefix(res.Stdout, "/") && !strings.ContainsAny(res.Stdout, "\n\x00") {
+		home = path.Clean(res.Stdout)
+	}
+	h.homesMu.Lock()
+	if len(h.homes) >= maxHomes {
+		clear(h.homes)
+	}
+	h.homes[id] = home
+	h.homesMu.Unlock()
+	return home, nil
 }
 
 // connectError turns the service's errors into Connect's.

@@ -84,19 +84,25 @@ func (h *Handler) stat(ctx context.Context, c sandboxes.Caller, id, p string) (*
 // shell runs a POSIX shell script in the sandbox, through the exec path, for what the
 // contract has no call for; args are its $1, $2, ...
 func (h *Handler) shell(ctx context.Context, c sandboxes.Caller, id, script string, args ...string) error {
+	_, err := h.shellOutput(ctx, c, id, script, args...)
+	return err
+}
+
+// shellOutput is shell, returning the script's standard output.
+func (h *Handler) shellOutput(ctx context.Context, c sandboxes.Caller, id, script string, args ...string) (string, error) {
 	cmd, err := h.svc.Command(ctx, c, id, api.ExecRequest{Args: append([]string{"sh", "-c", script, "sh"}, args...),
 		TimeoutSeconds: shellTimeoutSeconds})
 	if err != nil {
-		return connectError(err)
+		return "", connectError(err)
 	}
 	res, err := cmd.Run(ctx)
 	if err != nil {
-		return connectError(err)
+		return "", connectError(err)
 	}
 	if res.ExitCode != 0 {
-		return connect.NewError(connect.CodeInternal, fmt.Errorf("%s exited with %d: %s", strings.Fields(script)[0], res.ExitCode, strings.TrimSpace(res.Stderr)))
+		return "", connect.NewError(connect.CodeInternal, fmt.Errorf("%s exited with %d: %s", strings.Fields(script)[0], res.ExitCode, strings.TrimSpace(res.Stderr)))
 	}
-	return nil
+	return res.Stdout, nil
 }
 
 func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[filesystempb.StatRequest]) (*connect.Response[filesystempb.StatResponse], error) {
@@ -104,7 +110,11 @@ func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[files
 	if err != nil {
 		return nil, connectError(err)
 	}
-	e, err := s.h.stat(ctx, c, id, s.h.resolve(req.Msg.Path))
+	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	e, err := s.h.stat(ctx, c, id, p)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +127,10 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[fi
 		return nil, connectError(err)
 	}
 	depth := max(req.Msg.Depth, 1)
-	root := s.h.resolve(req.Msg.Path)
+	root, err := s.h.resolve(ctx, c, id, req.Msg.Path)
+	if err != nil {
+		return nil, connectError(err)
+	}
 	if root == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a path is required"))
 	}
@@ -152,7 +165,10 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[fi
 	if err != nil {
 		return nil, connectError(err)
 	}
-	p := s.h.resolve(req.Msg.Path)
+	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
+	if err != nil {
+		return nil, connectError(err)
+	}
 	e, err := s.h.stat(ctx, c, id, p)
 	switch {
 	case err == nil && e.Type == filesystempb.FileType_FILE_TYPE_DIRECTORY:
@@ -177,7 +193,14 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[files
 	if err != nil {
 		return nil, connectError(err)
 	}
-	src, dst := s.h.resolve(req.Msg.Source), s.h.resolve(req.Msg.Destination)
+	src, err := s.h.resolve(ctx, c, id, req.Msg.Source)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	dst, err := s.h.resolve(ctx, c, id, req.Msg.Destination)
+	if err != nil {
+		return nil, connectError(err)
+	}
 	if dst == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a destination is required"))
 	}
@@ -200,7 +223,10 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[fil
 	if err != nil {
 		return nil, connectError(err)
 	}
-	p := s.h.resolve(req.Msg.Path)
+	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
+	if err != nil {
+		return nil, connectError(err)
+	}
 	if p == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a path is required"))
 	}

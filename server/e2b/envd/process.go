@@ -325,7 +325,11 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[process
 	if err != nil {
 		return err
 	}
-	ereq := api.ExecRequest{Args: append([]string{cfg.Cmd}, cfg.Args...), Env: cfg.Envs, Cwd: h.resolve(cfg.GetCwd()),
+	cwd, err := h.resolve(ctx, c, id, cfg.GetCwd())
+	if err != nil {
+		return connectError(err)
+	}
+	ereq := api.ExecRequest{Args: append([]string{cfg.Cmd}, cfg.Args...), Env: cfg.Envs, Cwd: cwd,
 		TimeoutSeconds: api.MaxExecTimeoutSeconds}
 	if timeout > 0 {
 		ereq.TimeoutSeconds = int(min((timeout+time.Second-1)/time.Second, api.MaxExecTimeoutSeconds))

@@ -61,7 +61,11 @@ func (h *Handler) readFile(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	p := h.resolve(r.URL.Query().Get("path"))
+	p, err := h.resolve(r.Context(), c, id, r.URL.Query().Get("path"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	f, err := h.svc.ReadFile(r.Context(), c, id, p)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -102,7 +106,10 @@ func (h *Handler) writeFiles(w http.ResponseWriter, r *http.Request) {
 	query := r.URL.Query().Get("path")
 	var written []uploadEntry
 	write := func(p string, body io.Reader) error {
-		p = h.resolve(p)
+		p, err := h.resolve(r.Context(), c, id, p)
+		if err != nil {
+			return err
+		}
 		if p == "" {
 			return api.Errorf(api.CodeInvalidRequest, "a file path is required (query parameter path, or the part's file name)")
 		}
