@@ -37,15 +37,12 @@ var e2bPools = []e2bPool{
 // is the client, so the front door at /e2b is held to what the SDK really sends and
 // expects rather than to our reading of E2B's spec.
 func TestE2BSDK(t *testing.T) {
-	// Until the front door is on main, the suite runs only when asked for.
-	if os.Getenv("DIFFERENTLY_E2B_SDK_TESTS") != "1" {
-		t.Skip("set DIFFERENTLY_E2B_SDK_TESTS=1 to run E2B's SDK against the daemon")
-	}
 	node := npmInstall(t)
 	for _, pool := range e2bPools {
 		t.Run(pool.name, func(t *testing.T) {
 			base, admin := pool.start(t)
 			key := createProjectToken(t, base, admin)
+			putTemplateProfile(t, base, admin, pool.template)
 			requireE2BFrontDoor(t, base, key)
 			runSDKSuite(t, node, []string{
 				"E2B_API_URL=" + base + "/e2b",
@@ -158,6 +155,29 @@ func createProjectToken(t *testing.T, base, admin string) string {
 		t.Fatalf("creating a project token: %d %s", resp.StatusCode, body)
 	}
 	return created.Secret
+}
+
+// putTemplateProfile defines the profile an E2B templateID names (docs/e2b.md): here
+// one whose template the pool under test serves, as an operator moving an E2B
+// program would define one per E2B template it uses.
+func putTemplateProfile(t *testing.T, base, admin, name string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "PUT", base+"/v1/admin/profiles/"+name,
+		strings.NewReader(`{"template": "`+name+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("defining profile %s: %d %s", name, resp.StatusCode, body)
+	}
 }
 
 // requireE2BFrontDoor fails at once, with one clear line, when the daemon does not
