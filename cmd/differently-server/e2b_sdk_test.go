@@ -137,22 +137,11 @@ func tail(s string, n int) string {
 // project tokens belong to a project.
 func createProjectToken(t *testing.T, base, admin string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/admin/tokens",
-		strings.NewReader(`{"scope": "project", "project": "e2b-sdk", "name": "E2B SDK tests"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+admin)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	status, body := adminCall(t, "POST", base+"/v1/admin/tokens", admin,
+		`{"scope": "project", "project": "e2b-sdk", "name": "E2B SDK tests"}`)
 	var created struct{ Secret string }
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &created) != nil || created.Secret == "" {
-		t.Fatalf("creating a project token: %d %s", resp.StatusCode, body)
+	if status != http.StatusCreated || json.Unmarshal(body, &created) != nil || created.Secret == "" {
+		t.Fatalf("creating a project token: %d %s", status, body)
 	}
 	return created.Secret
 }
@@ -162,8 +151,16 @@ func createProjectToken(t *testing.T, base, admin string) string {
 // program would define one per E2B template it uses.
 func putTemplateProfile(t *testing.T, base, admin, name string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "PUT", base+"/v1/admin/profiles/"+name,
-		strings.NewReader(`{"template": "`+name+`"}`))
+	if status, body := adminCall(t, "PUT", base+"/v1/admin/profiles/"+name, admin, `{"template": "`+name+`"}`); status != http.StatusOK {
+		t.Fatalf("defining profile %s: %d %s", name, status, body)
+	}
+}
+
+// adminCall sends a JSON body to the native API with the admin token and returns
+// the answer's status and body.
+func adminCall(t *testing.T, method, url, admin, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +171,11 @@ func putTemplateProfile(t *testing.T, base, admin, name string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("defining profile %s: %d %s", name, resp.StatusCode, body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return resp.StatusCode, data
 }
 
 // requireE2BFrontDoor fails at once, with one clear line, when the daemon does not

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"path"
 	"strings"
 
@@ -81,6 +82,19 @@ func (h *Handler) stat(ctx context.Context, c sandboxes.Caller, id, p string) (*
 	return nil, notFound(p)
 }
 
+// target is the caller of a Connect request, its sandbox and p resolved in it, with
+// errors as Connect's.
+func (h *Handler) target(ctx context.Context, hdr http.Header, p string) (sandboxes.Caller, string, string, error) {
+	c, id, err := h.caller(ctx, hdr)
+	if err != nil {
+		return sandboxes.Caller{}, "", "", connectError(err)
+	}
+	if p, err = h.resolve(ctx, c, id, p); err != nil {
+		return sandboxes.Caller{}, "", "", connectError(err)
+	}
+	return c, id, p, nil
+}
+
 // shell runs a POSIX shell script in the sandbox, through the exec path, for what the
 // contract has no call for; args are its $1, $2, ...
 func (h *Handler) shell(ctx context.Context, c sandboxes.Caller, id, script string, args ...string) error {
@@ -106,13 +120,9 @@ func (h *Handler) shellOutput(ctx context.Context, c sandboxes.Caller, id, scrip
 }
 
 func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[filesystempb.StatRequest]) (*connect.Response[filesystempb.StatResponse], error) {
-	c, id, err := s.h.caller(ctx, req.Header())
+	c, id, p, err := s.h.target(ctx, req.Header(), req.Msg.Path)
 	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
-	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
 	e, err := s.h.stat(ctx, c, id, p)
 	if err != nil {
@@ -122,15 +132,11 @@ func (s *filesystemService) Stat(ctx context.Context, req *connect.Request[files
 }
 
 func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[filesystempb.ListDirRequest]) (*connect.Response[filesystempb.ListDirResponse], error) {
-	c, id, err := s.h.caller(ctx, req.Header())
+	c, id, root, err := s.h.target(ctx, req.Header(), req.Msg.Path)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
 	depth := max(req.Msg.Depth, 1)
-	root, err := s.h.resolve(ctx, c, id, req.Msg.Path)
-	if err != nil {
-		return nil, connectError(err)
-	}
 	if root == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a path is required"))
 	}
@@ -161,13 +167,9 @@ func (s *filesystemService) ListDir(ctx context.Context, req *connect.Request[fi
 }
 
 func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystempb.MakeDirRequest]) (*connect.Response[filesystempb.MakeDirResponse], error) {
-	c, id, err := s.h.caller(ctx, req.Header())
+	c, id, p, err := s.h.target(ctx, req.Header(), req.Msg.Path)
 	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
-	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
 	e, err := s.h.stat(ctx, c, id, p)
 	switch {
@@ -189,13 +191,9 @@ func (s *filesystemService) MakeDir(ctx context.Context, req *connect.Request[fi
 }
 
 func (s *filesystemService) Move(ctx context.Context, req *connect.Request[filesystempb.MoveRequest]) (*connect.Response[filesystempb.MoveResponse], error) {
-	c, id, err := s.h.caller(ctx, req.Header())
+	c, id, src, err := s.h.target(ctx, req.Header(), req.Msg.Source)
 	if err != nil {
-		return nil, connectError(err)
-	}
-	src, err := s.h.resolve(ctx, c, id, req.Msg.Source)
-	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
 	dst, err := s.h.resolve(ctx, c, id, req.Msg.Destination)
 	if err != nil {
@@ -219,13 +217,9 @@ func (s *filesystemService) Move(ctx context.Context, req *connect.Request[files
 }
 
 func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[filesystempb.RemoveRequest]) (*connect.Response[filesystempb.RemoveResponse], error) {
-	c, id, err := s.h.caller(ctx, req.Header())
+	c, id, p, err := s.h.target(ctx, req.Header(), req.Msg.Path)
 	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.resolve(ctx, c, id, req.Msg.Path)
-	if err != nil {
-		return nil, connectError(err)
+		return nil, err
 	}
 	if p == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a path is required"))
