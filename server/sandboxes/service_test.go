@@ -14,26 +14,11 @@ import (
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
-
-// staticPools serves fixed views.
-type staticPools map[string]pools.View
-
-func (p staticPools) Views() []pools.View {
-	out := make([]pools.View, 0, len(p))
-	for _, v := range p {
-		out = append(out, v)
-	}
-	return out
-}
-
-func (p staticPools) View(name string) (pools.View, bool) {
-	v, ok := p[name]
-	return v, ok
-}
 
 // wakes records the states the service woke the scheduler for.
 type wakes []store.State
@@ -79,7 +64,7 @@ func newFixtureWith(t *testing.T, opts sandboxes.Options) *fixture {
 	view := pools.View{Pool: pool, Adapter: a, Info: a.Info(), Capabilities: caps, Capacity: capacity,
 		Trust: api.TrustPrivate, Healthy: true, LastProbeAt: clk.Now()}
 	w := &wakes{}
-	opts.Store, opts.Pools, opts.Waker, opts.Clock = st, staticPools{"fake": view}, w, clk
+	opts.Store, opts.Pools, opts.Waker, opts.Clock = st, poolstest.New(view), w, clk
 	svc, err := sandboxes.New(opts)
 	if err != nil {
 		t.Fatal(err)

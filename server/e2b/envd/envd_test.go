@@ -27,25 +27,11 @@ import (
 	"github.com/different-ai/differently/server/e2b/envd/gen/processpb/processpbconnect"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/pools/poolstest"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 	"github.com/different-ai/differently/server/store/sqlite"
 )
-
-type staticPools map[string]pools.View
-
-func (p staticPools) Views() []pools.View {
-	out := make([]pools.View, 0, len(p))
-	for _, v := range p {
-		out = append(out, v)
-	}
-	return out
-}
-
-func (p staticPools) View(name string) (pools.View, bool) {
-	v, ok := p[name]
-	return v, ok
-}
 
 type nopWaker struct{}
 
@@ -111,7 +97,7 @@ func newEnv(t *testing.T) *env {
 	capacity, _ := a.Capacity(ctx)
 	view := pools.View{Pool: pool, Adapter: a, Info: a.Info(), Capabilities: caps, Capacity: capacity,
 		Trust: api.TrustPrivate, Healthy: true, LastProbeAt: clk.Now()}
-	svc, err := sandboxes.New(sandboxes.Options{Store: st, Pools: staticPools{"devhost": view}, Waker: nopWaker{}, Clock: clk})
+	svc, err := sandboxes.New(sandboxes.Options{Store: st, Pools: poolstest.New(view), Waker: nopWaker{}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
