@@ -37,7 +37,7 @@ func cleanPath(fsDir, p string, allowRoot bool) (string, error) {
 	}
 	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
 		rel, err := filepath.Rel(filepath.Clean(fsDir), filepath.Clean(p))
-		if fsDir == "" || err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		if fsDir == "" || err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return "", adapters.InvalidRequest("devhost: path %q must be relative to the sandbox directory or inside it", p)
 		}
 		p = rel

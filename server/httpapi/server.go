@@ -25,7 +25,6 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/changes"
-	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/pooladmin"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
@@ -112,7 +111,7 @@ type Options struct {
 	Dev                   bool
 	// MaxQueued bounds the queued sandboxes (all projects): a create finding that many
 	// waiting answers 503 provider_unavailable with Retry-After. 0 means
-	// DefaultMaxQueued.
+	// sandboxes.DefaultMaxQueued.
 	MaxQueued int
 	// UploadReadTimeout bounds the reading of a file upload's body. 0 means
 	// DefaultUploadReadTimeout.
@@ -123,7 +122,7 @@ type Options struct {
 	TransferStallTimeout time.Duration
 	// MaxTransfers and MaxProjectTransfers bound the file transfers larger than
 	// LargeTransferBytes (or of unknown size) in flight, in all and per project; one
-	// more answers 503 with Retry-After. 0 means the Default of each.
+	// more answers 503 with Retry-After. 0 means the sandbox service's Default of each.
 	MaxTransfers        int
 	MaxProjectTransfers int
 	LargeTransferBytes  int64
@@ -179,18 +178,6 @@ type Server struct {
 
 // Every operation is implemented: the compiler proves the routes are covered.
 var _ ServerInterface = (*Server)(nil)
-
-// DefaultMaxQueued is the queue bound when Options.MaxQueued is 0 (the config's
-// scheduler.maxQueued default).
-const DefaultMaxQueued = defaults.MaxQueued
-
-// Defaults of Options.MaxTransfers, MaxProjectTransfers and LargeTransferBytes (the
-// config's files section), which the sandbox service enforces.
-const (
-	DefaultMaxTransfers        = sandboxes.DefaultMaxTransfers
-	DefaultMaxProjectTransfers = sandboxes.DefaultMaxProjectTransfers
-	DefaultLargeTransferBytes  = sandboxes.DefaultLargeTransferBytes
-)
 
 type nopWaker struct{}
 

@@ -70,8 +70,6 @@ type PoolSource interface {
 // Defaults of Options.
 const (
 	DefaultProvisionTimeout = defaults.ProvisionTimeout
-	DefaultMaxAttempts      = defaults.MaxAttempts
-	DefaultTerminateTimeout = defaults.TerminateTimeout
 	// DefaultTerminateGiveUp is how long a terminating sandbox's Delete may keep
 	// failing before the sandbox is failed.
 	DefaultTerminateGiveUp = time.Hour
@@ -221,10 +219,10 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) (*Schedul
 		opts.ProvisionTimeout = DefaultProvisionTimeout
 	}
 	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
+		opts.MaxAttempts = defaults.MaxAttempts
 	}
 	if opts.TerminateTimeout <= 0 {
-		opts.TerminateTimeout = DefaultTerminateTimeout
+		opts.TerminateTimeout = defaults.TerminateTimeout
 	}
 	if opts.TerminateGiveUp <= 0 {
 		opts.TerminateGiveUp = DefaultTerminateGiveUp
