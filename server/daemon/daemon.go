@@ -432,7 +432,8 @@ func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
 			envd.Options{Log: log})
 		h, err := e2b.NewHandler(e2b.Options{
 			Sandboxes: b.Sandboxes, Authenticate: b.Authenticate, Await: b.Await, Secret: secret,
-			Envd: d.envd, Clock: d.opts.Clock, Logger: log,
+			BodyTimeout: b.BodyTimeout,
+			Envd:        d.envd, Clock: d.opts.Clock, Logger: log,
 		})
 		if err != nil {
 			return nil, err

@@ -16,10 +16,10 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,6 +28,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/body"
 	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -77,6 +78,9 @@ type Options struct {
 	Authenticate func(ctx context.Context, secret string) (sandboxes.Caller, error)
 	Await        func(ctx context.Context, c sandboxes.Caller, id string, want []store.State, timeout time.Duration,
 		known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error)
+	// BodyTimeout bounds the reading of a request body; 0 means
+	// DefaultBodyTimeout. The daemon passes the native API's.
+	BodyTimeout time.Duration
 	// Secret signs the sandboxes' envdAccessTokens (AccessToken). Required.
 	Secret []byte
 	// Envd, when set, serves /envd and below (the prefix stripped): the envd front
@@ -93,8 +97,10 @@ type handler struct {
 	auth   func(ctx context.Context, secret string) (sandboxes.Caller, error)
 	await  func(ctx context.Context, c sandboxes.Caller, id string, want []store.State, timeout time.Duration, known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error)
 	secret []byte
-	clock  clock.Clock
-	log    *slog.Logger
+	// bodyTimeout bounds the reading of a request body (decode).
+	bodyTimeout time.Duration
+	clock       clock.Clock
+	log         *slog.Logger
 }
 
 type callerKey struct{}
@@ -111,7 +117,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		return nil, errMissing
 	}
 	h := &handler{svc: opts.Sandboxes, auth: opts.Authenticate, await: opts.Await, secret: opts.Secret,
-		clock: opts.Clock, log: opts.Logger}
+		bodyTimeout: cmp.Or(opts.BodyTimeout, DefaultBodyTimeout), clock: opts.Clock, log: opts.Logger}
 	if h.clock == nil {
 		h.clock = clock.Real{}
 	}
@@ -185,11 +191,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decode reads a JSON body into v. An empty body leaves v as it is when optional;
+// DefaultBodyTimeout is Options.BodyTimeout's default, the native API's.
+const DefaultBodyTimeout = time.Minute
+
+// decode reads a JSON body into v, within the handler's body timeout (a read that
+// fails closes the connection, as on the native API). An empty body leaves v as it is when optional;
 // unknown fields are ignored, as E2B's SDKs send options this front door does not
 // act on (network, mcp, secure) and refusing them would refuse every create.
-func decode(r *http.Request, v any, optional bool) error {
-	data, err := io.ReadAll(r.Body)
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	data, err := body.ReadAllWithin(w, r.Body, r.ContentLength, h.bodyTimeout)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

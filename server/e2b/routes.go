@@ -136,7 +136,7 @@ func checkTimeout(t *int64) (int64, error) {
 
 func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 	var body newSandbox
-	if err := decode(r, &body, false); err != nil {
+	if err := h.decode(w, r, &body, false); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -310,7 +310,7 @@ type timeoutBody struct {
 // which counts from now for a live sandbox).
 func (h *handler) timeout(w http.ResponseWriter, r *http.Request) {
 	var body timeoutBody
-	if err := decode(r, &body, false); err != nil {
+	if err := h.decode(w, r, &body, false); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -369,7 +369,7 @@ type resumeBody struct {
 // resume is the deprecated POST /sandboxes/{id}/resume: 409 unless paused.
 func (h *handler) resume(w http.ResponseWriter, r *http.Request) {
 	var body resumeBody
-	if err := decode(r, &body, true); err != nil {
+	if err := h.decode(w, r, &body, true); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -402,7 +402,7 @@ func (h *handler) resume(w http.ResponseWriter, r *http.Request) {
 // had already is kept.
 func (h *handler) connect(w http.ResponseWriter, r *http.Request) {
 	var body timeoutBody
-	if err := decode(r, &body, true); err != nil {
+	if err := h.decode(w, r, &body, true); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -28,6 +28,10 @@ type Backend struct {
 	// first. known and done may be nil (see Server.await).
 	Await func(ctx context.Context, c sandboxes.Caller, id string, want []store.State, timeout time.Duration,
 		known *store.Sandbox, done <-chan store.Sandbox) (sb store.Sandbox, ok bool, err error)
+	// BodyTimeout bounds the reading of a JSON request body, as on this API
+	// (Options.BodyReadTimeout), so a client that sends a body slowly cannot hold a
+	// request open.
+	BodyTimeout time.Duration
 }
 
 // FrontDoor is a handler served under Prefix (such as "/e2b") instead of this API's
@@ -49,6 +53,7 @@ func (s *Server) backend() Backend {
 			known *store.Sandbox, done <-chan store.Sandbox) (store.Sandbox, bool, error) {
 			return s.await(ctx, c, id, want, timeout, known, done)
 		},
+		BodyTimeout: s.bodyTimeout,
 	}
 }
 
