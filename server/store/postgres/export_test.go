@@ -27,3 +27,12 @@ func (s *Store) PreparedPlans(ctx context.Context) ([]PreparedPlan, error) {
 	}
 	return out, rows.Err()
 }
+
+// HookCreates calls queued with the number of creates waiting whenever one queues
+// for a shared transaction, and sent with the size of each batch before it is sent.
+// queued runs under the queue's lock: it must not call the store.
+func (s *Store) HookCreates(queued, sent func(n int)) {
+	s.creates.mu.Lock()
+	defer s.creates.mu.Unlock()
+	s.creates.queued, s.creates.sent = queued, sent
+}

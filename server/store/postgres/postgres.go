@@ -53,6 +53,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	url    string
 	notify *notifier
+	// creates merges concurrent creates into shared transactions.
+	creates *creates
 	// channel is the change feed's NOTIFY channel (watch.go, notify.go).
 	channel string
 	// closeOnce makes Close safe to call twice, as deferred cleanups do.
@@ -73,6 +75,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	s := &Store{pool: pool, url: url}
+	s.creates = &creates{s: s}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

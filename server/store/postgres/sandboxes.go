@@ -204,7 +204,8 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 // the idempotency key is taken: the caller then admits with what it reads. The
 // statement checks in its own snapshot what the full path reads in its first, so the
 // two see the same races: a quota put meanwhile applies from the next create on, as
-// for any project whose admission takes no lock.
+// for any project whose admission takes no lock. Concurrent ones share a
+// transaction (creates.go).
 func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit func(store.Admission, *store.Sandbox) error) (store.Sandbox, bool, error) {
 	if admit != nil {
 		if err := admit(store.Admission{}, &sb); err != nil {
@@ -215,15 +216,7 @@ func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit 
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	out, err := scanSandbox(s.pool.QueryRow(ctx, q, args...))
-	switch {
-	case isNoRows(err):
-		return store.Sandbox{}, false, nil
-	case err != nil:
-		return store.Sandbox{}, false, translate(err, "sandbox", sb.ID)
-	}
-	s.notify.sandbox(out)
-	return out, true, nil
+	return s.creates.insert(ctx, sb.ID, q, args)
 }
 
 // insertClearSQL inserts a sandbox only when its project ($2, $3) has no quota and

@@ -1,0 +1,226 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/store"
+)
+
+// creates merges concurrent clear creates (createSandboxClear's one statement) into
+// shared transactions, the way store.Batcher merges state changes: a create arriving
+// while none is being written is sent at once, alone, as before; creates arriving
+// meanwhile queue, and when the round trip in progress ends, the oldest of them
+// leads the next one with all that queued, as BEGIN, the inserts and COMMIT in one
+// round trip. Under load a replica thus pays one commit for many creates, and a lone
+// create waits for nothing.
+//
+// Each insert keeps its own snapshot and its own conditions, and sees the inserts
+// before it in the transaction, so a batch admits what the same creates sent one by
+// one in that order would. An insert the server refuses aborts the transaction; its
+// creates are then sent again one by one, so each gets the answer it would have got
+// alone, and none is written twice.
+type creates struct {
+	s *Store
+
+	mu      sync.Mutex
+	busy    bool
+	pending []*clearCreate
+
+	// Tests only: queued, when set, is called with the number of creates waiting
+	// after one queues, and sent with the size of each batch before it is sent.
+	queued func(n int)
+	sent   func(n int)
+}
+
+// maxCreateBatch bounds one transaction's inserts: a batch holds its rows' index
+// locks until it commits, and a larger one saves little more.
+const maxCreateBatch = 32
+
+// createTimeout bounds one shared transaction. It does not end with its leader's
+// context, since it carries other callers' creates.
+const createTimeout = 30 * time.Second
+
+type clearCreate struct {
+	sql  string
+	args []any
+	id   string
+	done chan createResult
+}
+
+type createResult struct {
+	out      store.Sandbox
+	inserted bool
+	err      error
+	// lead hands the next batch to this create's caller instead of a result.
+	lead bool
+	// alone asks the caller to send its insert again on its own: the shared
+	// transaction was rolled back.
+	alone bool
+}
+
+// insert runs one clear insert, alone or in a shared transaction: inserted is
+// false, with nothing written, when the statement's conditions did not hold.
+func (c *creates) insert(ctx context.Context, id, sql string, args []any) (store.Sandbox, bool, error) {
+	w := &clearCreate{sql: sql, args: args, id: id, done: make(chan createResult, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, w)
+	lead := !c.busy
+	c.busy = true
+	if c.queued != nil {
+		c.queued(len(c.pending))
+	}
+	c.mu.Unlock()
+	var r createResult
+	if !lead {
+		r = <-w.done
+	}
+	if lead || r.lead {
+		c.flush(ctx)
+		r = <-w.done
+	}
+	if r.alone {
+		return c.s.insertClear(ctx, id, sql, args)
+	}
+	return r.out, r.inserted, r.err
+}
+
+// flush sends what is pending, then hands the lead on.
+func (c *creates) flush(ctx context.Context) {
+	c.mu.Lock()
+	n := min(len(c.pending), maxCreateBatch)
+	batch := c.pending[:n:n]
+	c.pending = append([]*clearCreate(nil), c.pending[n:]...)
+	c.mu.Unlock()
+	defer c.handOn()
+	answered := false
+	defer func() {
+		// A panic of the store's own code must not leave the batch's other callers
+		// waiting for ever; it goes on up the leader's stack.
+		if !answered {
+			for _, w := range batch {
+				w.done <- createResult{err: api.Errorf(api.CodeInternal, "the transaction creating sandbox %s was abandoned", w.id)}
+			}
+		}
+	}()
+	if c.sent != nil {
+		c.sent(len(batch))
+	}
+	if len(batch) == 1 {
+		// The lone create of a quiet replica: its caller's context, no transaction.
+		w := batch[0]
+		out, ok, err := c.s.insertClear(ctx, w.id, w.sql, w.args)
+		answered = true
+		w.done <- createResult{out: out, inserted: ok, err: err}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	results, err := c.s.insertClears(ctx, batch)
+	answered = true
+	var pe *pgconn.PgError
+	for i, w := range batch {
+		switch {
+		case err == nil:
+			w.done <- results[i]
+		case errors.As(err, &pe):
+			// The server refused one insert and rolled back the rest.
+			w.done <- createResult{alone: true}
+		default:
+			w.done <- createResult{err: wrap(err)}
+		}
+	}
+}
+
+// handOn gives the lead to the oldest create that queued meanwhile, or ends the
+// busy period.
+func (c *creates) handOn() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.busy = false
+		return
+	}
+	c.pending[0].done <- createResult{lead: true}
+}
+
+// insertClear sends one clear insert on its own.
+func (s *Store) insertClear(ctx context.Context, id, sql string, args []any) (store.Sandbox, bool, error) {
+	out, err := scanSandbox(s.pool.QueryRow(ctx, sql, args...))
+	switch {
+	case isNoRows(err):
+		return store.Sandbox{}, false, nil
+	case err != nil:
+		return store.Sandbox{}, false, translate(err, "sandbox", id)
+	}
+	s.notify.sandbox(out)
+	return out, true, nil
+}
+
+// insertClears sends the batch's inserts inside one transaction, in one round trip.
+// An error means nothing was written when it is a *pgconn.PgError (the server
+// refused a statement, or the commit), and may mean anything otherwise, as for a
+// lone statement whose connection broke.
+func (s *Store) insertClears(ctx context.Context, batch []*clearCreate) ([]createResult, error) {
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(batch)+2)}
+	b.Queue("BEGIN")
+	for _, w := range batch {
+		b.Queue(w.sql, w.args...)
+	}
+	b.Queue("COMMIT")
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
+	results, err := readClears(br, batch)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// A statement that failed leaves the transaction aborted, and its COMMIT
+		// rolls back; end it here in case the failure was the client's, so the
+		// connection goes back to the pool outside any transaction.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		return nil, err
+	}
+	for _, r := range results {
+		if r.inserted {
+			s.notify.sandbox(r.out)
+		}
+	}
+	return results, nil
+}
+
+func readClears(br pgx.BatchResults, batch []*clearCreate) ([]createResult, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	results := make([]createResult, len(batch))
+	for i := range batch {
+		out, err := scanSandbox(br.QueryRow())
+		switch {
+		case isNoRows(err):
+		case err != nil:
+			return nil, err
+		default:
+			results[i] = createResult{out: out, inserted: true}
+		}
+	}
+	// COMMIT answers ROLLBACK, without an error, when the transaction had failed;
+	// every failure before it has been returned above.
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = &pgconn.PgError{Code: "40000", Message: "the shared create transaction was rolled back"}
+	}
+	return results, err
+}
