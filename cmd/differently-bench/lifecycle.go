@@ -77,6 +77,7 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	n := b.opts.n
 	ls := make([]lifecycle, n)
 	req0, pass0, direct0, rq0 := d.requests.Load(), d.passes.Load(), d.direct.Load(), d.requeued.Load()
+	cpu0 := b.cpu.sample(ctx)
 	start := time.Now()
 	err := workers(ctx, n, b.opts.c, func(ctx context.Context, i int) error {
 		l, err := runLifecycle(ctx, d.client, time.Now())
@@ -87,7 +88,13 @@ func (b *bench) lifecycles(ctx context.Context, d *runningDaemon, res *result) e
 	if err != nil {
 		return err
 	}
+	self, server, why := b.cpu.since(ctx, cpu0)
 	f := &res.figures
+	f.CPUPerLifecycleProcessMs = round(ms(self) / float64(n))
+	f.CPUPerLifecyclePostgresMs = round(ms(server) / float64(n))
+	if why != "" && b.opts.store == "postgres" {
+		res.note("PostgreSQL's CPU per lifecycle is not measured: %s", why)
+	}
 	f.Store = b.opts.store
 	l := summarize(ls)
 	f.CreateToRunningP50Ms, f.CreateToRunningP99Ms = l.toRunning[0], l.toRunning[1]

@@ -50,7 +50,7 @@ type options struct {
 	reconcileSetup time.Duration
 	execN          int
 	// rates are the paced section's arrival rates, pacedN its lifecycles per rate.
-	rates           []float64
+	rates           []pacedRate
 	pacedN          int
 	streamBytes     int64
 	cpuProfile      string
@@ -78,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.reconcileN, "reconcile-n", 100000, "sandboxes and backend instances of the reconcile pass")
 	fs.DurationVar(&o.reconcileSetup, "reconcile-setup", 60*time.Second, "most time spent storing the reconcile pass's sandboxes; fewer are stored (and the pass extrapolated) when it runs out")
 	fs.IntVar(&o.execN, "exec-n", 1000, "exec round trips timed through the API and directly")
-	rates := fs.String("rate", "150,300,450", "comma-separated arrival rates (lifecycles per second) of the paced section")
+	rates := fs.String("rate", "150,300,50%", "comma-separated arrival rates of the paced section: lifecycles per second, or a percentage of the closed loop's lifecycles per second (which needs the lifecycles section)")
 	fs.IntVar(&o.pacedN, "paced-n", 1000, "lifecycles of the paced section at each -rate")
 	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -95,11 +95,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	for r := range strings.SplitSeq(*rates, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		r = strings.TrimSpace(r)
+		num, pct := strings.CutSuffix(r, "%")
+		v, err := strconv.ParseFloat(num, 64)
 		if err != nil || v <= 0 || math.IsInf(v, 0) {
-			return o, fmt.Errorf("-rate: %q is not a positive number of lifecycles per second", r)
+			return o, fmt.Errorf("-rate: %q is neither a positive number of lifecycles per second nor a positive percentage", r)
 		}
-		o.rates = append(o.rates, v)
+		if pct && o.runs("paced") && !o.runs("lifecycles") {
+			return o, fmt.Errorf("-rate %s: a percentage of the closed loop's throughput needs the lifecycles section", r)
+		}
+		o.rates = append(o.rates, pacedRate{value: v, percent: pct})
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -165,6 +170,8 @@ type bench struct {
 	start time.Time
 	// phase names what is running, for the error of a run that hits its deadline.
 	phase string
+	// cpu measures what the closed loop costs in CPU time.
+	cpu cpuMeter
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -209,6 +216,12 @@ func (b *bench) run() (res *result, err error) {
 			cleanups = append(cleanups, drop)
 			*dst = u
 		}
+	}
+	if daemonDB != "" {
+		if daemonDB, err = withAppName(daemonDB); err != nil {
+			return nil, err
+		}
+		b.cpu.base = b.opts.databaseBaseURL
 	}
 	d, err := startDaemon(ctx, filepath.Join(tmp, "daemon"), daemonDB, b.opts.c)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 func TestSmallRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"--store", "sqlite", "-n", "20", "-c", "4", "--reconcile-n", "500",
-		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s", "-rate", "50,100", "-paced-n", "10"}
+		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s", "-rate", "50,10%", "-paced-n", "10"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -36,7 +36,8 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("key %s = %v, want >= 0", key, v)
 		}
 	}
-	for _, key := range []string{"lifecycles_per_s", "stream_ratio", "store_floor_ratio", "reconcile_100k_ms", "peak_rss_mib"} {
+	for _, key := range []string{"lifecycles_per_s", "stream_ratio", "store_floor_ratio", "reconcile_100k_ms", "peak_rss_mib",
+		"cpu_per_lifecycle_process_ms"} {
 		if v, _ := got[key].(float64); v <= 0 {
 			t.Errorf("key %s = %v, want > 0", key, v)
 		}
@@ -48,11 +49,13 @@ func TestSmallRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(paced.Paced) != 2 {
-		t.Errorf("paced: %d results, want one for each of -rate 50,100", len(paced.Paced))
+		t.Fatalf("paced: %d results, want one for each of -rate 50,10%%", len(paced.Paced))
 	}
+	// The second rate is a tenth of what the closed loop measured.
+	wantRates := []float64{50, round(got["lifecycles_per_s"].(float64) / 10)}
 	for i, p := range paced.Paced {
-		if want := []float64{50, 100}[min(i, 1)]; p.RatePerS != want || p.N != 10 {
-			t.Errorf("paced[%d] = rate %v, n %d; want rate %v, n 10", i, p.RatePerS, p.N, want)
+		if p.RatePerS != wantRates[i] || p.PercentOfMax != []float64{0, 10}[i] || p.N != 10 {
+			t.Errorf("paced[%d] = rate %v (%v%% of max), n %d; want rate %v, n 10", i, p.RatePerS, p.PercentOfMax, p.N, wantRates[i])
 		}
 		if p.CreateToRunningP50Ms <= 0 || p.CreateToRunningP99Ms < p.CreateToRunningP50Ms || p.AchievedPerS <= 0 || p.MaxInFlight < 1 {
 			t.Errorf("paced[%d] = %+v, want positive latencies (p99 >= p50), a throughput and at least one in flight", i, p)
@@ -73,6 +76,9 @@ func TestFlags(t *testing.T) {
 		{"-rate", "0"},
 		{"-rate", "100,fast"},
 		{"-rate", "-5"},
+		{"-rate", "0%"},
+		{"-rate", "%"},
+		{"-only", "paced", "-rate", "50%"},
 		{"-paced-n", "0"},
 	} {
 		var stdout, stderr bytes.Buffer

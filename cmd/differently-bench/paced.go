@@ -7,11 +7,21 @@ import (
 	"time"
 )
 
+// pacedRate is one -rate: lifecycles per second, or with percent a percentage of the
+// closed loop's lifecycles per second.
+type pacedRate struct {
+	value   float64
+	percent bool
+}
+
 // pacedFigures are one arrival rate's results of the paced section.
 type pacedFigures struct {
 	// RatePerS is the offered arrival rate, AchievedPerS the lifecycles completed per
 	// second of the section's wall time.
-	RatePerS     float64 `json:"rate_per_s"`
+	RatePerS float64 `json:"rate_per_s"`
+	// PercentOfMax, when not 0, is the rate as asked for: a percentage of the closed
+	// loop's lifecycles per second.
+	PercentOfMax float64 `json:"percent_of_max,omitempty"`
 	AchievedPerS float64 `json:"achieved_per_s"`
 	N            int     `json:"n"`
 	// Create to running counts from each lifecycle's scheduled arrival, not from when
@@ -38,11 +48,21 @@ func (b *bench) paced(ctx context.Context, d *runningDaemon, res *result) error 
 	if _, err := runLifecycle(ctx, d.client, time.Now()); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	for _, rate := range b.opts.rates {
+	for _, r := range b.opts.rates {
+		rate := r.value
+		if r.percent {
+			rate = round(res.figures.LifecyclesPerS * r.value / 100)
+			if rate <= 0 {
+				return fmt.Errorf("-rate %g%%: the closed loop measured no throughput", r.value)
+			}
+		}
 		b.progress("paced: %d lifecycles arriving at %g/s, at most %d in flight", b.opts.pacedN, rate, b.opts.c)
 		p, err := pacedRun(ctx, d, rate, b.opts.pacedN, b.opts.c)
 		if err != nil {
 			return fmt.Errorf("at %g/s: %w", rate, err)
+		}
+		if r.percent {
+			p.PercentOfMax = r.value
 		}
 		res.figures.Paced = append(res.figures.Paced, p)
 		if p.WaitedForSlot > 0 {

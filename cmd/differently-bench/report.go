@@ -34,6 +34,11 @@ type figures struct {
 	DirectPerLifecycle         float64 `json:"direct_per_lifecycle"`
 	SchedulerRequeues          int     `json:"scheduler_requeues"`
 	LifecyclesS                float64 `json:"lifecycles_s"`
+	// CPU time per lifecycle of the closed loop: of this process (the daemon and its
+	// HTTP clients, which share it; on SQLite the store too) and of the PostgreSQL
+	// server processes serving the daemon.
+	CPUPerLifecycleProcessMs  float64 `json:"cpu_per_lifecycle_process_ms"`
+	CPUPerLifecyclePostgresMs float64 `json:"cpu_per_lifecycle_postgres_ms"`
 
 	// Paced holds the paced section's results, one per arrival rate.
 	Paced []pacedFigures `json:"paced"`
@@ -107,15 +112,21 @@ func printTable(w io.Writer, o options, r *result) {
 	row("create→running p99 (daemon)", f.CreateToRunningServerP99Ms, "ms", "")
 	row("lifecycles/s", f.LifecyclesPerS, "1/s", fmt.Sprintf("create until running, exec true, delete until terminated; %.1f s", f.LifecyclesS))
 	row("lifecycle p50 / p99", fmt.Sprintf("%v / %v", f.LifecycleP50Ms, f.LifecycleP99Ms), "ms", "")
+	row("CPU per lifecycle: daemon + clients", f.CPUPerLifecycleProcessMs, "ms", "this process's user + system time over the closed loop; the store too on SQLite")
+	row("CPU per lifecycle: PostgreSQL", f.CPUPerLifecyclePostgresMs, "ms", "the server processes of the daemon's connections, from /proc")
 	row("HTTP requests per lifecycle", f.HTTPRequestsPerLifecycle, "", "waits included")
 	row("scheduler passes/s", f.SchedulerPassesPerS, "1/s", "during the lifecycles")
 	row("direct work per lifecycle", f.DirectPerLifecycle, "", "Creates and Deletes the API handed to the scheduler (2 when none was queued)")
 	row("scheduler requeues", f.SchedulerRequeues, "", "during the lifecycles; hand-backs for want of a start slot")
 	row("peak RSS after lifecycles", f.PeakRSSMiB, "MiB", "VmHWM: daemon + client + store driver")
 	for _, p := range f.Paced {
-		row(fmt.Sprintf("paced %g/s: create→running p50 / p99", p.RatePerS), fmt.Sprintf("%v / %v", p.CreateToRunningP50Ms, p.CreateToRunningP99Ms), "ms",
+		rate := fmt.Sprintf("%g/s", p.RatePerS)
+		if p.PercentOfMax != 0 {
+			rate = fmt.Sprintf("%g/s (%g%% of max)", p.RatePerS, p.PercentOfMax)
+		}
+		row(fmt.Sprintf("paced %s: create→running p50 / p99", rate), fmt.Sprintf("%v / %v", p.CreateToRunningP50Ms, p.CreateToRunningP99Ms), "ms",
 			fmt.Sprintf("%d lifecycles due at even intervals, timed from when each was due; daemon %v / %v ms", p.N, p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms))
-		row(fmt.Sprintf("paced %g/s: lifecycle p50 / p99", p.RatePerS), fmt.Sprintf("%v / %v", p.LifecycleP50Ms, p.LifecycleP99Ms), "ms",
+		row(fmt.Sprintf("paced %s: lifecycle p50 / p99", rate), fmt.Sprintf("%v / %v", p.LifecycleP50Ms, p.LifecycleP99Ms), "ms",
 			fmt.Sprintf("%v/s achieved, at most %d in flight, %d waited for a slot", p.AchievedPerS, p.MaxInFlight, p.WaitedForSlot))
 	}
 	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
