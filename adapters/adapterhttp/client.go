@@ -1,6 +1,8 @@
 package adapterhttp
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+
 	"bytes"
 	"cmp"
 	"context"
@@ -153,6 +155,8 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if budget, ok := timeoutBudget(ctx); ok {
 		req.Header.Set(TimeoutHeader, strconv.FormatInt(budget.Milliseconds(), 10))
 	}
+	// The caller's span, if any, goes on in the plugin's (traceparent).
+	tracing.Inject(ctx, req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.transportError(ctx, r, err)

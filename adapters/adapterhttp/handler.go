@@ -1,6 +1,11 @@
 package adapterhttp
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -43,10 +48,22 @@ const (
 	contentTypeBytes  = "application/octet-stream"
 )
 
+// HandlerOption configures a Handler.
+type HandlerOption func(*handler)
+
+// WithTracerProvider makes a span of every request the handler serves, continuing
+// the caller's trace when the request carries a traceparent.
+func WithTracerProvider(tp trace.TracerProvider) HandlerOption {
+	return func(h *handler) { h.tracer = tracing.Tracer(tp) }
+}
+
 // Handler serves a over the adapter protocol under BasePath. With a non-empty token,
 // every request must carry Authorization: Bearer <token>.
-func Handler(a adapters.ExecutionAdapter, token string) http.Handler {
+func Handler(a adapters.ExecutionAdapter, token string, opts ...HandlerOption) http.Handler {
 	h := &handler{a: a, token: token, redact: adapters.NewRedactor(token)}
+	for _, o := range opts {
+		o(h)
+	}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		h.tokenSum = sum[:]
@@ -55,7 +72,17 @@ func Handler(a adapters.ExecutionAdapter, token string) http.Handler {
 	route := func(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" "+BasePath+path, func(w http.ResponseWriter, r *http.Request) {
+			if h.tracer != nil {
+				ctx, span := h.tracer.Start(tracing.Extract(r.Context(), r.Header), "adapter "+pattern,
+					trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("http.route", BasePath+path)))
+				defer span.End()
+				r = r.WithContext(ctx)
+			}
 			if err := fn(w, r); err != nil {
+				if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+					span.SetAttributes(tracing.ErrorCode.String(string(api.CodeOf(err))))
+					span.SetStatus(codes.Error, string(api.CodeOf(err)))
+				}
 				h.writeError(w, err)
 			}
 		})
@@ -89,6 +116,7 @@ type handler struct {
 	tokenSum []byte
 	redact   *adapters.Redactor
 	mux      *http.ServeMux
+	tracer   trace.Tracer
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,9 @@
 package adapterhttp
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"errors"
 	"io"
 	"net/http"
@@ -90,6 +93,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	trace.SpanFromContext(r.Context()).SetAttributes(tracing.SandboxID.String(req.ID))
 	inst, err := h.a.Create(r.Context(), req)
 	if err != nil {
 		return err

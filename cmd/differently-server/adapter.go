@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+	"log/slog"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,12 +77,21 @@ func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if f, ok := a.(*fake.Adapter); ok {
 		a = streamDropper{Adapter: f, log: stderr}
 	}
+	tp, stopTracing, err := tracing.FromEnv(ctx, getenv, "differently-adapter")
+	if err != nil {
+		return err
+	}
+	defer flushTraces(slog.New(slog.NewTextHandler(stderr, nil)), stopTracing)
+	var hopts []adapterhttp.HandlerOption
+	if tp != nil {
+		hopts = append(hopts, adapterhttp.WithTracerProvider(tp))
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           adapterhttp.Handler(a, token),
+		Handler:           adapterhttp.Handler(a, token, hopts...),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	// Tests and scripts read this line to learn the port chosen for :0.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+
 	"context"
 	"errors"
 	"flag"
@@ -132,6 +134,12 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		// Refusing the key would stop files that carried it, harmlessly, until now.
 		logger.Warn("dataDir in the config file applies to --dev only; outside it everything is in the database, and the key is ignored")
 	}
+	tp, stopTracing, err := tracing.FromEnv(ctx, getenv, "differently-server")
+	if err != nil {
+		return fail(err)
+	}
+	defer flushTraces(logger, stopTracing)
+	opts.TracerProvider = tp
 	d, err := daemon.New(ctx, opts)
 	if err != nil {
 		return fail(err)
@@ -147,4 +155,14 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return fail(err)
 	}
 	return 0
+}
+
+// flushTraces sends the spans still buffered before the process exits, within a
+// bound: an unreachable collector must not hold the exit up.
+func flushTraces(log *slog.Logger, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("flushing traces", "error", err)
+	}
 }

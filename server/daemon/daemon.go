@@ -5,6 +5,9 @@
 package daemon
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -72,6 +75,10 @@ type Options struct {
 	// OnSchedulerPass is called after every scheduler pass: a test hook, so tests wait
 	// for work to happen instead of sleeping.
 	OnSchedulerPass func(scheduler.Result)
+	// TracerProvider, when set, receives spans of the API's requests, of the sandbox
+	// service's steps and of the scheduler's attempts and adapter calls; nil makes
+	// none (internal/tracing.FromEnv builds one from the OTEL_* variables).
+	TracerProvider trace.TracerProvider
 	// Adapters, when set, is called once with the registry of this build's adapter
 	// kinds (pools.DefaultRegistry), before any pool is built. A custom build
 	// registers its own in-process adapter kinds there, or replaces a built-in one;
@@ -318,6 +325,7 @@ func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics 
 		Logger:             log,
 		Metrics:            metrics,
 		OnPass:             d.opts.OnSchedulerPass,
+		Tracer:             tracing.Tracer(d.opts.TracerProvider),
 	})
 	if err != nil {
 		return err
@@ -365,6 +373,7 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 		return err
 	}
 	handler, err := httpapi.New(httpapi.Options{
+		Tracer:                tracing.Tracer(d.opts.TracerProvider),
 		Store:                 d.st,
 		Pools:                 d.pools,
 		Scheduler:             d.sched,

@@ -41,7 +41,7 @@ func start(t *testing.T, dataDir, dbURL string) *replica {
 
 // startConfig is start with a config file of the test's (its database url empty for
 // the data directory's SQLite).
-func startConfig(t *testing.T, dataDir string, cfg *config.Config) *replica {
+func startConfig(t *testing.T, dataDir string, cfg *config.Config, mods ...func(*daemon.Options)) *replica {
 	t.Helper()
 	r := &replica{t: t, passes: make(chan scheduler.Result, 64)}
 	opts := daemon.Options{
@@ -56,6 +56,9 @@ func startConfig(t *testing.T, dataDir string, cfg *config.Config) *replica {
 			default: // a test that is not waiting must not block the scheduler
 			}
 		},
+	}
+	for _, m := range mods {
+		m(&opts)
 	}
 	d, err := daemon.New(t.Context(), opts)
 	if err != nil {

@@ -1,6 +1,13 @@
 package httpapi
 
 import (
+	"context"
+
+	"github.com/different-ai/differently/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"errors"
 	"fmt"
 	"io"
@@ -158,6 +165,13 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			sw.body = &trackedBody{ReadCloser: r.Body}
 			r.Body = sw.body
 		}
+		var span trace.Span
+		if s.tracer != nil {
+			var ctx context.Context
+			ctx, span = s.tracer.Start(tracing.Extract(r.Context(), r.Header), "HTTP "+metricMethod(r.Method),
+				trace.WithSpanKind(trace.SpanKindServer))
+			r = r.WithContext(ctx)
+		}
 		defer func() {
 			route := "unmatched"
 			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
@@ -175,6 +189,17 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			}
 			method := metricMethod(r.Method)
 			took := time.Since(start)
+			if span != nil {
+				// The route pattern, never the path: paths carry sandbox IDs and file
+				// names, and the query may carry more.
+				span.SetName(method + " " + route)
+				span.SetAttributes(attribute.String("http.request.method", method),
+					attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+				if status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(status))
+				}
+				span.End()
+			}
 			s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 			s.metrics.duration.WithLabelValues(method, route).Observe(took.Seconds())
 			if s.accessLog {

@@ -11,6 +11,8 @@
 package httpapi
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"cmp"
 	"context"
 	"errors"
@@ -141,6 +143,10 @@ type Options struct {
 	// FrontDoors are served under their prefixes instead of this API's routes, with
 	// this API's sandbox service and token check (frontdoor.go). Nil serves none.
 	FrontDoors []FrontDoor
+	// Tracer, when set, makes a span of every request (continuing a trace whose
+	// traceparent the request carries) and of the sandbox service's steps; nil makes
+	// none.
+	Tracer trace.Tracer
 }
 
 // Server implements the generated ServerInterface.
@@ -167,6 +173,7 @@ type Server struct {
 	uploadTimeout time.Duration
 	bodyTimeout   time.Duration
 	accessLog     bool
+	tracer        trace.Tracer
 	router        *chi.Mux
 	// doors are the prefixes of the front doors (frontdoor.go).
 	doors []string
@@ -208,6 +215,7 @@ func New(opts Options) (http.Handler, error) {
 	s.bodyTimeout = cmp.Or(opts.BodyReadTimeout, DefaultBodyReadTimeout)
 	s.stallTimeout = cmp.Or(opts.TransferStallTimeout, DefaultTransferStallTimeout)
 	s.accessLog = opts.AccessLog
+	s.tracer = opts.Tracer
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -221,6 +229,7 @@ func New(opts Options) (http.Handler, error) {
 		Policy: s.policy, MaxQueued: opts.MaxQueued,
 		MaxTransfers: opts.MaxTransfers, MaxProjectTransfers: opts.MaxProjectTransfers,
 		LargeTransferBytes: opts.LargeTransferBytes, Clock: s.clock, Logger: s.log,
+		Tracer: opts.Tracer,
 	})
 	if err != nil {
 		return nil, err

@@ -240,18 +240,25 @@ func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapsh
 	if err := validate(&sb); err != nil {
 		return sb, false, nil, err
 	}
-	d, req, err := s.placeable(ctx, &sb, snapshotPool, defaultTTL)
-	if err != nil {
-		return sb, false, nil, err
-	}
-	now := s.now()
 	sb.ID = ids.New("sbx")
-	start, candidates, err := s.reserve(ctx, sb, d, req)
+	pctx, endPlacement := s.span(ctx, "sandbox.placement", sb.ID)
+	d, req, err := s.placeable(pctx, &sb, snapshotPool, defaultTTL)
+	var start *scheduler.Start
+	var candidates []store.Candidate
+	if err == nil {
+		// The request's context, not the placement span's: the Create that the
+		// reservation starts continues the request's trace beside this step.
+		start, candidates, err = s.reserve(ctx, sb, d, req)
+	}
+	endPlacement(err)
 	if err != nil {
 		return sb, false, nil, err
 	}
 	defer start.Release() // unless started below
-	out, created, err = s.insert(ctx, c.Actor(), now, sb, start, candidates)
+	now := s.now()
+	actx, endAdmission := s.span(ctx, "sandbox.admission", sb.ID)
+	out, created, err = s.insert(actx, c.Actor(), now, sb, start, candidates)
+	endAdmission(err)
 	if err != nil {
 		return sb, false, nil, err
 	}
@@ -339,7 +346,7 @@ func (s *Service) reserve(ctx context.Context, sb store.Sandbox, d placement.Dec
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	return s.direct.Reserve(ranked), lifecycle.Candidates(ranked, d.Rejected), nil
+	return s.direct.Reserve(ctx, ranked), lifecycle.Candidates(ranked, d.Rejected), nil
 }
 
 // insert stores the sandbox with its first transitions, admitted in the transaction

@@ -22,6 +22,8 @@
 package sandboxes
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"cmp"
 	"context"
 	"errors"
@@ -76,7 +78,7 @@ type Waker interface {
 // deletion at once when it can, instead of leaving it for a pass
 // (server/scheduler/direct.go).
 type Direct interface {
-	Reserve(ranked []string) *scheduler.Start
+	Reserve(ctx context.Context, ranked []string) *scheduler.Start
 	ReserveDelete() *scheduler.Delete
 }
 
@@ -117,6 +119,9 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to one that discards.
 	Logger *slog.Logger
+	// Tracer, when set, makes spans of a create's placement and admission; nil
+	// makes none.
+	Tracer trace.Tracer
 }
 
 // Service carries out the API's operations on sandboxes.
@@ -131,6 +136,7 @@ type Service struct {
 	transfers *transfers
 	clock     clock.Clock
 	log       *slog.Logger
+	tracer    trace.Tracer
 }
 
 type nopWaker struct{}
@@ -144,7 +150,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		st: opts.Store, pools: opts.Pools, waker: opts.Waker, direct: opts.Direct, writes: opts.Writes,
-		policy: opts.Policy, clock: opts.Clock, log: opts.Logger,
+		policy: opts.Policy, clock: opts.Clock, log: opts.Logger, tracer: opts.Tracer,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"sync"
 	"time"
@@ -41,6 +43,9 @@ type Start struct {
 	ticket pools.CreateTicket
 	// used is set once Start or Release gave the slot and the run token away.
 	used bool
+	// parent is the span of the request that reserved the slot, which the Create's
+	// span continues.
+	parent trace.SpanContext
 }
 
 // Reserve takes a start slot, for a sandbox about to be stored, on the first of
@@ -50,7 +55,7 @@ type Start struct {
 // maxConcurrency (whose count only a pass makes). The caller places the sandbox
 // with Place in the transaction that stores it, or leaves it queued, and must call
 // Start or Release on what Reserve returned.
-func (s *Scheduler) Reserve(ranked []string) *Start {
+func (s *Scheduler) Reserve(ctx context.Context, ranked []string) *Start {
 	views := make([]pools.View, 0, len(ranked))
 	for _, name := range ranked {
 		v, ok := s.pools.View(name)
@@ -62,6 +67,7 @@ func (s *Scheduler) Reserve(ranked []string) *Start {
 		}
 		views = append(views, v)
 	}
+	parent := trace.SpanContextFromContext(ctx)
 	ctx, ok := s.direct.begin()
 	if !ok {
 		return nil
@@ -76,7 +82,7 @@ func (s *Scheduler) Reserve(ranked []string) *Start {
 			s.unacquire(v.Pool.Name)
 			continue
 		}
-		return &Start{s: s, ctx: ctx, view: v, at: now, ticket: ticket}
+		return &Start{s: s, ctx: ctx, view: v, at: now, ticket: ticket, parent: parent}
 	}
 	s.direct.end()
 	return nil
@@ -113,7 +119,7 @@ func (r *Start) Start(sb store.Sandbox) <-chan store.Sandbox {
 	s.m.stages.WithLabelValues(stageQueue, pool).Observe(0)
 	s.m.stages.WithLabelValues(stagePlace, pool).Observe(s.clk.Now().Sub(r.at).Seconds())
 	out := make(chan store.Sandbox, 1)
-	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at, ticket: r.ticket}
+	j := job{sb: sb, view: r.view, req: s.createRequest(sb, ""), claimedAt: r.at, ticket: r.ticket, parent: r.parent}
 	go func() {
 		defer s.direct.end()
 		defer close(out)

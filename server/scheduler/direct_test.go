@@ -92,7 +92,7 @@ func receive(t *testing.T, c <-chan store.Sandbox) (store.Sandbox, bool) {
 
 func TestReserveNeedsRun(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{})))
-	if r := e.s.Reserve([]string{"fake"}); r != nil {
+	if r := e.s.Reserve(t.Context(), []string{"fake"}); r != nil {
 		t.Fatal("Reserve took work while Run was not running")
 	}
 	if d := e.s.ReserveDelete(); d != nil {
@@ -105,7 +105,7 @@ func TestDirectStartRuns(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve([]string{"fake"})
+	r := e.s.Reserve(t.Context(), []string{"fake"})
 	if r == nil {
 		t.Fatal("Reserve = nil with a free slot")
 	}
@@ -143,7 +143,7 @@ func TestDirectStartClaimsFromTheInsert(t *testing.T) {
 	e := newEnv(t, Options{ProvisionTimeout: time.Minute}, view("fake", fake.New(fake.Config{})))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve([]string{"fake"})
+	r := e.s.Reserve(t.Context(), []string{"fake"})
 	if r == nil {
 		t.Fatal("Reserve = nil with a free slot")
 	}
@@ -182,7 +182,7 @@ func TestReserveDeclines(t *testing.T) {
 				tt.setup(e)
 			}
 			before := e.slotsInUse()
-			if r := e.s.Reserve(tt.ranked); r != nil {
+			if r := e.s.Reserve(t.Context(), tt.ranked); r != nil {
 				t.Fatal("Reserve took a slot")
 			}
 			if e.slotsInUse() != before {
@@ -199,7 +199,7 @@ func TestDirectStartQueuedInstead(t *testing.T) {
 	e := newEnv(t, Options{}, view("fake", fk))
 	openDirect(t, e)
 	sb := newQueued()
-	r := e.s.Reserve([]string{"fake"})
+	r := e.s.Reserve(t.Context(), []string{"fake"})
 	stored := e.admit(t, sb, nil)
 	if stored.State != store.StateQueued || stored.Pool != "" || stored.ClaimedBy != "" || stored.ClaimExpiresAt != nil {
 		t.Fatalf("stored %+v, want it queued and unclaimed", stored)
@@ -232,7 +232,7 @@ func TestDirectStartErrors(t *testing.T) {
 			e := newEnv(t, Options{}, view("fake", fake.New(fake.Config{CreateErrors: []api.Code{tt.code}})))
 			openDirect(t, e)
 			sb := newQueued()
-			r := e.s.Reserve([]string{"fake"})
+			r := e.s.Reserve(t.Context(), []string{"fake"})
 			got, ok := receive(t, r.Start(e.admit(t, sb, place(r))))
 			if !ok {
 				t.Fatal("no outcome delivered")
@@ -261,7 +261,7 @@ func TestDirectStartShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.s.direct.open(ctx)
 	sb := newQueued()
-	r := e.s.Reserve([]string{"fake"})
+	r := e.s.Reserve(t.Context(), []string{"fake"})
 	c := r.Start(e.admit(t, sb, place(r)))
 	cancel()
 	e.s.direct.close()

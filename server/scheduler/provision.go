@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"github.com/different-ai/differently/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"fmt"
 	"slices"
@@ -44,6 +47,9 @@ type job struct {
 	took time.Duration
 	// answered is when the Create ended.
 	answered time.Time
+	// parent, when valid, is the span the attempt's span continues: the API
+	// request's, for a create handed over directly.
+	parent trace.SpanContext
 }
 
 // ProvisionOnce claims due queued sandboxes, places each, and creates their instances
@@ -330,8 +336,13 @@ func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters
 
 // create calls the adapter and records the outcome. The sandbox it returns is the
 // row as the outcome left it (zero for outNone and outError).
-func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) {
+func (s *Scheduler) create(ctx context.Context, j job) (o outcome, row store.Sandbox) {
 	pool := j.view.Pool.Name
+	if s.opts.Tracer != nil {
+		var span trace.Span
+		ctx, span = s.attemptSpan(ctx, j)
+		defer func() { endAttempt(span, o, row) }()
+	}
 	log := s.log.With("sandbox", j.sb.ID, "pool", pool)
 	log.Debug("creating instance", "attempts", j.sb.Attempts)
 	timeout := s.opts.ProvisionTimeout
@@ -348,11 +359,20 @@ func (s *Scheduler) create(ctx context.Context, j job) (outcome, store.Sandbox) 
 		return s.requeue(context.WithoutCancel(ctx), j, lifecycle.Retry{Reason: "provisioning began too late for its claim; retrying", At: s.clk.Now()})
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
+	var adapterSpan trace.Span
+	if s.opts.Tracer != nil {
+		cctx, adapterSpan = s.opts.Tracer.Start(cctx, "adapter.Create", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(tracing.SandboxID.String(j.sb.ID), tracing.Pool.String(pool),
+				tracing.Adapter.String(j.view.Pool.Adapter)))
+	}
 	began := s.clk.Now()
 	inst, err := j.view.Adapter.Create(cctx, j.req)
 	j.answered = s.clk.Now()
 	j.took = j.answered.Sub(began)
 	cancel()
+	if adapterSpan != nil {
+		endWithError(adapterSpan, err)
+	}
 	s.m.stages.WithLabelValues(stageCreate, pool).Observe(j.took.Seconds())
 	s.releaseSlot(pool)
 	if err == nil {

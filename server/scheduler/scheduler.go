@@ -35,6 +35,8 @@
 package scheduler
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -103,6 +105,10 @@ const (
 type Options struct {
 	// Installation is the database's installation ID, passed to every Create. Required.
 	Installation string
+	// Tracer, when set, makes a span of every provisioning attempt and of its
+	// adapter Create, a child of the API request's span for a create the API handed
+	// over (Reserve); nil makes none.
+	Tracer trace.Tracer
 	// ReplicaID names this replica as the claimer of sandboxes. Default: a random ID.
 	ReplicaID string
 	// ProvisionTimeout bounds each Create (scheduler.provisionTimeoutSeconds).
