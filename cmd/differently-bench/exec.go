@@ -146,6 +146,8 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 		}
 		return el, nil
 	}
+	// An odd number, so that each median is one trial's.
+	const streamTrials = 5
 	mibps := func(d time.Duration) float64 { return float64(want) / (1 << 20) / d.Seconds() }
 
 	// Printable output, read from a file made beforehand in each sandbox: the
@@ -159,44 +161,51 @@ func (b *bench) stream(ctx context.Context, d *runningDaemon, directRoot string,
 	if r, err := da.Exec(ctx, inst.Ref, mk); err != nil || r.ExitCode != 0 {
 		return fmt.Errorf("write the stream's file on the adapter: %v %v", r, err)
 	}
-	// median3 streams req three times each way, alternating, and returns the median
-	// durations: single streams on shared CPUs move by a fifth or more.
-	median3 := func(req api.ExecRequest) (viaAPIMedian, directMedian time.Duration, err error) {
+	// trials streams req streamTrials times each way, alternating, and returns the
+	// median durations and the median of each pair's ratio (direct ÷ API): single
+	// streams on shared CPUs move by a fifth or more, and a pair's two runs share
+	// whatever else the machine was doing then, so its ratio moves much less.
+	trials := func(req api.ExecRequest) (viaAPIMedian, directMedian time.Duration, ratio float64, err error) {
 		var apiRuns, directRuns []time.Duration
-		for range 3 {
+		var ratios []float64
+		for range streamTrials {
 			a, err := viaAPI(req)
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			dr, err := direct(req)
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			apiRuns, directRuns = append(apiRuns, a), append(directRuns, dr)
+			ratios = append(ratios, dr.Seconds()/a.Seconds())
 		}
 		slices.Sort(apiRuns)
 		slices.Sort(directRuns)
-		return apiRuns[1], directRuns[1], nil
+		slices.Sort(ratios)
+		m := streamTrials / 2
+		return apiRuns[m], directRuns[m], ratios[m], nil
 	}
-	a, dr, err := median3(api.ExecRequest{Command: "cat " + file})
+	a, dr, ratio, err := trials(api.ExecRequest{Command: "cat " + file})
 	if err != nil {
 		return err
 	}
 	f := &res.figures
 	f.StreamBytes = want
+	f.StreamTrials = streamTrials
 	f.StreamAPIMiBps = round(mibps(a))
 	f.StreamDirectMiBps = round(mibps(dr))
-	f.StreamRatio = round(dr.Seconds() / a.Seconds())
+	f.StreamRatio = round(ratio)
 
 	// Raw NUL bytes, from a producer that writes 4 KiB at a time: a client that
 	// asked for NDJSON would get each as six bytes of JSON, the framed stream the Go
 	// client asks for carries them as they are.
-	a, dr, err = median3(api.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", want)})
+	a, dr, ratio, err = trials(api.ExecRequest{Command: fmt.Sprintf("head -c %d /dev/zero", want)})
 	if err != nil {
 		return err
 	}
 	f.StreamAPINULMiBps = round(mibps(a))
 	f.StreamDirectNULMBs = round(mibps(dr))
-	f.StreamRatioNUL = round(dr.Seconds() / a.Seconds())
+	f.StreamRatioNUL = round(ratio)
 	return nil
 }

@@ -43,7 +43,10 @@ func main() {
 
 // options are the command's flags.
 type options struct {
+	// store is the store of this run; stores lists every --store given, the first
+	// running every section and the others the lifecycles and paced sections only.
 	store          string
+	stores         []string
 	n, c           int
 	timeout        time.Duration
 	reconcileN     int
@@ -71,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("differently-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.store, "store", "sqlite", "store to run on: sqlite (a file in a temporary directory) or postgres (DIFFERENTLY_TEST_DATABASE_URL, fresh schemas)")
+	storeList := fs.String("store", "sqlite", "comma-separated stores to run on, of sqlite (a file in a temporary directory) and postgres (DIFFERENTLY_TEST_DATABASE_URL, fresh schemas); the first runs every section, the others the lifecycles and paced sections, for comparison")
 	fs.IntVar(&o.n, "n", 2000, "sandbox lifecycles to run (also the floor's lifecycles)")
 	fs.IntVar(&o.c, "c", 64, "concurrency of the lifecycles and of the floor")
 	fs.DurationVar(&o.timeout, "timeout", 170*time.Second, "global deadline; the run aborts with an error when it passes")
@@ -106,17 +109,26 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		o.rates = append(o.rates, pacedRate{value: v, percent: pct})
 	}
+	for st := range strings.SplitSeq(*storeList, ",") {
+		st = strings.TrimSpace(st)
+		if st != "sqlite" && st != "postgres" {
+			return o, fmt.Errorf("--store: each store must be sqlite or postgres, not %q", st)
+		}
+		if slices.Contains(o.stores, st) {
+			return o, fmt.Errorf("--store: %s is listed twice", st)
+		}
+		o.stores = append(o.stores, st)
+	}
+	o.store = o.stores[0]
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	case o.store != "sqlite" && o.store != "postgres":
-		return o, fmt.Errorf("--store must be sqlite or postgres, not %q", o.store)
 	case o.n < 1 || o.c < 1 || o.execN < 1 || o.reconcileN < 1 || o.streamBytes < 1 || o.pacedN < 1:
 		return o, errors.New("-n, -c, -exec-n, -paced-n, --reconcile-n and -stream-bytes must be positive")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
 	}
-	if o.store == "postgres" {
+	if slices.Contains(o.stores, "postgres") {
 		o.databaseBaseURL = os.Getenv("DIFFERENTLY_TEST_DATABASE_URL")
 		if o.databaseBaseURL == "" {
 			return o, errors.New("--store postgres needs DIFFERENTLY_TEST_DATABASE_URL (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
@@ -154,6 +166,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printTable(stdout, o, res)
+	for _, st := range o.stores[1:] {
+		// The other stores for comparison: what a lifecycle costs there, loaded and
+		// paced, with the same flags.
+		other := o
+		other.store = st
+		other.only = nil
+		for _, sec := range []string{"lifecycles", "paced"} {
+			if o.runs(sec) {
+				other.only = append(other.only, sec)
+			}
+		}
+		if len(other.only) == 0 {
+			continue
+		}
+		ob := &bench{opts: other, log: stderr, start: time.Now()}
+		ores, err := ob.run()
+		if err != nil {
+			fmt.Fprintf(stderr, "differently-bench: %s: %v\n", st, err)
+			return 1
+		}
+		printTable(stdout, other, ores)
+		if res.figures.Stores == nil {
+			res.figures.Stores = map[string]*figures{}
+		}
+		res.figures.Stores[st] = &ores.figures
+	}
 	line, err := json.Marshal(res.figures)
 	if err != nil {
 		fmt.Fprintln(stderr, "differently-bench:", err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -69,6 +71,8 @@ func TestSmallRun(t *testing.T) {
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--store", "mysql"},
+		{"--store", "sqlite,sqlite"},
+		{"--store", "sqlite,"},
 		{"-n", "0"},
 		{"-timeout", "0s"},
 		{"extra"},
@@ -103,6 +107,9 @@ func TestOnlyStream(t *testing.T) {
 	if v, _ := got["stream_ratio"].(float64); v <= 0 {
 		t.Errorf("stream_ratio = %v, want > 0", got["stream_ratio"])
 	}
+	if v, _ := got["stream_trials"].(float64); v != 5 {
+		t.Errorf("stream_trials = %v, want 5", got["stream_trials"])
+	}
 	for _, key := range []string{"lifecycles_per_s", "exec_api_p50_ms", "floor_lifecycles_per_s", "reconcile_full_ms"} {
 		if v, _ := got[key].(float64); v != 0 {
 			t.Errorf("%s = %v, want 0 (section not run)", key, v)
@@ -110,5 +117,38 @@ func TestOnlyStream(t *testing.T) {
 	}
 	if got["paced"] != nil {
 		t.Errorf("paced = %v, want null (section not run)", got["paced"])
+	}
+}
+
+// TestTwoStores runs the lifecycles on SQLite and then on PostgreSQL: the last line
+// keeps the first store's figures at the top and adds the second's under stores,
+// with PostgreSQL's own CPU per lifecycle measured.
+func TestTwoStores(t *testing.T) {
+	if os.Getenv("DIFFERENTLY_TEST_DATABASE_URL") == "" {
+		t.Fatal("DIFFERENTLY_TEST_DATABASE_URL is not set (make test sets it)")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--store", "sqlite,postgres", "-only", "lifecycles", "-n", "20", "-c", "4", "-timeout", "60s"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var got figures
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatal(err)
+	}
+	pg := got.Stores["postgres"]
+	switch {
+	case got.Store != "sqlite" || got.LifecyclesPerS <= 0 || got.CPUPerLifecycleProcessMs <= 0:
+		t.Errorf("top level: store %q, %v lifecycles/s, %v ms CPU; want sqlite's figures", got.Store, got.LifecyclesPerS, got.CPUPerLifecycleProcessMs)
+	case pg == nil || pg.Store != "postgres" || pg.LifecyclesPerS <= 0 || pg.N != 20:
+		t.Errorf("stores.postgres = %+v, want PostgreSQL's lifecycle figures", pg)
+	case pg.CPUPerLifecyclePostgresMs <= 0:
+		// The test's PostgreSQL runs on this machine (loopback), so its processes
+		// are readable.
+		t.Errorf("stores.postgres cpu_per_lifecycle_postgres_ms = %v, want > 0", pg.CPUPerLifecyclePostgresMs)
+	}
+	if len(got.Stores) != 1 {
+		t.Errorf("stores has %d entries, want postgres alone", len(got.Stores))
 	}
 }

@@ -77,6 +77,13 @@ type figures struct {
 	LoadAvgEnd   float64 `json:"load_avg_1m_end"`
 	NumCPU       int     `json:"num_cpu"`
 	TotalS       float64 `json:"total_s"`
+
+	// Stores holds, by store, the lifecycle and paced figures of the other stores
+	// --store listed, run after this one's sections for comparison.
+	Stores map[string]*figures `json:"stores,omitempty"`
+	// StreamTrials is how many alternating pairs of streams the stream figures are
+	// the medians of.
+	StreamTrials int `json:"stream_trials,omitempty"`
 }
 
 // result is a run's figures and the notes that go with the table.
@@ -132,10 +139,10 @@ func printTable(w io.Writer, o options, r *result) {
 	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
 	row("exec on the adapter p50", f.ExecDirectP50Ms, "ms", "fake.Adapter.Exec directly")
 	row("exec overhead p50", f.ExecOverheadP50Ms, "ms", "API − adapter")
-	row("stream through the API", f.StreamAPIMiBps, "MiB/s", fmt.Sprintf("devhost, cat of %d printable bytes, median of 3", f.StreamBytes))
+	row("stream through the API", f.StreamAPIMiBps, "MiB/s", fmt.Sprintf("devhost, cat of %d printable bytes, median of %d", f.StreamBytes, f.StreamTrials))
 	row("stream on the adapter", f.StreamDirectMiBps, "MiB/s", "devhost.Adapter.ExecStream directly")
-	row("stream ratio", f.StreamRatio, "", "API ÷ adapter")
-	row("stream ratio, NUL bytes", f.StreamRatioNUL, "", fmt.Sprintf("head -c N /dev/zero: %v vs %v MiB/s, median of 3", f.StreamAPINULMiBps, f.StreamDirectNULMBs))
+	row("stream ratio", f.StreamRatio, "", fmt.Sprintf("API ÷ adapter, median of %d alternating pairs' ratios", f.StreamTrials))
+	row("stream ratio, NUL bytes", f.StreamRatioNUL, "", fmt.Sprintf("head -c N /dev/zero: %v vs %v MiB/s, medians of %d pairs", f.StreamAPINULMiBps, f.StreamDirectNULMBs, f.StreamTrials))
 	row("store floor lifecycles/s", f.FloorLifecyclesPerS, "1/s", fmt.Sprintf("admitted Create, Update×3 directly on a %s store; %.0f tx/s", f.Store, f.FloorTxPerS))
 	row("store floor ratio", f.StoreFloorRatio, "", "lifecycles/s ÷ floor")
 	recNote := fmt.Sprintf("full Reconcile pass over %d sandboxes + instances", f.ReconcileFullN)
