@@ -39,6 +39,8 @@ test('list shows files and directories; exists tells a missing path', testTimeou
     assert.equal(byName['a.txt'].type, FileType.FILE)
     assert.equal(byName['a.txt'].size, 1)
     assert.equal(byName.sub.type, FileType.DIR)
+    // Paths are absolute, as E2B's envd answers them.
+    assert.ok(byName['a.txt'].path.startsWith('/') && byName['a.txt'].path.endsWith('/tree/a.txt'), byName['a.txt'].path)
     assert.equal(await sbx.files.exists('tree/a.txt'), true)
     assert.equal(await sbx.files.exists('tree/missing.txt'), false)
   })

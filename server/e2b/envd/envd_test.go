@@ -417,11 +417,17 @@ func TestFilesystem(t *testing.T) {
 	e.upload("path=a/one.txt", map[string][]byte{"f": []byte("1")})
 	e.upload("path=a/b/two.txt", map[string][]byte{"f": []byte("22")})
 
+	// Relative paths are the sandbox's $HOME's, and answers name the absolute path,
+	// whatever the adapter's FileInfo.Path is relative to.
+	home, _, _ := e.run(&processpb.ProcessConfig{Cmd: "sh", Args: []string{"-c", `printf %s "$HOME"`}})
+	if !strings.HasPrefix(home, "/") {
+		t.Fatalf("the sandbox's home is %q", home)
+	}
 	st, err := fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "a/b/two.txt"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if en := st.Msg.Entry; en.Name != "two.txt" || en.Type != filesystempb.FileType_FILE_TYPE_FILE || en.Size != 2 || en.Path != "a/b/two.txt" {
+	if en := st.Msg.Entry; en.Name != "two.txt" || en.Type != filesystempb.FileType_FILE_TYPE_FILE || en.Size != 2 || en.Path != home+"/a/b/two.txt" {
 		t.Fatalf("stat: %v", en)
 	}
 	if _, err := fs.Stat(ctx, connect.NewRequest(&filesystempb.StatRequest{Path: "a/nope"})); connect.CodeOf(err) != connect.CodeNotFound {
@@ -436,7 +442,7 @@ func TestFilesystem(t *testing.T) {
 		}
 		var out []string
 		for _, en := range res.Msg.Entries {
-			out = append(out, en.Path+":"+strings.TrimPrefix(en.Type.String(), "FILE_TYPE_"))
+			out = append(out, strings.TrimPrefix(en.Path, home+"/")+":"+strings.TrimPrefix(en.Type.String(), "FILE_TYPE_"))
 		}
 		return out
 	}
@@ -448,7 +454,7 @@ func TestFilesystem(t *testing.T) {
 	}
 
 	md, err := fs.MakeDir(ctx, connect.NewRequest(&filesystempb.MakeDirRequest{Path: "x/y"}))
-	if err != nil || md.Msg.Entry.Type != filesystempb.FileType_FILE_TYPE_DIRECTORY || md.Msg.Entry.Path != "x/y" {
+	if err != nil || md.Msg.Entry.Type != filesystempb.FileType_FILE_TYPE_DIRECTORY || md.Msg.Entry.Path != home+"/x/y" {
 		t.Fatalf("make dir: %v, %v", md, err)
 	}
 	if _, err := fs.MakeDir(ctx, connect.NewRequest(&filesystempb.MakeDirRequest{Path: "x/y"})); connect.CodeOf(err) != connect.CodeAlreadyExists {

@@ -28,11 +28,11 @@ const maxListEntries = 100_000
 // filesystemService is filesystem.Filesystem.
 type filesystemService struct{ h *Handler }
 
+// entryOf describes fi, listed in dir. Its path is dir's, as the caller named it,
+// and its name: adapters differ in what FileInfo.Path is relative to (devhost's is
+// its sandbox directory's), and the SDK wants the path it can use again.
 func entryOf(fi adapters.FileInfo, dir string) *filesystempb.EntryInfo {
-	p := fi.Path
-	if p == "" {
-		p = path.Join(dir, fi.Name)
-	}
+	p := path.Join(dir, fi.Name)
 	mode := fs.FileMode(fi.Mode).Perm()
 	typ := filesystempb.FileType_FILE_TYPE_FILE
 	if fi.IsDir {
