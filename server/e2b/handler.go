@@ -36,10 +36,11 @@ import (
 )
 
 // EnvdVersion is the envd version every sandbox reports. E2B's SDKs turn features on
-// by it: 0.6.2 is the lowest with all of them (closing stdin from 0.5.2,
-// octet-stream uploads from 0.5.7, file metadata from 0.6.2), and the envd front
-// door honours each.
-const EnvdVersion = "0.6.2"
+// by it: 0.6.3 is the lowest at which the SDK asks for everything the envd front
+// door can do (octet-stream uploads from 0.5.7, file metadata from 0.6.2, entries in
+// directory watch events from 0.6.3); what it cannot, such as closing stdin (0.5.2),
+// it answers as unimplemented.
+const EnvdVersion = "0.6.3"
 
 // ClientID is the deprecated clientID E2B's answers must carry; Differently has no
 // client nodes to name.

@@ -26,10 +26,15 @@
 // cancelling it), by the stream's Connect-Timeout-Ms, at the exec contract's longest
 // timeout (api.MaxExecTimeoutSeconds), or by Handler.Close.
 //
-// Not served, with unimplemented errors that say why: PTYs, input to a running
-// process (SendInput, StreamInput, CloseStdin; exec takes stdin only up front) and
-// directory watches. The username query parameter and X-Metadata-* upload headers
-// are ignored.
+// Directory watches (WatchDir, and CreateWatcher with GetWatcherEvents and
+// RemoveWatcher) poll the directory through the same listing, every
+// Options.WatchInterval, and tell the differences as envd's events; watch.go says
+// what polling can and cannot see. They are bounded per sandbox and per handler, and
+// end with their stream, by RemoveWatcher, unread for watcherIdle, or by Close.
+//
+// Not served, with unimplemented errors that say why: PTYs and input to a running
+// process (SendInput, StreamInput, CloseStdin; exec takes stdin only up front). The
+// username query parameter and X-Metadata-* upload headers are ignored.
 package envd
 
 import (
@@ -46,6 +51,7 @@ import (
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/internal/clock"
 	"github.com/different-ai/differently/server/e2b/envd/gen/filesystempb/filesystempbconnect"
 	"github.com/different-ai/differently/server/e2b/envd/gen/processpb/processpbconnect"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -82,23 +88,38 @@ type Options struct {
 	// MaxProcesses bounds the processes started through the front door and still
 	// running, per sandbox; 0 means DefaultMaxProcesses.
 	MaxProcesses int
-	Log          *slog.Logger
+	// WatchInterval is how often a directory watch polls its directory; 0 means
+	// DefaultWatchInterval.
+	WatchInterval time.Duration
+	// MaxWatchers bounds the directory watches (streaming or not) of one sandbox;
+	// 0 means DefaultMaxWatchers.
+	MaxWatchers int
+	// MaxWatchersTotal bounds the directory watches of all sandboxes together; 0
+	// means DefaultMaxWatchersTotal.
+	MaxWatchersTotal int
+	// Clock tells when a watcher was last read; nil is the system clock.
+	Clock clock.Clock
+	Log   *slog.Logger
 }
 
 // DefaultMaxProcesses is Options.MaxProcesses' default.
 const DefaultMaxProcesses = 64
 
-// Handler serves envd's protocol for every sandbox. It owns the processes started
-// through it: Close kills them and waits for them to end.
+// Handler serves envd's protocol for every sandbox. It owns the processes and the
+// directory watches started through it: Close ends them and waits for them.
 type Handler struct {
-	svc   Service
-	v     Verifier
-	opts  Options
-	log   *slog.Logger
-	mux   *http.ServeMux
-	procs *registry
-	// newTicker makes the keepalive tickers of streams; tests replace it.
-	newTicker func(time.Duration) (<-chan time.Time, func())
+	svc     Service
+	v       Verifier
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	clock   clock.Clock
+	procs   *registry
+	watches *watchRegistry
+	// newTicker makes the keepalive tickers of streams, newPollTicker those of
+	// directory watches; tests replace them.
+	newTicker     func(time.Duration) (<-chan time.Time, func())
+	newPollTicker func(time.Duration) (<-chan time.Time, func())
 
 	homesMu sync.Mutex
 	homes   map[string]string // sandbox ID → $HOME; see homeOf
@@ -111,12 +132,24 @@ func NewHandler(svc Service, v Verifier, opts Options) *Handler {
 	if opts.MaxProcesses <= 0 {
 		opts.MaxProcesses = DefaultMaxProcesses
 	}
+	if opts.WatchInterval <= 0 {
+		opts.WatchInterval = DefaultWatchInterval
+	}
+	if opts.MaxWatchers <= 0 {
+		opts.MaxWatchers = DefaultMaxWatchers
+	}
+	if opts.MaxWatchersTotal <= 0 {
+		opts.MaxWatchersTotal = DefaultMaxWatchersTotal
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{svc: svc, v: v, opts: opts, log: log, mux: http.NewServeMux(), procs: newRegistry(), newTicker: realTicker,
-		homes: map[string]string{}}
+	h := &Handler{svc: svc, v: v, opts: opts, log: log, clock: opts.Clock, mux: http.NewServeMux(), procs: newRegistry(),
+		watches: newWatchRegistry(), newTicker: realTicker, newPollTicker: realTicker, homes: map[string]string{}}
 	// The SDK speaks Connect's JSON; the binary codec stays on, as generated.
 	h.mux.Handle(processpbconnect.NewProcessHandler(&processService{h: h}))
 	h.mux.Handle(filesystempbconnect.NewFilesystemHandler(&filesystemService{h: h}))
@@ -128,10 +161,12 @@ func NewHandler(svc Service, v Verifier, opts Options) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// Close kills every process started through the handler and waits until they have
-// ended. Requests served after Close cannot start processes.
+// Close kills every process started through the handler, ends its directory
+// watches, and waits until they have ended. Requests served after Close cannot
+// start either.
 func (h *Handler) Close() error {
 	h.procs.close()
+	h.watches.close()
 	return nil
 }
 

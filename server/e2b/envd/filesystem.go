@@ -229,21 +229,3 @@ func (s *filesystemService) Remove(ctx context.Context, req *connect.Request[fil
 	}
 	return connect.NewResponse(&filesystempb.RemoveResponse{}), nil
 }
-
-const noWatch = "the adapter contract has no way to watch a sandbox's files"
-
-func (s *filesystemService) WatchDir(context.Context, *connect.Request[filesystempb.WatchDirRequest], *connect.ServerStream[filesystempb.WatchDirResponse]) error {
-	return unimplemented("WatchDir", noWatch)
-}
-
-func (s *filesystemService) CreateWatcher(context.Context, *connect.Request[filesystempb.CreateWatcherRequest]) (*connect.Response[filesystempb.CreateWatcherResponse], error) {
-	return nil, unimplemented("CreateWatcher", noWatch)
-}
-
-func (s *filesystemService) GetWatcherEvents(context.Context, *connect.Request[filesystempb.GetWatcherEventsRequest]) (*connect.Response[filesystempb.GetWatcherEventsResponse], error) {
-	return nil, unimplemented("GetWatcherEvents", noWatch)
-}
-
-func (s *filesystemService) RemoveWatcher(context.Context, *connect.Request[filesystempb.RemoveWatcherRequest]) (*connect.Response[filesystempb.RemoveWatcherResponse], error) {
-	return nil, unimplemented("RemoveWatcher", noWatch)
-}
