@@ -337,6 +337,85 @@ func TestControlPlane(t *testing.T) {
 		if len(page) != 3 {
 			t.Fatalf("the v1 list has %d of 3", len(page))
 		}
+		// What the store cannot filter on is filtered page by page.
+		e.e2b("GET", "/v2/sandboxes?template=fakebox&metadata="+filter, nil, 200, &page)
+		if len(page) != 3 {
+			t.Fatalf("template=fakebox lists %d of 3", len(page))
+		}
+		e.e2b("GET", "/v2/sandboxes?template=devbox&metadata="+filter, nil, 200, &page)
+		if len(page) != 0 {
+			t.Fatalf("template=devbox lists fakebox sandboxes: %+v", page)
+		}
+		after := url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		e.e2b("GET", "/v2/sandboxes?startedAfter="+after+"&metadata="+filter, nil, 200, &page)
+		if len(page) != 0 {
+			t.Fatalf("startedAfter an hour from now lists %+v", page)
+		}
+		e.e2b("GET", "/v2/sandboxes?order=desc", nil, 400, nil)
+	})
+
+	t.Run("refreshes", func(t *testing.T) {
+		e := e.with(t)
+		id := sb.SandboxID
+		var before, after detail
+		e.e2b("POST", "/sandboxes/"+id+"/timeout", map[string]int{"timeout": 60}, 204, nil)
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &before)
+		e.e2b("POST", "/sandboxes/"+id+"/refreshes", map[string]int{"duration": 3600}, 204, nil)
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &after)
+		if !after.EndAt.After(before.EndAt.Add(50 * time.Minute)) {
+			t.Fatalf("endAt %v after a 3600 s refresh, was %v", after.EndAt, before.EndAt)
+		}
+		// A shorter refresh keeps the later end; so does one without a body.
+		end := after.EndAt
+		e.e2b("POST", "/sandboxes/"+id+"/refreshes", map[string]int{"duration": 10}, 204, nil)
+		e.e2b("POST", "/sandboxes/"+id+"/refreshes", nil, 204, nil)
+		e.e2b("GET", "/sandboxes/"+id, nil, 200, &after)
+		if after.EndAt.Before(end) {
+			t.Fatalf("a shorter refresh brought the end forward from %v to %v", end, after.EndAt)
+		}
+		e.e2b("POST", "/sandboxes/"+id+"/refreshes", map[string]int{"duration": 3601}, 400, nil)
+		e.e2b("POST", "/sandboxes/nosuchsandbox/refreshes", map[string]int{"duration": 10}, 404, nil)
+	})
+
+	t.Run("health", func(t *testing.T) {
+		e := e.with(t)
+		e.e2b("GET", "/health", nil, 204, nil)
+		e.send("GET", "/e2b/health", nil, nil, 401, nil)
+	})
+
+	t.Run("unserved", func(t *testing.T) {
+		e := e.with(t)
+		// What E2B publishes and the front door does not serve is 501, saying why,
+		// for a sandbox that exists as for one that does not: a 404 would make the
+		// SDK report a missing sandbox or template.
+		for _, tt := range []struct{ method, path, says string }{
+			{"GET", "/sandboxes/" + sb.SandboxID + "/metrics", "metrics"},
+			{"GET", "/sandboxes/nosuchsandbox/metrics", "metrics"},
+			{"GET", "/sandboxes/metrics", "metrics"},
+			{"GET", "/v2/sandboxes/" + sb.SandboxID + "/logs", "logs"},
+			{"POST", "/sandboxes/" + sb.SandboxID + "/snapshots", "/v1/sandboxes/{id}/snapshots"},
+			{"GET", "/snapshots", "snapshots"},
+			{"POST", "/sandboxes/" + sb.SandboxID + "/fork", "fork"},
+			{"PUT", "/sandboxes/" + sb.SandboxID + "/network", "network"},
+			{"GET", "/templates/aliases/fakebox", "profiles"},
+			{"POST", "/v3/templates", "profiles"},
+			{"DELETE", "/templates/tags", "profiles"},
+			{"GET", "/teams", "tokens"},
+			{"GET", "/volumes", "volumes"},
+			{"DELETE", "/secrets/s1", "secrets"},
+		} {
+			var ae apiError
+			e.e2b(tt.method, tt.path, nil, 501, &ae)
+			if ae.Code != 501 || !strings.Contains(ae.Message, tt.says) {
+				t.Fatalf("%s %s: %+v, want 501 saying %q", tt.method, tt.path, ae, tt.says)
+			}
+		}
+		e.send("GET", "/e2b/sandboxes/"+sb.SandboxID+"/metrics", nil, nil, 401, nil)
+		var ae apiError
+		e.e2b("GET", "/no/such/route", nil, 404, &ae)
+		if ae.Code != 404 {
+			t.Fatalf("an unknown route: %+v", ae)
+		}
 	})
 
 	t.Run("kill twice", func(t *testing.T) {

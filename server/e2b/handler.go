@@ -150,6 +150,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		r.Post("/sandboxes/{id}/resume", h.resume)
 		r.Post("/sandboxes/{id}/connect", h.connect)
 		r.Post("/v2/sandboxes/{id}/connect", h.connect)
+		r.Post("/sandboxes/{id}/refreshes", h.refresh)
+		r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+		routeUnserved(r)
 	})
 	return r, nil
 }

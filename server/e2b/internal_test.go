@@ -91,14 +91,20 @@ func TestListFilter(t *testing.T) {
 		{"limit zero", "limit=0", store.SandboxFilter{}, true},
 		{"limit over", "limit=101", store.SandboxFilter{}, true},
 		{"repeated key", "metadata=" + url.QueryEscape("a=1&a=2"), store.SandboxFilter{}, true},
-		{"template", "template=base", store.SandboxFilter{}, true},
+		{"template", "template=base", store.SandboxFilter{Limit: 100, States: slices.Concat(running, paused)}, false},
+		{"started after", "startedAfter=2026-11-01T12:00:00.5Z", store.SandboxFilter{Limit: 100, States: slices.Concat(running, paused)}, false},
+		{"started after, not a time", "startedAfter=yesterday", store.SandboxFilter{}, true},
+		{"order asc", "order=asc", store.SandboxFilter{Limit: 100, States: slices.Concat(running, paused)}, false},
+		{"order desc", "order=desc", store.SandboxFilter{}, true},
+		{"order unknown", "order=random", store.SandboxFilter{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.query)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := listFilter(q)
+			lq, err := listFilter(q)
+			f := lq.filter
 			if tc.bad {
 				if status, _, _ := statusOf(err); status != http.StatusBadRequest {
 					t.Fatalf("listFilter(%q) = %v, want a 400", tc.query, err)
@@ -112,6 +118,30 @@ func TestListFilter(t *testing.T) {
 				t.Fatalf("listFilter(%q) = %+v, want %+v", tc.query, f, tc.want)
 			}
 		})
+	}
+}
+
+func TestListKeep(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	sb := store.Sandbox{Profile: "python", CreatedAt: t0}
+	for _, tc := range []struct {
+		name string
+		q    listQuery
+		want bool
+	}{
+		{"no filter", listQuery{}, true},
+		{"its template", listQuery{template: "python"}, true},
+		{"another template", listQuery{template: "base"}, false},
+		{"started at the time", listQuery{startedAfter: t0}, true},
+		{"started before", listQuery{startedAfter: t0.Add(time.Nanosecond)}, false},
+		{"both", listQuery{template: "python", startedAfter: t0.Add(-time.Hour)}, true},
+	} {
+		if got := tc.q.keep(sb); got != tc.want {
+			t.Errorf("%s: keep = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !(listQuery{template: "base"}).keep(store.Sandbox{}) {
+		t.Error("a sandbox without a profile is not of template base")
 	}
 }
 

@@ -209,20 +209,38 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 // maxListLimit is E2B's paginationLimit maximum, and its default.
 const maxListLimit = 100
 
+// listQuery is a list request: the store's filter, and what the store cannot
+// filter on, applied to each page (so a page may come out short, even empty, with
+// a next token still).
+type listQuery struct {
+	filter       store.SandboxFilter
+	template     string    // keep sandboxes of this templateID only
+	startedAfter time.Time // keep sandboxes started at or after it
+}
+
+func (q listQuery) keep(sb store.Sandbox) bool {
+	if q.template != "" && templateOf(sb) != q.template {
+		return false
+	}
+	return q.startedAfter.IsZero() || !sb.CreatedAt.Before(q.startedAfter)
+}
+
 // listFilter reads E2B's list parameters: metadata, a query string of its own
 // (k=v&k2=v2, its keys and values encoded) sent as one parameter, so encoded twice
-// on the wire; state, comma-separated running and paused; limit and nextToken.
-func listFilter(q url.Values) (store.SandboxFilter, error) {
-	f := store.SandboxFilter{Limit: maxListLimit, Cursor: q.Get("nextToken")}
+// on the wire; state, comma-separated running and paused; template; startedAfter;
+// order; limit and nextToken.
+func listFilter(q url.Values) (listQuery, error) {
+	lq := listQuery{filter: store.SandboxFilter{Limit: maxListLimit, Cursor: q.Get("nextToken")}, template: q.Get("template")}
+	f := &lq.filter
 	if md := q.Get("metadata"); md != "" {
 		pairs, err := url.ParseQuery(md)
 		if err != nil {
-			return f, apierr.Invalid("metadata filter %q is not an encoded query string: %v", md, err)
+			return lq, apierr.Invalid("metadata filter %q is not an encoded query string: %v", md, err)
 		}
 		f.Labels = map[string]string{}
 		for k, vs := range pairs {
 			if k == "" || len(vs) != 1 {
-				return f, apierr.Invalid("metadata filter names key %q with %d values; give each key one value", k, len(vs))
+				return lq, apierr.Invalid("metadata filter names key %q with %d values; give each key one value", k, len(vs))
 			}
 			f.Labels[k] = vs[0]
 		}
@@ -238,7 +256,7 @@ func listFilter(q url.Values) (store.SandboxFilter, error) {
 				case "paused":
 					states = append(states, store.StatePaused, store.StateStopped)
 				default:
-					return f, apierr.Invalid("unknown state %q: E2B's states are running and paused", s)
+					return lq, apierr.Invalid("unknown state %q: E2B's states are running and paused", s)
 				}
 			}
 		}
@@ -247,30 +265,46 @@ func listFilter(q url.Values) (store.SandboxFilter, error) {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxListLimit {
-			return f, apierr.Invalid("limit must be a whole number from 1 to %d", maxListLimit)
+			return lq, apierr.Invalid("limit must be a whole number from 1 to %d", maxListLimit)
 		}
 		f.Limit = n
 	}
-	if q.Get("template") != "" {
-		return f, apierr.Invalid("the template filter is not supported")
+	if v := q.Get("startedAfter"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return lq, apierr.Invalid("startedAfter %q is not an RFC 3339 time", v)
+		}
+		lq.startedAfter = t
 	}
-	return f, nil
+	// The native API lists oldest first and can list no other way: E2B's default,
+	// newest first, is not what comes, and asking for it is refused rather than
+	// answered in the other order.
+	switch o := q.Get("order"); o {
+	case "", "asc":
+	case "desc":
+		return lq, apierr.Invalid("order=desc is not supported: sandboxes are listed oldest first (order=asc)")
+	default:
+		return lq, apierr.Invalid("order %q is not asc or desc", o)
+	}
+	return lq, nil
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	f, err := listFilter(r.URL.Query())
+	lq, err := listFilter(r.URL.Query())
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	items, next, err := h.svc.List(r.Context(), callerOf(r.Context()), f)
+	items, next, err := h.svc.List(r.Context(), callerOf(r.Context()), lq.filter)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	out := make([]detail, 0, len(items))
 	for _, sb := range items {
-		out = append(out, toDetail(sb))
+		if lq.keep(sb) {
+			out = append(out, toDetail(sb))
+		}
 	}
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
@@ -442,6 +476,44 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, status, h.toSandbox(sb))
+}
+
+type refreshBody struct {
+	Duration *int64 `json:"duration"`
+}
+
+// maxRefreshSeconds is the most a refresh extends a sandbox by, E2B's bound.
+const maxRefreshSeconds = 3600
+
+// refresh is the older POST /sandboxes/{id}/refreshes: the sandbox lives at least
+// duration seconds (default DefaultTimeoutSeconds) more; as with connect, a later
+// end it had already is kept.
+func (h *handler) refresh(w http.ResponseWriter, r *http.Request) {
+	var body refreshBody
+	if err := h.decode(w, r, &body, true); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	ttl := int64(DefaultTimeoutSeconds)
+	if body.Duration != nil {
+		if ttl = *body.Duration; ttl < 0 || ttl > maxRefreshSeconds {
+			h.writeError(w, r, apierr.Invalid("duration must be between 0 and %d seconds", maxRefreshSeconds))
+			return
+		}
+	}
+	sb, err := h.live(r, chi.URLParam(r, "id"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// A refresh of 0 is no time at all, not the TTL of 0 that means no expiry.
+	if ttl > 0 && extends(sb, ttl, h.clock.Now()) {
+		if _, err := h.svc.Update(r.Context(), callerOf(r.Context()), sb.ID, sandboxes.Patch{TTLSeconds: &ttl}); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // extends says whether a TTL of ttl seconds from now ends sb later than it ends
