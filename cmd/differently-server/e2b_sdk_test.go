@@ -20,17 +20,24 @@ import (
 // package-lock.json.
 var e2bSDKDir = filepath.Join("..", "..", "e2e", "e2b")
 
-// e2bPool is one kind of pool the SDK suite runs against: start returns a daemon whose
-// sandboxes land on that pool, and template is what the SDK asks for so that they do.
+// e2bPool is one kind of pool the SDK suite runs against: start returns a daemon
+// with that pool, template is what the SDK asks for (a profile pinned to the pool),
+// and features what the suite may expect of it (E2B_TEST_FEATURES in e2e/e2b/env.mjs;
+// the tests needing one the pool lacks are skipped, saying so).
 type e2bPool struct {
 	name     string
 	template string
+	features string
 	start    func(t *testing.T) (base, adminToken string)
 }
 
 var e2bPools = []e2bPool{
-	// A development template is placed only on the devhost pool (docs/getting-started.md).
-	{name: "devhost", template: "devhost", start: startDevForE2B},
+	// Real commands in a shell and a real directory; no pause.
+	{name: "devhost", template: "devhost", features: "exec", start: startDevForE2B},
+	// In memory: files and pause, but commands only echo, so what needs a shell
+	// (commands, makeDir, rename, remove, and relative paths, which envd resolves
+	// against the $HOME a shell reports) is skipped.
+	{name: "fake", template: "fakebox", features: "pause", start: startDevForE2B},
 }
 
 // TestE2BSDK runs e2e/e2b with node against a daemon per pool: E2B's own SDK, unmodified,
@@ -42,13 +49,14 @@ func TestE2BSDK(t *testing.T) {
 		t.Run(pool.name, func(t *testing.T) {
 			base, admin := pool.start(t)
 			key := createProjectToken(t, base, admin)
-			putTemplateProfile(t, base, admin, pool.template)
+			putTemplateProfile(t, base, admin, pool.template, pool.name)
 			requireE2BFrontDoor(t, base, key)
 			runSDKSuite(t, node, []string{
 				"E2B_API_URL=" + base + "/e2b",
 				"E2B_SANDBOX_URL=" + base + "/e2b/envd",
 				"E2B_API_KEY=" + key,
 				"E2B_TEST_TEMPLATE=" + pool.template,
+				"E2B_TEST_FEATURES=" + pool.features,
 				// A developer's own E2B settings must not send the SDK elsewhere.
 				"E2B_DEBUG=", "E2B_DOMAIN=", "E2B_ACCESS_TOKEN=",
 			})
@@ -147,11 +155,12 @@ func createProjectToken(t *testing.T, base, admin string) string {
 }
 
 // putTemplateProfile defines the profile an E2B templateID names (docs/e2b.md): here
-// one whose template the pool under test serves, as an operator moving an E2B
-// program would define one per E2B template it uses.
-func putTemplateProfile(t *testing.T, base, admin, name string) {
+// one whose template the pool under test serves, placed on that pool, as an operator
+// moving an E2B program would define one per E2B template it uses.
+func putTemplateProfile(t *testing.T, base, admin, name, pool string) {
 	t.Helper()
-	if status, body := adminCall(t, "PUT", base+"/v1/admin/profiles/"+name, admin, `{"template": "`+name+`"}`); status != http.StatusOK {
+	body := `{"template": "` + name + `", "placement": {"allowedPools": ["` + pool + `"]}}`
+	if status, body := adminCall(t, "PUT", base+"/v1/admin/profiles/"+name, admin, body); status != http.StatusOK {
 		t.Fatalf("defining profile %s: %d %s", name, status, body)
 	}
 }

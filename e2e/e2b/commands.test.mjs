@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CommandExitError } from 'e2b'
-import { testTimeout, withSandbox } from './env.mjs'
+import { needs, withSandbox } from './env.mjs'
 
-test('output arrives through onStdout and in the result', testTimeout, async () => {
+test('output arrives through onStdout and in the result', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     const chunks = []
     const result = await sbx.commands.run('for i in 1 2 3; do echo line$i; done', {
@@ -17,7 +17,7 @@ test('output arrives through onStdout and in the result', testTimeout, async () 
   })
 })
 
-test('a failing command rejects with its exit code and stderr', testTimeout, async () => {
+test('a failing command rejects with its exit code and stderr', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     const stderr = []
     await assert.rejects(
@@ -34,7 +34,7 @@ test('a failing command rejects with its exit code and stderr', testTimeout, asy
   })
 })
 
-test('envs and cwd reach the command', testTimeout, async () => {
+test('envs and cwd reach the command', needs('exec'), async () => {
   await withSandbox({ envs: { FROM_CREATE: 'sandbox-wide' } }, async (sbx) => {
     const marker = await sbx.files.write('cwd-test/marker.txt', 'here')
     const dir = marker.path.slice(0, marker.path.lastIndexOf('/'))
@@ -46,7 +46,7 @@ test('envs and cwd reach the command', testTimeout, async () => {
   })
 })
 
-test('a background command runs until killed', testTimeout, async () => {
+test('a background command runs until killed', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     let started
     const startedOutput = new Promise((resolve) => (started = resolve))

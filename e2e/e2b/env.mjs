@@ -22,6 +22,19 @@ export const template = required('E2B_TEST_TEMPLATE')
 // Each test bounds itself, so that one that hangs fails alone.
 export const testTimeout = { timeout: 120_000 }
 
+// What the pool under test can do beyond creating, listing, timing out and killing
+// sandboxes and moving whole files, as the Go driver says (E2B_TEST_FEATURES,
+// comma-separated): "exec", commands run in a POSIX shell (which envd's makeDir,
+// rename and remove, and relative paths, rest on); "pause", pause and resume.
+export const features = new Set((process.env.E2B_TEST_FEATURES ?? '').split(',').filter(Boolean))
+
+// needs is the options of a test that needs features: skipped, saying which, on a
+// pool without them.
+export function needs(...wanted) {
+  const missing = wanted.filter((f) => !features.has(f))
+  return { ...testTimeout, skip: missing.length > 0 ? `the pool under test lacks ${missing.join(', ')}` : false }
+}
+
 // run is this process's tag in metadata, so that list filters see only its sandboxes
 // even when several runs share a daemon.
 export const run = randomBytes(6).toString('hex')

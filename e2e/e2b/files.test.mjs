@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { FileType } from 'e2b'
-import { testTimeout, withSandbox } from './env.mjs'
+import { needs, testTimeout, withSandbox } from './env.mjs'
 
-test('a text file round-trips and commands see it', testTimeout, async () => {
+test('a text file round-trips and commands see it', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     const text = 'hello\nwörld\n'
     const info = await sbx.files.write('notes/hello.txt', text)
@@ -29,7 +29,7 @@ test('a binary file round-trips byte for byte', testTimeout, async () => {
   })
 })
 
-test('list shows files and directories; exists tells a missing path', testTimeout, async () => {
+test('list shows files and directories; exists tells a missing path', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     await sbx.files.write('tree/a.txt', 'a')
     await sbx.files.write('tree/sub/b.txt', 'bb')

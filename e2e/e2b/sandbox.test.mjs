@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Sandbox } from 'e2b'
-import { create, run, template, testTimeout, withSandbox } from './env.mjs'
+import { create, features, needs, run, template, testTimeout, withSandbox } from './env.mjs'
 
-test('create with metadata and envs, then read both back', testTimeout, async () => {
+test('create with metadata and envs, then read both back', needs('exec'), async () => {
   await withSandbox({ metadata: { purpose: 'create' }, envs: { FROM_CREATE: 'created-value' } }, async (sbx) => {
     // Differently's own IDs: E2B's proxy would refuse the underscore in a host name,
     // but with E2B_SANDBOX_URL the SDK sends the ID in a header (docs/e2b.md).
@@ -19,7 +19,7 @@ test('create with metadata and envs, then read both back', testTimeout, async ()
   })
 })
 
-test('connect to an existing sandbox sees its files', testTimeout, async () => {
+test('connect to an existing sandbox sees its files', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
     const written = await sbx.files.write('connect.txt', 'written before connect')
     const again = await Sandbox.connect(sbx.sandboxId)
@@ -93,4 +93,27 @@ test('kill, and kill again answers false', testTimeout, async () => {
   } finally {
     await Sandbox.kill(sbx.sandboxId).catch(() => {})
   }
+})
+
+test('pause, then connect resumes', needs('pause'), async () => {
+  await withSandbox({}, async (sbx) => {
+    assert.equal(await sbx.pause(), true)
+    assert.equal((await sbx.getInfo()).state, 'paused')
+    // Already paused: the SDK answers false.
+    assert.equal(await sbx.pause(), false)
+    const again = await Sandbox.connect(sbx.sandboxId)
+    assert.equal(again.sandboxId, sbx.sandboxId)
+    assert.equal((await again.getInfo()).state, 'running')
+  })
+})
+
+test('pause on a pool that cannot is refused, naming the pool', testTimeout, async (t) => {
+  if (features.has('pause')) {
+    t.skip('the pool under test pauses')
+    return
+  }
+  await withSandbox({}, async (sbx) => {
+    await assert.rejects(sbx.pause(), /pause/)
+    assert.equal((await sbx.getInfo()).state, 'running')
+  })
 })
