@@ -344,3 +344,58 @@ func TestCloseEndsWatches(t *testing.T) {
 		t.Fatalf("a watcher after Close: %v, want unavailable", err)
 	}
 }
+
+func TestWatchDirKeepalive(t *testing.T) {
+	e := newEnv(t)
+	e.pollTicks()
+	keep := make(chan time.Time)
+	asked := make(chan time.Duration, 1)
+	envd.SetTicker(e.handler, func(d time.Duration) (<-chan time.Time, func()) {
+		asked <- d
+		return keep, func() {}
+	})
+	e.put("d/a.txt", "1")
+	req := connect.NewRequest(&filesystempb.WatchDirRequest{Path: "d"})
+	// As the SDK's watchDir asks.
+	req.Header().Set("Keepalive-Ping-Interval", "50")
+	stream, err := e.files().WatchDir(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() || stream.Msg().GetStart() == nil {
+		t.Fatalf("first message %v (%v), want start", stream.Msg(), stream.Err())
+	}
+	if d := <-asked; d != 50*time.Second {
+		t.Fatalf("keepalive every %v, want 50s", d)
+	}
+	keep <- time.Time{}
+	if !stream.Receive() || stream.Msg().GetKeepalive() == nil {
+		t.Fatalf("after a tick: %v (%v), want a keepalive", stream.Msg(), stream.Err())
+	}
+}
+
+func TestWatchDirEndsWhenItsDirectoryGoes(t *testing.T) {
+	e := newEnv(t)
+	tick := e.pollTicks()
+	e.put("d/a.txt", "1")
+	ctx := context.Background()
+	stream, err := e.files().WatchDir(ctx, connect.NewRequest(&filesystempb.WatchDirRequest{Path: "d"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() || stream.Msg().GetStart() == nil {
+		t.Fatalf("first message %v (%v), want start", stream.Msg(), stream.Err())
+	}
+	if _, err := e.files().Remove(ctx, connect.NewRequest(&filesystempb.RemoveRequest{Path: "d"})); err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Time{}
+	if stream.Receive() {
+		t.Fatalf("after its directory went: %v", stream.Msg())
+	}
+	if connect.CodeOf(stream.Err()) != connect.CodeNotFound {
+		t.Fatalf("the watch ended with %v, want not_found", stream.Err())
+	}
+}
