@@ -78,6 +78,8 @@ test('list filters by template and start time, and pages', testTimeout, async ()
 test('setTimeout moves the end', testTimeout, async () => {
   await withSandbox({ timeoutMs: 60_000 }, async (sbx) => {
     const before = await sbx.getInfo()
+    // A Differently sandbox ends at its timeout; nothing resumes it by itself.
+    assert.deepEqual(before.lifecycle, { onTimeout: 'kill', autoResume: false })
     await sbx.setTimeout(600_000)
     const after = await sbx.getInfo()
     assert.ok(after.endAt > before.endAt, `endAt ${after.endAt.toISOString()} is not after ${before.endAt.toISOString()}`)

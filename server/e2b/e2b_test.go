@@ -149,6 +149,10 @@ type detail struct {
 	Metadata   map[string]string `json:"metadata"`
 	EndAt      time.Time         `json:"endAt"`
 	StartedAt  time.Time         `json:"startedAt"`
+	Lifecycle  *struct {
+		AutoResume bool   `json:"autoResume"`
+		OnTimeout  string `json:"onTimeout"`
+	} `json:"lifecycle"`
 }
 
 type apiError struct {
@@ -195,6 +199,9 @@ func TestControlPlane(t *testing.T) {
 		e.e2b("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &d)
 		if d.State != "running" || d.Metadata["user"] != "a b" || d.TemplateID != "fakebox" {
 			t.Fatalf("get answered %+v", d)
+		}
+		if d.Lifecycle == nil || d.Lifecycle.AutoResume || d.Lifecycle.OnTimeout != "kill" {
+			t.Fatalf("get answered lifecycle %+v, want kill on timeout and no auto-resume", d.Lifecycle)
 		}
 		if left := d.EndAt.Sub(d.StartedAt); left < 4*time.Minute || left > 6*time.Minute {
 			t.Fatalf("a 300 s timeout ends %v after the start", left)

@@ -51,6 +51,15 @@ type detail struct {
 	DiskSizeMB      int64             `json:"diskSizeMB"`
 	Metadata        map[string]string `json:"metadata"`
 	State           string            `json:"state"`
+	// Lifecycle is SandboxDetail's only: ListedSandbox has none.
+	Lifecycle *lifecycleInfo `json:"lifecycle,omitempty"`
+}
+
+// lifecycleInfo is E2B's SandboxLifecycle. A Differently sandbox ends when its
+// timeout passes and is never resumed by traffic.
+type lifecycleInfo struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"`
 }
 
 // noExpiry is the endAt of a sandbox without a TTL: E2B's schema requires a time.
@@ -203,6 +212,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 	}
 	d := toDetail(sb)
 	d.EnvdAccessToken = AccessToken(h.secret, sb.ID)
+	d.Lifecycle = &lifecycleInfo{AutoResume: false, OnTimeout: "kill"}
 	writeJSON(w, http.StatusOK, d)
 }
 
