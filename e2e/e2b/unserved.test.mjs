@@ -16,12 +16,10 @@ function unserved(what) {
   }
 }
 
-test('metrics, snapshots, forks and network updates answer not served', testTimeout, async () => {
+test('metrics, forks and network updates answer not served', testTimeout, async () => {
   await withSandbox({}, async (sbx) => {
     await assert.rejects(sbx.getMetrics(), unserved(/metrics/))
     await assert.rejects(Sandbox.getMetrics(sbx.sandboxId), unserved(/metrics/))
-    await assert.rejects(sbx.createSnapshot(), unserved(/snapshots/))
-    await assert.rejects(Sandbox.listSnapshots().nextItems(), unserved(/snapshots/))
     await assert.rejects(sbx.fork(), unserved(/fork/))
     await assert.rejects(sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] }), unserved(/network/))
     // The sandbox is untouched.

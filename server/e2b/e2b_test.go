@@ -155,6 +155,11 @@ type detail struct {
 	} `json:"lifecycle"`
 }
 
+type snapshot struct {
+	SnapshotID string   `json:"snapshotID"`
+	Names      []string `json:"names"`
+}
+
 type apiError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
@@ -390,6 +395,73 @@ func TestControlPlane(t *testing.T) {
 		e.send("GET", "/e2b/health", nil, nil, 401, nil)
 	})
 
+	t.Run("snapshots", func(t *testing.T) {
+		e := e.with(t)
+		id := sb.SandboxID
+		var first, second snapshot
+		e.e2b("POST", "/sandboxes/"+id+"/snapshots", map[string]any{}, 201, &first)
+		if !strings.HasPrefix(first.SnapshotID, "snap_") || first.Names == nil || len(first.Names) != 0 {
+			t.Fatalf("create snapshot answered %+v", first)
+		}
+		e.e2b("POST", "/sandboxes/"+id+"/snapshots", nil, 201, &second)
+		e.e2b("POST", "/sandboxes/"+id+"/snapshots", map[string]string{"name": "mine"}, 400, nil)
+		e.e2b("POST", "/sandboxes/nosuchsandbox/snapshots", map[string]any{}, 404, nil)
+
+		// Pages of one, oldest first.
+		var got []string
+		next := ""
+		for pages := 0; ; pages++ {
+			if pages > 3 {
+				t.Fatal("paging does not end")
+			}
+			q := "/snapshots?limit=1&sandboxID=" + id
+			if next != "" {
+				q += "&nextToken=" + url.QueryEscape(next)
+			}
+			var page []snapshot
+			h := e.e2b("GET", q, nil, 200, &page)
+			for _, sn := range page {
+				got = append(got, sn.SnapshotID)
+			}
+			if next = h.Get("X-Next-Token"); next == "" {
+				break
+			}
+		}
+		if strings.Join(got, " ") != first.SnapshotID+" "+second.SnapshotID {
+			t.Fatalf("listed %v, want %s then %s", got, first.SnapshotID, second.SnapshotID)
+		}
+		var page []snapshot
+		e.e2b("GET", "/snapshots?sandboxID="+id+"&name="+second.SnapshotID, nil, 200, &page)
+		if len(page) != 1 || page[0].SnapshotID != second.SnapshotID {
+			t.Fatalf("by name: %+v", page)
+		}
+		e.e2b("GET", "/snapshots", nil, 400, nil)
+
+		// A snapshot is a template to create from.
+		var restored sandbox
+		e.e2b("POST", "/v2/sandboxes", map[string]any{"templateID": first.SnapshotID, "timeout": 60}, 201, &restored)
+		if restored.TemplateID != first.SnapshotID {
+			t.Fatalf("created from a snapshot: %+v", restored)
+		}
+		e.e2b("DELETE", "/sandboxes/"+restored.SandboxID, nil, 204, nil)
+		e.e2b("POST", "/v2/sandboxes", map[string]any{"templateID": "snap_nosuchsnapshot"}, 400, nil)
+
+		// Another project sees none of them.
+		var created struct {
+			Secret string `json:"secret"`
+		}
+		e.native("POST", "/v1/admin/tokens", map[string]any{"scope": "project", "org": "acme", "project": "snapless"}, 201, &created)
+		other := map[string]string{"X-API-KEY": created.Secret}
+		e.send("GET", "/e2b/snapshots?sandboxID="+id, other, nil, 404, nil)
+		e.send("POST", "/e2b/v2/sandboxes", other, map[string]any{"templateID": first.SnapshotID}, 400, nil)
+		e.send("DELETE", "/e2b/templates/"+first.SnapshotID, other, nil, 404, nil)
+
+		// deleteSnapshot is DELETE /templates/{id}.
+		e.e2b("DELETE", "/templates/"+second.SnapshotID, nil, 204, nil)
+		e.e2b("DELETE", "/templates/"+second.SnapshotID, nil, 404, nil)
+		e.e2b("DELETE", "/templates/fakebox", nil, 501, nil)
+	})
+
 	t.Run("unserved", func(t *testing.T) {
 		e := e.with(t)
 		// What E2B publishes and the front door does not serve is 501, saying why,
@@ -400,8 +472,6 @@ func TestControlPlane(t *testing.T) {
 			{"GET", "/sandboxes/nosuchsandbox/metrics", "metrics"},
 			{"GET", "/sandboxes/metrics", "metrics"},
 			{"GET", "/v2/sandboxes/" + sb.SandboxID + "/logs", "logs"},
-			{"POST", "/sandboxes/" + sb.SandboxID + "/snapshots", "/v1/sandboxes/{id}/snapshots"},
-			{"GET", "/snapshots", "snapshots"},
 			{"POST", "/sandboxes/" + sb.SandboxID + "/fork", "fork"},
 			{"PUT", "/sandboxes/" + sb.SandboxID + "/network", "network"},
 			{"GET", "/templates/aliases/fakebox", "profiles"},

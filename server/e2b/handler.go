@@ -69,6 +69,9 @@ type Sandboxes interface {
 	Update(ctx context.Context, c sandboxes.Caller, id string, p sandboxes.Patch) (store.Sandbox, error)
 	Operate(ctx context.Context, c sandboxes.Caller, id string, op lifecycle.Op) (store.Sandbox, error)
 	List(ctx context.Context, c sandboxes.Caller, f store.SandboxFilter) ([]store.Sandbox, string, error)
+	CreateSnapshot(ctx context.Context, c sandboxes.Caller, id string, kind *string) (store.Snapshot, error)
+	Snapshots(ctx context.Context, c sandboxes.Caller, sandboxID string) ([]store.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, c sandboxes.Caller, id string) error
 }
 
 // Options wires the front door.
@@ -151,6 +154,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		r.Post("/sandboxes/{id}/connect", h.connect)
 		r.Post("/v2/sandboxes/{id}/connect", h.connect)
 		r.Post("/sandboxes/{id}/refreshes", h.refresh)
+		r.Post("/sandboxes/{id}/snapshots", h.createSnapshot)
+		r.Get("/snapshots", h.listSnapshots)
+		r.Delete("/templates/{template}", h.deleteTemplate)
 		r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 		routeUnserved(r)
 	})

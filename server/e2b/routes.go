@@ -65,13 +65,16 @@ type lifecycleInfo struct {
 // noExpiry is the endAt of a sandbox without a TTL: E2B's schema requires a time.
 var noExpiry = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
-// templateOf is the templateID a sandbox was created from (BaseTemplate when it has
-// no profile).
+// templateOf is the templateID a sandbox was created from: its profile, else the
+// snapshot it was restored from, else BaseTemplate.
 func templateOf(sb store.Sandbox) string {
-	if sb.Profile == "" {
-		return BaseTemplate
+	switch {
+	case sb.Profile != "":
+		return sb.Profile
+	case sb.FromSnapshot != "":
+		return sb.FromSnapshot
 	}
-	return sb.Profile
+	return BaseTemplate
 }
 
 // stateOf is a live sandbox's state as E2B names it: only running and paused
@@ -176,12 +179,20 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 		return
 	case BaseTemplate:
 	default:
-		req.Profile = body.TemplateID
+		if isSnapshotID(body.TemplateID) {
+			req.Sandbox.FromSnapshot = body.TemplateID
+		} else {
+			req.Profile = body.TemplateID
+		}
 	}
 	ctx := r.Context()
 	c := callerOf(ctx)
 	out, _, started, err := h.svc.Create(ctx, c, req)
 	if err != nil {
+		if req.Sandbox.FromSnapshot != "" && api.IsCode(err, api.CodeNotFound) {
+			// As for a profile that does not exist: the templateID is bad.
+			err = apierr.Invalid("snapshot %q not found", req.Sandbox.FromSnapshot)
+		}
 		h.writeError(w, r, err)
 		return
 	}
