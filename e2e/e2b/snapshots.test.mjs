@@ -1,5 +1,6 @@
-// Snapshots through the SDK: E2B's are Differently's disk snapshots, and a
-// snapshot's ID is a template to create sandboxes from (docs/e2b.md).
+// Snapshots and forks through the SDK: E2B's snapshots are Differently's disk
+// snapshots, a snapshot's ID is a template to create sandboxes from, and a fork is
+// Differently's (docs/e2b.md).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Sandbox } from 'e2b'
@@ -39,5 +40,23 @@ test('a snapshot is listed, starts a sandbox with its files, and is deleted', te
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
     // Listing needs the sandbox: Differently lists snapshots by sandbox.
     await assert.rejects(Sandbox.listSnapshots().nextItems(), /sandboxID is required/)
+  })
+})
+
+test('fork copies a sandbox with its files and metadata', testTimeout, async () => {
+  await withSandbox({ metadata: { purpose: 'fork' } }, async (sbx) => {
+    await sbx.files.write('forked.txt', 'from the source')
+    const forks = await sbx.fork({ timeoutMs: 120_000 })
+    assert.equal(forks.length, 1)
+    const [child] = forks
+    assert.ok(!(child instanceof Error), `${child}`)
+    try {
+      assert.notEqual(child.sandboxId, sbx.sandboxId)
+      const info = await child.getInfo()
+      assert.equal(info.metadata.purpose, 'fork')
+      assert.equal(await child.files.read('forked.txt'), 'from the source')
+    } finally {
+      await Sandbox.kill(child.sandboxId).catch(() => {})
+    }
   })
 })

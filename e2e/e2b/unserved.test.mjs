@@ -16,11 +16,10 @@ function unserved(what) {
   }
 }
 
-test('metrics, forks and network updates answer not served', testTimeout, async () => {
+test('metrics and network updates answer not served', testTimeout, async () => {
   await withSandbox({}, async (sbx) => {
     await assert.rejects(sbx.getMetrics(), unserved(/metrics/))
     await assert.rejects(Sandbox.getMetrics(sbx.sandboxId), unserved(/metrics/))
-    await assert.rejects(sbx.fork(), unserved(/fork/))
     await assert.rejects(sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] }), unserved(/network/))
     // The sandbox is untouched.
     assert.equal(await sbx.isRunning(), true)

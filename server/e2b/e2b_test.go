@@ -462,6 +462,36 @@ func TestControlPlane(t *testing.T) {
 		e.e2b("DELETE", "/templates/fakebox", nil, 501, nil)
 	})
 
+	t.Run("fork", func(t *testing.T) {
+		e := e.with(t)
+		var results []struct {
+			Sandbox *sandbox  `json:"sandbox"`
+			Error   *apiError `json:"error"`
+		}
+		e.e2b("POST", "/sandboxes/"+sb.SandboxID+"/fork", map[string]int{"timeout": 120, "count": 2}, 201, &results)
+		if len(results) != 2 {
+			t.Fatalf("two forks answered %d results", len(results))
+		}
+		for _, res := range results {
+			if res.Error != nil || res.Sandbox == nil || res.Sandbox.SandboxID == sb.SandboxID ||
+				!e2b.VerifyAccessToken([]byte(secret), res.Sandbox.SandboxID, res.Sandbox.EnvdAccessToken) {
+				t.Fatalf("a fork answered %+v / %+v", res.Sandbox, res.Error)
+			}
+			var d detail
+			e.e2b("GET", "/sandboxes/"+res.Sandbox.SandboxID, nil, 200, &d)
+			if d.State != "running" || d.Metadata["user"] != "a b" || d.TemplateID != "fakebox" {
+				t.Fatalf("a fork is %+v", d)
+			}
+			if left := d.EndAt.Sub(d.StartedAt); left < time.Minute || left > 3*time.Minute {
+				t.Fatalf("a 120 s fork ends %v after its start", left)
+			}
+			e.e2b("DELETE", "/sandboxes/"+res.Sandbox.SandboxID, nil, 204, nil)
+		}
+		e.e2b("POST", "/sandboxes/"+sb.SandboxID+"/fork", map[string]int{"count": 0}, 400, nil)
+		e.e2b("POST", "/sandboxes/"+sb.SandboxID+"/fork", map[string]int{"count": 101}, 400, nil)
+		e.e2b("POST", "/sandboxes/nosuchsandbox/fork", nil, 404, nil)
+	})
+
 	t.Run("unserved", func(t *testing.T) {
 		e := e.with(t)
 		// What E2B publishes and the front door does not serve is 501, saying why,
@@ -472,7 +502,6 @@ func TestControlPlane(t *testing.T) {
 			{"GET", "/sandboxes/nosuchsandbox/metrics", "metrics"},
 			{"GET", "/sandboxes/metrics", "metrics"},
 			{"GET", "/v2/sandboxes/" + sb.SandboxID + "/logs", "logs"},
-			{"POST", "/sandboxes/" + sb.SandboxID + "/fork", "fork"},
 			{"PUT", "/sandboxes/" + sb.SandboxID + "/network", "network"},
 			{"GET", "/templates/aliases/fakebox", "profiles"},
 			{"POST", "/v3/templates", "profiles"},

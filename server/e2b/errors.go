@@ -55,13 +55,20 @@ func statusOf(err error) (status int, message string, internal bool) {
 
 // writeError answers err in E2B's shape, logging what it does not show.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg, internal := statusOf(err)
-	if internal && r.Context().Err() == nil {
-		h.log.Error("e2b request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-	}
+	body := h.errorBody(r, err)
 	var ra *sandboxes.RetryAfterError
 	if errors.As(err, &ra) && ra.Seconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ra.Seconds))
 	}
-	writeJSON(w, status, apiError{Code: status, Message: msg})
+	writeJSON(w, body.Code, body)
+}
+
+// errorBody is err in E2B's shape, for an answer or a part of one (a fork's
+// result), logging what it does not show.
+func (h *handler) errorBody(r *http.Request, err error) *apiError {
+	status, msg, internal := statusOf(err)
+	if internal && r.Context().Err() == nil {
+		h.log.Error("e2b request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	return &apiError{Code: status, Message: msg}
 }

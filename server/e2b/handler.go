@@ -72,6 +72,7 @@ type Sandboxes interface {
 	CreateSnapshot(ctx context.Context, c sandboxes.Caller, id string, kind *string) (store.Snapshot, error)
 	Snapshots(ctx context.Context, c sandboxes.Caller, sandboxID string) ([]store.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, c sandboxes.Caller, id string) error
+	Fork(ctx context.Context, c sandboxes.Caller, id string, req sandboxes.ForkRequest) (store.Sandbox, error)
 }
 
 // Options wires the front door.
@@ -155,6 +156,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		r.Post("/v2/sandboxes/{id}/connect", h.connect)
 		r.Post("/sandboxes/{id}/refreshes", h.refresh)
 		r.Post("/sandboxes/{id}/snapshots", h.createSnapshot)
+		r.Post("/sandboxes/{id}/fork", h.fork)
 		r.Get("/snapshots", h.listSnapshots)
 		r.Delete("/templates/{template}", h.deleteTemplate)
 		r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })

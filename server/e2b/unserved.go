@@ -8,13 +8,12 @@ import (
 
 // Why E2B's routes that this front door does not serve are not served. Each is
 // answered with 501 in E2B's error shape, never with the router's 404: E2B's SDKs
-// take a 404 from getMetrics, fork or updateNetwork for "sandbox not
+// take a 404 from getMetrics or updateNetwork for "sandbox not
 // found", and from Template.exists for "no such template", which would be wrong
 // about a sandbox or profile that exists.
 const (
 	whyMetrics   = "Differently collects no per-sandbox resource metrics: its pools report none"
 	whyLogs      = "Differently keeps no sandbox logs; its native API has the sandbox's events (GET /v1/sandboxes/{id}/events)"
-	whyFork      = "forks are on Differently's native API (POST /v1/sandboxes/{id}/fork)"
 	whyNetwork   = "a sandbox's network is its pool's, set by the operator"
 	whyTemplates = "E2B templates are Differently profiles, which an admin defines on the native API (PUT /v1/admin/profiles/{name}); templates are not built or listed here"
 	whyTeams     = "teams, API keys, access tokens and nodes are Differently's projects, tokens and pools, on its native API"
@@ -31,7 +30,6 @@ var unservedRoutes = []struct{ method, pattern, why string }{
 	{"GET", "/teams/{team}/metrics/max", whyMetrics},
 	{"GET", "/sandboxes/{id}/logs", whyLogs},
 	{"GET", "/v2/sandboxes/{id}/logs", whyLogs},
-	{"POST", "/sandboxes/{id}/fork", whyFork},
 	{"PUT", "/sandboxes/{id}/network", whyNetwork},
 	{"GET", "/templates", whyTemplates},
 	{"POST", "/templates", whyTemplates},
