@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/different-ai/differently/adapters/conformance"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/server/defaults"
 )
 
 const adapterTokenEnv = "DIFFERENTLY_ADAPTER_TOKEN"
@@ -151,20 +151,14 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 	}
 }
 
-// dataDirFor is the per-user data folder: $XDG_DATA_HOME/differently, else
-// ~/.local/share/differently.
+// dataDirFor is the per-user data folder (defaults.DataDir), with a hint for the
+// commands that can be told another.
 func dataDirFor(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "differently"), nil
+	dir, err := defaults.DataDir(getenv)
+	if err != nil {
+		return "", fmt.Errorf("%w, or pass a folder", err)
 	}
-	home := getenv("HOME")
-	if home == "" {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
-			return "", fmt.Errorf("no data folder: set XDG_DATA_HOME or HOME, or pass --root")
-		}
-	}
-	return filepath.Join(home, ".local", "share", "differently"), nil
+	return dir, nil
 }
 
 // isLoopback reports whether addr (host:port) can only be reached from this machine.

@@ -47,7 +47,7 @@ import (
 
 // AdminTokenFile is the file in the data directory that holds the first admin token
 // of a development installation.
-const AdminTokenFile = "admin-token"
+const AdminTokenFile = defaults.AdminTokenFile
 
 // Options configure a daemon.
 type Options struct {
