@@ -1,0 +1,273 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// table is what a command shows with -o table (aligned columns) and -o id (the first
+// column's IDs, one a line, for scripts); -o json and -o yaml show the API's objects
+// instead.
+type table struct {
+	header []string
+	rows   [][]cell
+	ids    []string
+}
+
+// cell is a table cell, with the colour its text gets on a terminal.
+type cell struct {
+	text   string
+	colour int // an ANSI SGR foreground code; 0: none
+}
+
+func (a *app) table(header ...string) *table { return &table{header: header} }
+
+// row adds a row of plain cells.
+func (t *table) row(cells ...string) {
+	r := make([]cell, len(cells))
+	for i, c := range cells {
+		r[i] = cell{text: c}
+	}
+	t.rows = append(t.rows, r)
+}
+
+// rowc adds a row of cells some of which may carry colour.
+func (t *table) rowc(cells ...cell) { t.rows = append(t.rows, cells) }
+
+func (t *table) id(id string) { t.ids = append(t.ids, id) }
+
+// emit writes v (for json and yaml) or t (for table and id) to stdout.
+func (a *app) emit(v any, t *table) error {
+	return a.emitTo(a.io.out, v, t, true)
+}
+
+func (a *app) emitTo(w io.Writer, v any, t *table, header bool) error {
+	switch a.output {
+	case "json":
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	case "yaml":
+		data, err := toYAML(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case "id":
+		for _, id := range t.ids {
+			if _, err := fmt.Fprintln(w, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return t.write(w, a.colour(w), header)
+}
+
+// toYAML writes v as YAML with the keys and order of its JSON form, so that -o yaml
+// and -o json name fields alike.
+func toYAML(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(data)
+}
+
+// paint wraps s in a colour. Every painted cell carries escape sequences of the same
+// length (\x1b[NNm and \x1b[0m), so that tabwriter, which counts them as text, still
+// aligns the columns when every cell is painted.
+func paint(code int, s string) string {
+	return fmt.Sprintf("\x1b[%02dm%s\x1b[0m", code, s)
+}
+
+// The colours of the tables.
+const (
+	bold    = 1
+	red     = 31
+	green   = 32
+	yellow  = 33
+	blue    = 34
+	magenta = 35
+	cyan    = 36
+	dim     = 90
+	plain   = 39
+)
+
+func (t *table) write(w io.Writer, colour, header bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	line := func(cells []cell, head bool) {
+		for i, c := range cells {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			text := c.text
+			if text == "" && !head {
+				text = "-"
+			}
+			// With colour, every cell is painted, the header bold and a cell without a
+			// colour of its own plain: all carry escapes of one length (paint).
+			switch {
+			case !colour:
+			case head:
+				text = paint(bold, text)
+			case c.colour != 0:
+				text = paint(c.colour, text)
+			default:
+				text = paint(plain, text)
+			}
+			fmt.Fprint(tw, text)
+		}
+		fmt.Fprint(tw, "\n")
+	}
+	if header {
+		h := make([]cell, len(t.header))
+		for i, s := range t.header {
+			h[i] = cell{text: s}
+		}
+		line(h, true)
+	}
+	for _, r := range t.rows {
+		line(r, false)
+	}
+	return tw.Flush()
+}
+
+// stateColour is how a sandbox state shows on a terminal.
+func stateColour(s string) int {
+	switch s {
+	case "running":
+		return green
+	case "queued", "provisioning", "terminating":
+		return yellow
+	case "stopped", "paused":
+		return blue
+	case "failed":
+		return red
+	case "terminated":
+		return dim
+	}
+	return plain
+}
+
+// ago is how long before now t was, shortly: 45s, 12m, 3h, 5d.
+func ago(t time.Time, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return short(now.Sub(t))
+}
+
+// short writes d in its largest unit.
+func short(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// spinner shows that a long wait goes on: a turning mark and what is awaited, redrawn
+// on one line of stderr. Only on a terminal; elsewhere the message is printed once, as
+// a progress line, so that a CI log says what the job waits for.
+type spinner struct {
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (a *app) spin(msg string) *spinner {
+	s := &spinner{stop: make(chan struct{}), done: make(chan struct{})}
+	if !isTerminal(a.io.err) || a.quiet {
+		a.progress("%s", msg)
+		close(s.done)
+		return s
+	}
+	w := a.io.err
+	colour := a.colour(w)
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			frame := spinFrames[i%len(spinFrames)]
+			if colour {
+				frame = paint(cyan, frame)
+			}
+			fmt.Fprintf(w, "\r%s %s", frame, msg)
+			select {
+			case <-s.stop:
+				fmt.Fprint(w, "\r\x1b[K")
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// end stops the spinner and clears its line; it may be called more than once.
+func (s *spinner) end() {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// orEmpty gives an empty list rather than null to -o json.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// emitCompact writes v as one line of JSON (or a YAML document): a stream's element.
+func (a *app) emitCompact(v any) error {
+	if a.output == "yaml" {
+		data, err := toYAML(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.io.out, "---\n%s", data)
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.io.out, "%s\n", data)
+	return err
+}
