@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -132,7 +133,10 @@ func (a *app) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(conn.endpoint, conn.token, client.WithUserAgent("differently-cli"))
+	c, err := client.New(conn.endpoint, conn.token, client.WithUserAgent("differently-cli"),
+		// A person waits at the prompt: a daemon that is down is said within a
+		// second rather than after the library's longer backoff.
+		client.WithRetry(3, 100*time.Millisecond, 2*time.Second))
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -151,7 +151,7 @@ func (a *app) resolve() (*connection, error) {
 	case ctxCfg.TokenFile != "":
 		tok, err := readToken(ctxCfg.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("context %s: token-file: %v", name, err)
+			return nil, usagef("context %s: token-file: %v", name, err)
 		}
 		conn.token, conn.tokenFrom = tok, "context "+name+" (token-file "+ctxCfg.TokenFile+")"
 	case isLocal(conn.endpoint):
@@ -219,7 +219,7 @@ the endpoint and token say otherwise.`,
 				cfg.Contexts = map[string]contextConfig{}
 			}
 			c := cfg.Contexts[args[0]]
-			if cmd.Flags().Changed("endpoint") {
+			if cmd.Flags().Changed("url") {
 				c.Endpoint = endpoint
 			}
 			if tokenFile != "" {

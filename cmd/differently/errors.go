@@ -61,7 +61,8 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 // classify turns err into an exit code, a one-line message naming the error code,
 // and a hint of what to do.
 func (a *app) classify(err error) (code int, msg, hint string) {
-	msg = strings.ReplaceAll(trimPrefix(err.Error()), "\n", " ")
+	msg = strings.ReplaceAll(trimPrefix(err.Error()), "\n", "; ")
+	msg = strings.ReplaceAll(msg, ": differently: ", ": ")
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage, msg, "see --help"
@@ -88,9 +89,11 @@ func (a *app) classify(err error) (code int, msg, hint string) {
 		case ae.Code == api.CodeProviderUnavailable || ae.Status == http.StatusServiceUnavailable:
 			return exitUnreachable, msg, "the daemon or the pool's backend is unavailable for now; try again"
 		case ae.Code == api.CodeUnsupportedOperation:
-			return exitError, msg, "the sandbox's pool cannot do this (differently pools get POOL lists its features)"
+			return exitError, msg, "the sandbox's pool cannot do this; `differently pools get POOL` lists its features"
 		case ae.Code == api.CodeInvalidState:
 			return exitError, msg, "`differently get ID` shows the sandbox's state"
+		case ae.Code == api.CodeInvalidRequest && strings.Contains(ae.Message, "pool"):
+			return exitError, msg, "`differently pools ls` lists the pools"
 		case ae.Code == api.CodeUnsupportedCapability:
 			return exitError, msg, "no pool could take it: check --pool and --template against `differently pools ls`"
 		}
@@ -114,7 +117,7 @@ const defaultEndpointText = "its address"
 
 func (a *app) tokenHint() string {
 	if a.conn == nil || a.conn.tokenFrom == "" {
-		return "no token was found: set DIFFERENTLY_TOKEN, pass --token-file, or use a context (differently context set); " +
+		return "no token was found: set DIFFERENTLY_TOKEN, pass --token-file, or save one with `differently context set`; " +
 			"differently-server --dev writes an admin token to ~/.local/share/differently/admin-token"
 	}
 	return "the token from " + a.conn.tokenFrom + " was refused: it is wrong or revoked; an admin can make one with `differently tokens create`"
