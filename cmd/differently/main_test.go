@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,9 @@ func (c *cli) ok(args ...string) result {
 // json runs the binary with -o json and decodes its output into v.
 func (c *cli) json(v any, args ...string) {
 	c.t.Helper()
-	r := c.ok(append(args, "-o", "json")...)
+	r := c.ok(append([]string{"-o", "json"}, args...)...)
+	// Decoding into a value used before would keep the fields this answer leaves out.
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
 		c.t.Fatalf("differently %s -o json: %v\n%s", strings.Join(args, " "), err, r.stdout)
 	}
