@@ -211,11 +211,12 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 			if sb == nil {
 				return err
 			}
+			id := sb.Id
 			if keep {
-				a.progress("sandbox %s is kept", sb.Id)
+				a.progress("sandbox %s is kept", id)
 			} else {
 				defer func() {
-					if derr := a.cleanup(c, sb.Id); derr != nil && err == nil {
+					if derr := a.cleanup(c, id); derr != nil && err == nil {
 						err = derr
 					}
 				}()
@@ -223,10 +224,10 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 			if err != nil {
 				return err
 			}
-			if sb, err = a.waitFor(c, sb, 0, client.Running); err != nil {
+			if _, err = a.waitFor(c, sb, 0, client.Running); err != nil {
 				return err
 			}
-			code, err := a.execute(c, sb.Id, req)
+			code, err := a.execute(c, id, req)
 			if err != nil {
 				return err
 			}
