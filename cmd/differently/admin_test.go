@@ -1,0 +1,135 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/different-ai/differently/client"
+)
+
+// The admin commands, their JSON parsed, and what a project token may not do.
+func TestAdminCommands(t *testing.T) {
+	dd := startDaemon(t)
+	c := dd.cli(t)
+
+	var pools struct{ Items []client.Pool }
+	c.json(&pools, "pools", "ls")
+	if len(pools.Items) != 2 || pools.Items[0].Name != "devhost" || !deref(pools.Items[0].Healthy) {
+		t.Errorf("pools ls: %+v", pools.Items)
+	}
+	var pool client.Pool
+	c.json(&pool, "pools", "get", "fake")
+	if pool.Name != "fake" || pool.Adapter != "fake" || len(deref(pool.EffectiveFeatures)) == 0 {
+		t.Errorf("pools get: %+v", pool)
+	}
+	if r := c.ok("pools", "get", "fake"); !strings.Contains(r.stdout, "healthy") || !strings.Contains(r.stdout, "lifecycle.pause-resume") {
+		t.Errorf("pools get as a table:\n%s", r.stdout)
+	}
+	if r := c.ok("pools", "ls"); !strings.Contains(r.stdout, "HEALTH") || !strings.Contains(r.stdout, "unbounded") {
+		t.Errorf("pools ls as a table:\n%s", r.stdout)
+	}
+	c.fails(exitNotFound, []string{"404"}, "pools", "get", "nope")
+
+	var project client.Project
+	c.json(&project, "projects", "set", "acme/ci", "--sandboxes", "5", "--cpu", "8")
+	if !project.Declared || deref(project.Quota.Sandboxes) != 5 || deref(project.Quota.Cpu) != 8 {
+		t.Errorf("projects set: %+v", project)
+	}
+	c.json(&project, "projects", "get", "acme/ci")
+	if project.Org != "acme" || project.Name != "ci" {
+		t.Errorf("projects get: %+v", project)
+	}
+	var projects struct{ Items []client.Project }
+	c.json(&projects, "projects", "ls")
+	if len(projects.Items) == 0 {
+		t.Errorf("projects ls: %+v", projects.Items)
+	}
+	c.ok("projects", "rm", "acme/ci")
+
+	// A project token: made here, used, listed, revoked.
+	var created client.TokenCreated
+	c.json(&created, "tokens", "create", "--project", "ci", "--name", "cli test")
+	if created.Secret == "" || created.Token.Scope != "project" {
+		t.Fatalf("tokens create: %+v", created)
+	}
+	if r := c.ok("tokens", "create", "--admin", "-q"); len(strings.TrimSpace(r.stdout)) < 16 || strings.Contains(strings.TrimSpace(r.stdout), "\n") {
+		t.Errorf("tokens create prints %q, want the secret alone", r.stdout)
+	}
+	var toks struct{ Items []client.Token }
+	c.json(&toks, "tokens", "ls")
+	if len(toks.Items) != 3 {
+		t.Errorf("tokens ls: %+v", toks.Items)
+	}
+	project_ := dd.cli(t, "DIFFERENTLY_TOKEN="+created.Secret)
+	project_.ok("ls")
+	project_.fails(exitAuth, []string{"403", "forbidden", "hint:"}, "pools", "ls")
+	c.ok("tokens", "rm", created.Token.Id)
+	project_.fails(exitAuth, []string{"401"}, "ls")
+
+	// The policy, through a file.
+	var policy client.Policy
+	c.json(&policy, "policy", "get")
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, []byte("allowExternal: true\nexternalPools: [fake]\ndefaults:\n  ttlSeconds: 600\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.json(&policy, "policy", "set", "-f", file)
+	if !deref(policy.AllowExternal) || len(deref(policy.ExternalPools)) != 1 {
+		t.Errorf("policy set: %+v", policy)
+	}
+	if err := os.WriteFile(file, []byte("allowExternl: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.fails(exitUsage, []string{"allowExternl"}, "policy", "set", "-f", file)
+
+	var report client.ReconcileReport
+	c.json(&report, "reconcile")
+	if len(report.Pools) != 2 {
+		t.Errorf("reconcile: %+v", report)
+	}
+	var trust client.TrustReport
+	c.json(&trust, "trust")
+	if len(trust.Pools) != 2 || !trust.Pools[0].ReceivesWork {
+		t.Errorf("trust: %+v", trust)
+	}
+	if r := c.ok("trust"); !strings.Contains(r.stdout, "RECEIVES WORK") {
+		t.Errorf("trust as a table:\n%s", r.stdout)
+	}
+}
+
+// Completion: the scripts for each shell, and the sandbox IDs and pool names a Tab
+// asks the daemon for.
+func TestCompletion(t *testing.T) {
+	dd := startDaemon(t)
+	c := dd.cli(t)
+	var sb client.Sandbox
+	c.json(&sb, "create", "--pool", "fake", "--wait")
+
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		if r := c.ok("completion", shell); !strings.Contains(r.stdout, "differently") {
+			t.Errorf("completion %s: %q", shell, r.stdout[:min(200, len(r.stdout))])
+		}
+	}
+	if r := c.ok("__complete", "get", ""); !strings.Contains(r.stdout, sb.Id+"\trunning fake") {
+		t.Errorf("completing get's ID:\n%s", r.stdout)
+	}
+	if r := c.ok("__complete", "exec", sb.Id[:6]); !strings.Contains(r.stdout, sb.Id) {
+		t.Errorf("completing exec's ID from a prefix:\n%s", r.stdout)
+	}
+	if r := c.ok("__complete", "cp", ""); !strings.Contains(r.stdout, sb.Id+":") {
+		t.Errorf("completing cp's ID:\n%s", r.stdout)
+	}
+	if r := c.ok("__complete", "create", "--pool", ""); !strings.Contains(r.stdout, "devhost\tdevhost") || !strings.Contains(r.stdout, "fake\tfake") {
+		t.Errorf("completing --pool:\n%s", r.stdout)
+	}
+	if r := c.ok("__complete", "pools", "get", "d"); !strings.Contains(r.stdout, "devhost") || strings.Contains(r.stdout, "fake") {
+		t.Errorf("completing pools get:\n%s", r.stdout)
+	}
+	// A daemon that is down gives no suggestions, and no error.
+	down := dd.cli(t, "DIFFERENTLY_ENDPOINT="+closedPort(t))
+	if r := down.ok("__complete", "get", ""); strings.Contains(r.stdout, "sbx_") {
+		t.Errorf("completion without a daemon:\n%s", r.stdout)
+	}
+}
