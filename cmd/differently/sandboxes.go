@@ -304,7 +304,6 @@ until Ctrl-C.`,
 // watchSandboxes prints the list, then each sandbox again as the daemon's events
 // say it changed, until Ctrl-C (which ends it with success: it is how a watch ends).
 func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, project string, states []client.SandboxState, labels []string) error {
-	header := true
 	if a.output == "json" || a.output == "yaml" {
 		for _, sb := range all {
 			if err := a.emitCompact(sb); err != nil {
@@ -314,7 +313,6 @@ func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, proje
 	} else if err := a.emitTo(a.io.out, nil, a.sandboxTable(all), true); err != nil {
 		return err
 	}
-	header = false
 	// Start from the events recorded now: the list shows everything before.
 	params := client.ListEventsParams{}
 	if pool != "" {
@@ -362,7 +360,12 @@ func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, proje
 		}
 		// The event's state, not the sandbox's now: a later event shows that one.
 		sb.State = ev.To
-		if err := a.emitTo(a.io.out, sb, a.sandboxTable([]client.Sandbox{*sb}), header); err != nil {
+		if a.output == "json" || a.output == "yaml" {
+			err = a.emitCompact(sb)
+		} else {
+			err = a.emitTo(a.io.out, sb, a.sandboxTable([]client.Sandbox{*sb}), false)
+		}
+		if err != nil {
 			return err
 		}
 	}
