@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -79,6 +80,7 @@ DIFFERENTLY_TOKEN, else the current context of the config file
 (differently context --help), else a development daemon on this machine:
 http://127.0.0.1:8700 with the admin token that differently-server --dev wrote to
 its data folder.`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Completion scripts are generated for bash, zsh, fish and PowerShell by the
@@ -174,3 +176,19 @@ func trimPrefix(s string) string {
 }
 
 var errInterrupted = errors.New("interrupted")
+
+// version says which build this is: the module version for a tagged install, and the
+// commit it was built from when the build recorded one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v += " (commit " + s.Value + ")"
+		}
+	}
+	return v
+}

@@ -71,7 +71,7 @@ func (a *app) classify(err error) (code int, msg, hint string) {
 		return exitInterrupted, "interrupted", ""
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return exitTimeout, msg, "a longer --timeout gives it more time"
+		return exitTimeout, msg, "a longer --wait-timeout gives it more time"
 	}
 	endpoint := defaultEndpointText
 	if a.conn != nil {

@@ -79,6 +79,9 @@ func TestRun(t *testing.T) {
 	}
 
 	dd.slowPool(t, "slow", 2*time.Second)
+	// A wait that runs out is its own exit code.
+	c.fails(exitTimeout, []string{"waiting for sandbox", "deadline exceeded", "--wait-timeout"},
+		"-q", "create", "--pool", "slow", "--wait", "--wait-timeout", "1s")
 	tests := []struct {
 		name, label string
 		args        []string

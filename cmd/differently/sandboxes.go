@@ -190,6 +190,14 @@ func (a *app) waitFor(c *client.Client, sb *client.Sandbox, timeout time.Duratio
 		if a.ctx.Err() != nil {
 			return got, errInterrupted
 		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			state := sb.State
+			if got != nil {
+				state = got.State
+			}
+			return got, fmt.Errorf("waiting for sandbox %s to be %s: gave up after %s, it is %s: %w",
+				sb.Id, strings.Join(names, " or "), timeout, state, context.DeadlineExceeded)
+		}
 		return got, err
 	}
 	return got, nil
