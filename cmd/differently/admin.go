@@ -104,7 +104,11 @@ func (a *app) describePool(p *client.Pool) error {
 	add("name", cell{text: p.Name})
 	add("adapter", cell{text: p.Adapter})
 	if p.Info != nil {
-		add("adapter info", cell{text: strings.TrimSpace(deref(p.Info.Kind) + " " + deref(p.Info.Version) + ", isolation " + deref(p.Info.Isolation))})
+		info := strings.TrimSpace(deref(p.Info.Kind) + " " + deref(p.Info.Version))
+		if iso := deref(p.Info.Isolation); iso != "" {
+			info += ", isolation " + iso
+		}
+		add("adapter info", cell{text: info})
 	}
 	add("trust", cell{text: string(p.Trust)})
 	add("region", cell{text: deref(p.Region)})
@@ -423,7 +427,7 @@ func (a *app) reconcileCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sp := a.spin("reconciling")
+			sp := a.spinIf("reconciling", false)
 			r, err := c.ReconcileNow(a.ctx)
 			sp.end()
 			if err != nil {

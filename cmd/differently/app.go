@@ -122,7 +122,24 @@ its data folder.`,
 	root.AddCommand(ctxCmd, a.genDocsCmd())
 	root.SetHelpCommandGroupID("setup")
 	root.SetCompletionCommandGroupID("setup")
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every wrong count of arguments a usage error (exit 2), as a wrong
+// flag is.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // client connects on first use, so that help, completion scripts and the context

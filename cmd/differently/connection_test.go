@@ -116,6 +116,8 @@ func TestConnection(t *testing.T) {
 		c := dd.cli(t)
 		c.fails(exitUsage, []string{"unknown flag"}, "ls", "--no-such-flag")
 		c.fails(exitUsage, []string{"--output"}, "ls", "-o", "xml")
+		c.fails(exitUsage, []string{"accepts 1 arg(s)"}, "get")
+		c.fails(exitUsage, []string{"unknown command"}, "lst")
 		c.fails(exitUsage, []string{"key=value"}, "create", "--label", "novalue")
 		c.fails(exitUsage, []string{"http or https"}, "ls", "--endpoint", "ftp://x")
 	})

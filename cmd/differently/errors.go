@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/defaults"
 )
 
 // Exit codes (docs/cli.md#exit-codes). exec and run pass the remote command's own
@@ -61,10 +63,11 @@ func (a *app) fail(cmd *cobra.Command, err error) int {
 // classify turns err into an exit code, a one-line message naming the error code,
 // and a hint of what to do.
 func (a *app) classify(err error) (code int, msg, hint string) {
-	msg = strings.ReplaceAll(trimPrefix(err.Error()), "\n", "; ")
+	msg = oneLine(trimPrefix(err.Error()))
 	msg = strings.ReplaceAll(msg, ": differently: ", ": ")
 	var ue usageError
-	if errors.As(err, &ue) {
+	// cobra's own word for a command it does not know.
+	if errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command ") {
 		return exitUsage, msg, "see --help"
 	}
 	if errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
@@ -117,8 +120,12 @@ const defaultEndpointText = "its address"
 
 func (a *app) tokenHint() string {
 	if a.conn == nil || a.conn.tokenFrom == "" {
+		file := "admin-token in its data folder"
+		if dir, err := defaults.DataDir(a.getenv); err == nil {
+			file = filepath.Join(dir, defaults.AdminTokenFile)
+		}
 		return "no token was found: set DIFFERENTLY_TOKEN, pass --token-file, or save one with `differently context set`; " +
-			"differently-server --dev writes an admin token to ~/.local/share/differently/admin-token"
+			"differently-server --dev writes an admin token to " + file
 	}
 	return "the token from " + a.conn.tokenFrom + " was refused: it is wrong or revoked; an admin can make one with `differently tokens create`"
 }
@@ -138,4 +145,16 @@ func rootCause(err error) string {
 		}
 		err = next
 	}
+}
+
+// oneLine joins the lines of an error (errors.Join's, cobra's suggestions) with
+// semicolons.
+func oneLine(s string) string {
+	var parts []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.ReplaceAll(strings.Join(parts, "; "), "Did you mean this?;", "did you mean:")
 }

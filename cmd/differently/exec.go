@@ -203,7 +203,9 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 			if err != nil && a.ctx.Err() != nil {
 				// The create may have reached the daemon before the Ctrl-C: the same
 				// key gives back the sandbox it made, if any, to delete.
-				sb, err = c.CreateSandbox(a.cleanupCtx(), body, key)
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
+				sb, err = c.CreateSandbox(ctx, body, key)
+				cancel()
 				if err == nil {
 					err = errInterrupted
 				}
@@ -244,15 +246,8 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 	return cmd
 }
 
-// cleanupCtx is for the work that must happen after a Ctrl-C: the signal's context is
-// done, so it gets its own, bounded.
-func (a *app) cleanupCtx() context.Context {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
-	context.AfterFunc(ctx, cancel)
-	return ctx
-}
-
-// cleanup deletes run's sandbox and waits until it is gone.
+// cleanup deletes run's sandbox and waits until it is gone. It runs after a Ctrl-C
+// too, when the signal's context is done, so it has a context of its own.
 func (a *app) cleanup(c *client.Client, id string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
 	defer cancel()

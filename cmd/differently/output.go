@@ -203,9 +203,17 @@ type spinner struct {
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func (a *app) spin(msg string) *spinner {
+	return a.spinIf(msg, true)
+}
+
+// spinIf is spin, saying msg off a terminal only when say is set: a short call
+// (reconcile) needs no line in a log.
+func (a *app) spinIf(msg string, say bool) *spinner {
 	s := &spinner{stop: make(chan struct{}), done: make(chan struct{})}
 	if !isTerminal(a.io.err) || a.quiet {
-		a.progress("%s", msg)
+		if say {
+			a.progress("%s", msg)
+		}
 		close(s.done)
 		return s
 	}
