@@ -48,6 +48,28 @@ func TestExecStreams(t *testing.T) {
 		t.Errorf("stderr: %q", stderr.String())
 	}
 
+	// Ctrl-C during the command: 130.
+	long := c.command("exec", sb.Id, "echo ready; while :; do sleep 0.05; done")
+	longOut, err := long.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := long.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = long.Process.Kill() })
+	out = lines(t, longOut)
+	await(t, out, "ready", &seen)
+	if err := long.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range out {
+	}
+	_ = long.Wait()
+	if code := long.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exec exited %d after Ctrl-C, want 130", code)
+	}
+
 	if r := c.run("exec", "--timeout", "1s", sb.Id, "sleep 30"); r.code != 124 {
 		t.Errorf("exec --timeout: exit %d, want 124; stderr %s", r.code, r.stderr)
 	}

@@ -154,7 +154,11 @@ func (a *app) createCmd() *cobra.Command {
 				return err
 			}
 			if wait {
+				id := sb.Id
 				if sb, err = a.waitFor(c, sb, waitTimeout, client.Running); err != nil {
+					if errors.Is(err, errInterrupted) {
+						a.progress("sandbox %s was created and stays; `differently rm %s` deletes it", id, id)
+					}
 					return err
 				}
 			}
