@@ -186,6 +186,16 @@ func (a *app) progress(format string, args ...any) {
 	fmt.Fprintf(a.io.err, format+"\n", args...)
 }
 
+// warn writes a line on stderr that is not the command's error, such as a sandbox
+// run could not delete after the command failed. --quiet does not silence it.
+func (a *app) warn(format string, args ...any) {
+	prefix := "warning:"
+	if a.colour(a.io.err) {
+		prefix = paint(yellow, prefix)
+	}
+	fmt.Fprintln(a.io.err, prefix, oneLine(trimPrefix(fmt.Sprintf(format, args...))))
+}
+
 // trimPrefix drops the client's "differently: " prefix, which the CLI's own error
 // line says already.
 func trimPrefix(s string) string {

@@ -202,13 +202,16 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 			sb, err := c.CreateSandbox(a.ctx, body, key)
 			if err != nil && a.ctx.Err() != nil {
 				// The create may have reached the daemon before the Ctrl-C: the same
-				// key gives back the sandbox it made, if any, to delete.
+				// key gives back the sandbox it made, if any, to delete. (When it had
+				// not, this makes one, deleted at once: the price of knowing.)
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), time.Minute)
-				sb, err = c.CreateSandbox(ctx, body, key)
+				again, rerr := c.CreateSandbox(ctx, body, key)
 				cancel()
-				if err == nil {
-					err = errInterrupted
+				if rerr != nil {
+					a.warn("interrupted during the create, whose sandbox, if it made one, is unknown: %v", rerr)
+					return errInterrupted
 				}
+				sb, err = again, errInterrupted
 			}
 			if sb == nil {
 				return err
@@ -218,8 +221,15 @@ command's; differently's own failures exit 125 and Ctrl-C 130.`,
 				a.progress("sandbox %s is kept", id)
 			} else {
 				defer func() {
-					if derr := a.cleanup(c, id); derr != nil && err == nil {
+					derr := a.cleanup(c, id)
+					switch {
+					case derr == nil:
+					case err == nil:
 						err = derr
+					default:
+						// The command's failure or code is the answer; the sandbox
+						// left behind is said beside it.
+						a.warn("%v; it expires with its TTL", derr)
 					}
 				}()
 			}
