@@ -13,7 +13,7 @@ import (
 )
 
 func (a *app) adminCmds() []*cobra.Command {
-	return []*cobra.Command{a.poolsCmd(), a.projectsCmd(), a.tokensCmd(), a.policyCmd(), a.reconcileCmd(), a.trustCmd()}
+	return []*cobra.Command{a.poolsCmd(), a.projectsCmd(), a.profilesCmd(), a.tokensCmd(), a.policyCmd(), a.reconcileCmd(), a.trustCmd()}
 }
 
 func (a *app) poolsCmd() *cobra.Command {

@@ -48,6 +48,27 @@ func TestAdminCommands(t *testing.T) {
 	}
 	c.ok("projects", "rm", "acme/ci")
 
+	// A profile, and a sandbox made from it.
+	var profile client.Profile
+	c.json(&profile, "profiles", "set", "small", "--template", "devhost", "--pool", "devhost", "--memory", "128", "--ttl", "10m")
+	if deref(profile.Template) != "devhost" || profile.Resources.MemoryMiB != 128 || profile.TtlSeconds != 600 {
+		t.Errorf("profiles set: %+v", profile)
+	}
+	var profiles struct{ Items []client.Profile }
+	c.json(&profiles, "profiles", "ls")
+	if len(profiles.Items) != 1 {
+		t.Errorf("profiles ls: %+v", profiles.Items)
+	}
+	var fromProfile client.Sandbox
+	c.json(&fromProfile, "create", "--profile", "small", "--wait")
+	if deref(fromProfile.Pool) != "devhost" || fromProfile.Resources.MemoryMiB != 128 {
+		t.Errorf("a sandbox of profile small: %+v", fromProfile)
+	}
+	c.ok("rm", fromProfile.Id)
+	c.json(&profile, "profiles", "get", "small")
+	c.ok("profiles", "rm", "small")
+	c.fails(exitNotFound, []string{"404"}, "profiles", "get", "small")
+
 	// A project token: made here, used, listed, revoked.
 	var created client.TokenCreated
 	c.json(&created, "tokens", "create", "--project", "ci", "--name", "cli test")
