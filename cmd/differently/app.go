@@ -83,9 +83,6 @@ its data folder.`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Completion scripts are generated for bash, zsh, fish and PowerShell by the
-		// default completion command.
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 )
@@ -93,15 +95,14 @@ func paint(code int, s string) string {
 
 // The colours of the tables.
 const (
-	bold    = 1
-	red     = 31
-	green   = 32
-	yellow  = 33
-	blue    = 34
-	magenta = 35
-	cyan    = 36
-	dim     = 90
-	plain   = 39
+	bold   = 1
+	red    = 31
+	green  = 32
+	yellow = 33
+	blue   = 34
+	cyan   = 36
+	dim    = 90
+	plain  = 39
 )
 
 func (t *table) write(w io.Writer, colour, header bool) error {
@@ -141,6 +142,60 @@ func (t *table) write(w io.Writer, colour, header bool) error {
 		line(r, false)
 	}
 	return tw.Flush()
+}
+
+// widths are the widths of the table's columns: the longest cell of each, header
+// included.
+func (t *table) widths() []int {
+	return t.growWidths(nil)
+}
+
+// growWidths widens w to fit the table's cells.
+func (t *table) growWidths(w []int) []int {
+	grow := func(i int, s string) {
+		for len(w) <= i {
+			w = append(w, 0)
+		}
+		w[i] = max(w[i], utf8.RuneCountInString(s))
+	}
+	for i, h := range t.header {
+		grow(i, h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			grow(i, cellText(c.text))
+		}
+	}
+	return w
+}
+
+func cellText(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// writeRows writes the rows (no header) padded to widths, as the rows of a table
+// written before: how a watch adds to its table.
+func (t *table) writeRows(w io.Writer, colour bool, widths []int) error {
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			text := cellText(c.text)
+			pad := ""
+			if i < len(r)-1 && i < len(widths) {
+				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(text)+3)
+			}
+			if colour && c.colour != 0 {
+				text = paint(c.colour, text)
+			}
+			b.WriteString(text + pad)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // stateColour is how a sandbox state shows on a terminal.

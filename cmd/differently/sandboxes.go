@@ -262,6 +262,13 @@ until Ctrl-C.`,
 				return err
 			}
 			params := client.ListSandboxesParams{}
+			// A watch with no --state shows every change, the end included.
+			var watchStates []client.SandboxState
+			if len(states) > 0 {
+				for _, s := range states {
+					watchStates = append(watchStates, client.SandboxState(s))
+				}
+			}
 			if len(states) == 0 {
 				states = []string{"queued", "provisioning", "running", "stopped", "paused", "terminating", "failed"}
 			}
@@ -278,6 +285,20 @@ until Ctrl-C.`,
 			}
 			if project != "" {
 				params.Project = &project
+			}
+			var follow client.ListEventsParams
+			if watch {
+				if pool != "" {
+					follow.Pool = &pool
+				}
+				if project != "" {
+					follow.Project = &project
+				}
+				cursor, err := a.eventsNow(c, follow)
+				if err != nil {
+					return err
+				}
+				follow.Cursor = &cursor
 			}
 			var all []client.Sandbox
 			for {
@@ -297,7 +318,7 @@ until Ctrl-C.`,
 			if !watch {
 				return a.emitSandboxes(all, map[string]any{"items": orEmpty(all)})
 			}
-			return a.watchSandboxes(c, all, pool, project, st, labels)
+			return a.watchSandboxes(c, all, follow, watchStates, labels)
 		},
 	}
 	fl := cmd.Flags()
@@ -313,36 +334,59 @@ until Ctrl-C.`,
 	return cmd
 }
 
+// eventsNow is the cursor of the newest event recorded, from which a watch follows:
+// taken before the list it follows, so that no change falls between the two.
+func (a *app) eventsNow(c *client.Client, params client.ListEventsParams) (string, error) {
+	params.Limit = ptr(1000)
+	for {
+		page, err := c.ListEvents(a.ctx, &params)
+		if err != nil {
+			return "", err
+		}
+		if len(page.Items) < 1000 || page.NextCursor == "" {
+			return page.NextCursor, nil
+		}
+		params.Cursor = &page.NextCursor
+	}
+}
+
 // watchSandboxes prints the list, then each sandbox again as the daemon's events
 // say it changed, until Ctrl-C (which ends it with success: it is how a watch ends).
-func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, project string, states []client.SandboxState, labels []string) error {
-	if a.output == "json" || a.output == "yaml" {
+// A table's later rows keep the columns of the first ones.
+func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, params client.ListEventsParams, states []client.SandboxState, labels []string) error {
+	structured := a.output == "json" || a.output == "yaml"
+	var widths []int
+	if structured {
 		for _, sb := range all {
 			if err := a.emitCompact(sb); err != nil {
 				return err
 			}
 		}
-	} else if err := a.emitTo(a.io.out, nil, a.sandboxTable(all), true); err != nil {
-		return err
-	}
-	// Start from the events recorded now: the list shows everything before.
-	params := client.ListEventsParams{}
-	if pool != "" {
-		params.Pool = &pool
-	}
-	if project != "" {
-		params.Project = &project
-	}
-	page, err := c.ListEvents(a.ctx, &client.ListEventsParams{Pool: params.Pool, Project: params.Project, Limit: ptr(1000)})
-	if err != nil {
-		return err
-	}
-	for page.NextCursor != "" && len(page.Items) == 1000 {
-		if page, err = c.ListEvents(a.ctx, &client.ListEventsParams{Pool: params.Pool, Project: params.Project, Limit: ptr(1000), Cursor: &page.NextCursor}); err != nil {
+	} else if a.output == "id" {
+		for _, sb := range all {
+			if _, err := fmt.Fprintln(a.io.out, sb.Id); err != nil {
+				return err
+			}
+		}
+	} else {
+		t := a.sandboxTable(all)
+		widths = t.widths()
+		// Room for the longest state from the start, so that the rows to come keep
+		// the columns.
+		widths[1] = max(widths[1], len("provisioning"))
+		head := a.table()
+		head.rows = [][]cell{make([]cell, len(t.header))}
+		for i, h := range t.header {
+			head.rows[0][i] = cell{text: h, colour: bold}
+		}
+		colour := a.colour(a.io.out)
+		if err := head.writeRows(a.io.out, colour, widths); err != nil {
+			return err
+		}
+		if err := t.writeRows(a.io.out, colour, widths); err != nil {
 			return err
 		}
 	}
-	params.Cursor = &page.NextCursor
 	want, err := pairs("--label", labels)
 	if err != nil {
 		return err
@@ -354,7 +398,7 @@ func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, proje
 			}
 			return err
 		}
-		if !slices.Contains(states, ev.To) {
+		if states != nil && !slices.Contains(states, ev.To) {
 			continue
 		}
 		sb, err := c.GetSandbox(a.ctx, ev.SandboxId)
@@ -372,10 +416,15 @@ func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, pool, proje
 		}
 		// The event's state, not the sandbox's now: a later event shows that one.
 		sb.State = ev.To
-		if a.output == "json" || a.output == "yaml" {
+		switch {
+		case structured:
 			err = a.emitCompact(sb)
-		} else {
-			err = a.emitTo(a.io.out, sb, a.sandboxTable([]client.Sandbox{*sb}), false)
+		case a.output == "id":
+			_, err = fmt.Fprintln(a.io.out, sb.Id)
+		default:
+			t := a.sandboxTable([]client.Sandbox{*sb})
+			widths = t.growWidths(widths)
+			err = t.writeRows(a.io.out, a.colour(a.io.out), widths)
 		}
 		if err != nil {
 			return err
