@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -84,27 +85,18 @@ until Ctrl-C; with -o json each is one JSON object on a line.`,
 			if !follow {
 				return a.emit(map[string]any{"items": orEmpty(all), "nextCursor": cursor}, a.eventTable(all))
 			}
-			structured := a.output == "json" || a.output == "yaml"
 			// Followed, JSON is one object a line (NDJSON), which a script reads as
 			// the events come.
-			line := func(e client.Event, header bool) error {
-				if structured {
-					return a.emitCompact(e)
-				}
-				return a.emitTo(a.io.out, e, a.eventTable([]client.Event{e}), header)
-			}
-			header := true
+			structured := a.output == "json" || a.output == "yaml"
+			var live *liveTable
 			if structured {
 				for _, e := range all {
-					if err := line(e, false); err != nil {
+					if err := a.emitCompact(e); err != nil {
 						return err
 					}
 				}
-			} else {
-				if err := a.emitTo(a.io.out, nil, a.eventTable(all), true); err != nil {
-					return err
-				}
-				header = false
+			} else if live, err = a.startLive(a.eventTable(all), map[int]int{3: utf8.RuneCountInString("provisioning → terminating")}); err != nil {
+				return err
 			}
 			if cursor != "" {
 				params.Cursor = &cursor
@@ -116,7 +108,12 @@ until Ctrl-C; with -o json each is one JSON object on a line.`,
 					}
 					return err
 				}
-				if err := line(e, header); err != nil {
+				if structured {
+					err = a.emitCompact(e)
+				} else {
+					err = live.add(a.eventTable([]client.Event{e}))
+				}
+				if err != nil {
 					return err
 				}
 			}

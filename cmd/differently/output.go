@@ -198,6 +198,50 @@ func (t *table) writeRows(w io.Writer, colour bool, widths []int) error {
 	return err
 }
 
+// liveTable is a table whose rows keep coming (a watch, a follow): the header and
+// the first rows at once, later rows padded to the same columns. With -o id it
+// writes the IDs.
+type liveTable struct {
+	a      *app
+	widths []int
+	colour bool
+}
+
+// startLive writes t, leaving each column at least minWidths[i] wide for the rows
+// to come.
+func (a *app) startLive(t *table, minWidths map[int]int) (*liveTable, error) {
+	l := &liveTable{a: a, widths: t.widths(), colour: a.colour(a.io.out)}
+	for i, w := range minWidths {
+		if i < len(l.widths) {
+			l.widths[i] = max(l.widths[i], w)
+		}
+	}
+	if a.output != "id" {
+		head := &table{rows: [][]cell{make([]cell, len(t.header))}}
+		for i, h := range t.header {
+			head.rows[0][i] = cell{text: h, colour: bold}
+		}
+		if err := head.writeRows(a.io.out, l.colour, l.widths); err != nil {
+			return nil, err
+		}
+	}
+	return l, l.add(t)
+}
+
+// add writes t's rows.
+func (l *liveTable) add(t *table) error {
+	if l.a.output == "id" {
+		for _, id := range t.ids {
+			if _, err := fmt.Fprintln(l.a.io.out, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	l.widths = t.growWidths(l.widths)
+	return t.writeRows(l.a.io.out, l.colour, l.widths)
+}
+
 // stateColour is how a sandbox state shows on a terminal.
 func stateColour(s string) int {
 	switch s {

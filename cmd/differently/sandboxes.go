@@ -355,35 +355,17 @@ func (a *app) eventsNow(c *client.Client, params client.ListEventsParams) (strin
 // A table's later rows keep the columns of the first ones.
 func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, params client.ListEventsParams, states []client.SandboxState, labels []string) error {
 	structured := a.output == "json" || a.output == "yaml"
-	var widths []int
+	var live *liveTable
 	if structured {
 		for _, sb := range all {
 			if err := a.emitCompact(sb); err != nil {
 				return err
 			}
 		}
-	} else if a.output == "id" {
-		for _, sb := range all {
-			if _, err := fmt.Fprintln(a.io.out, sb.Id); err != nil {
-				return err
-			}
-		}
 	} else {
-		t := a.sandboxTable(all)
-		widths = t.widths()
-		// Room for the longest state from the start, so that the rows to come keep
-		// the columns.
-		widths[1] = max(widths[1], len("provisioning"))
-		head := a.table()
-		head.rows = [][]cell{make([]cell, len(t.header))}
-		for i, h := range t.header {
-			head.rows[0][i] = cell{text: h, colour: bold}
-		}
-		colour := a.colour(a.io.out)
-		if err := head.writeRows(a.io.out, colour, widths); err != nil {
-			return err
-		}
-		if err := t.writeRows(a.io.out, colour, widths); err != nil {
+		// Room for the longest state from the start.
+		var err error
+		if live, err = a.startLive(a.sandboxTable(all), map[int]int{1: len("provisioning")}); err != nil {
 			return err
 		}
 	}
@@ -416,15 +398,10 @@ func (a *app) watchSandboxes(c *client.Client, all []client.Sandbox, params clie
 		}
 		// The event's state, not the sandbox's now: a later event shows that one.
 		sb.State = ev.To
-		switch {
-		case structured:
+		if structured {
 			err = a.emitCompact(sb)
-		case a.output == "id":
-			_, err = fmt.Fprintln(a.io.out, sb.Id)
-		default:
-			t := a.sandboxTable([]client.Sandbox{*sb})
-			widths = t.growWidths(widths)
-			err = t.writeRows(a.io.out, a.colour(a.io.out), widths)
+		} else {
+			err = live.add(a.sandboxTable([]client.Sandbox{*sb}))
 		}
 		if err != nil {
 			return err
