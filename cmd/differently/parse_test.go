@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,6 +107,46 @@ func TestOneLine(t *testing.T) {
 	for in, want := range tests {
 		if got := oneLine(in); got != want {
 			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A live table's later rows line up with its first ones, and -o id writes IDs only.
+func TestLiveTable(t *testing.T) {
+	for _, output := range []string{"table", "id"} {
+		var out bytes.Buffer
+		a := &app{io: streams{out: &out, err: io.Discard}, getenv: func(string) string { return "" }, output: output}
+		first := a.table("ID", "STATE", "POOL")
+		first.rowc(cell{text: "sbx_1"}, cell{text: "running", colour: green}, cell{text: "fake"})
+		first.id("sbx_1")
+		live, err := a.startLive(first, map[int]int{1: len("provisioning")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		more := a.table("ID", "STATE", "POOL")
+		more.rowc(cell{text: "sbx_2"}, cell{text: "provisioning"}, cell{text: ""})
+		more.id("sbx_2")
+		if err := live.add(more); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if output == "id" {
+			if strings.Join(lines, ",") != "sbx_1,sbx_2" {
+				t.Errorf("-o id: %q", lines)
+			}
+			continue
+		}
+		if len(lines) != 3 {
+			t.Fatalf("%q", lines)
+		}
+		for _, col := range []string{"STATE", "POOL"} {
+			at := strings.Index(lines[0], col)
+			if at < 0 || lines[1][at-1] != ' ' || lines[1][at] == ' ' || lines[2][at-1] != ' ' || lines[2][at] == ' ' {
+				t.Errorf("column %s is not aligned:\n%s", col, out.String())
+			}
+		}
+		if !strings.HasSuffix(lines[2], "-") {
+			t.Errorf("an empty cell is not a dash: %q", lines[2])
 		}
 	}
 }
