@@ -129,7 +129,7 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 	switch kind {
 	case "devhost":
 		if root == "" {
-			dir, err := dataDirFor(getenv)
+			dir, err := dataDirFor(getenv, "--root")
 			if err != nil {
 				return nil, err
 			}
@@ -151,12 +151,12 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 	}
 }
 
-// dataDirFor is the per-user data folder (defaults.DataDir), with a hint for the
-// commands that can be told another.
-func dataDirFor(getenv func(string) string) (string, error) {
+// dataDirFor is the per-user data folder (defaults.DataDir); when there is none, the
+// error names flag, which gives the command another.
+func dataDirFor(getenv func(string) string, flag string) (string, error) {
 	dir, err := defaults.DataDir(getenv)
 	if err != nil {
-		return "", fmt.Errorf("%w, or pass a folder", err)
+		return "", fmt.Errorf("%w, or pass %s", err, flag)
 	}
 	return dir, nil
 }

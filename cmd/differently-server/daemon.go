@@ -119,7 +119,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer, get
 			opts.DataDir = opts.Config.DataDir
 		}
 		if opts.DataDir == "" {
-			dir, err := dataDirFor(getenv)
+			dir, err := dataDirFor(getenv, "--data-dir")
 			if err != nil {
 				return fail(err)
 			}
