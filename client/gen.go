@@ -25,6 +25,7 @@ const (
 // Defines values for EventType.
 const (
 	EventAdopted       EventType = "adopted"
+	EventClaimed       EventType = "claimed"
 	EventCreated       EventType = "created"
 	EventDeleteFailed  EventType = "delete_failed"
 	EventFailed        EventType = "failed"
@@ -196,7 +197,7 @@ type Event struct {
 	Time time.Time    `json:"time"`
 	To   SandboxState `json:"to"`
 
-	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend), claimed (a new sandbox took over a warm one, already running).
 	Type EventType `json:"type"`
 }
 
@@ -208,7 +209,7 @@ type EventList struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend), claimed (a new sandbox took over a warm one, already running).
 type EventType string
 
 // ExecEvent One event of a streamed exec, one NDJSON line. The last carries exitCode or error; in the framed format it is the final frame's payload.
@@ -299,9 +300,13 @@ type Pool struct {
 	Sandboxes *int `json:"sandboxes,omitempty"`
 
 	// Source Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
-	Source    *PoolOrigin `json:"source,omitempty"`
-	Trust     PoolTrust   `json:"trust"`
-	UpdatedAt *time.Time  `json:"updatedAt,omitempty"`
+	Source    *PoolOrigin  `json:"source,omitempty"`
+	Trust     PoolTrust    `json:"trust"`
+	UpdatedAt *time.Time   `json:"updatedAt,omitempty"`
+	Warm      *[]WarmShape `json:"warm,omitempty"`
+
+	// WarmStatus Per warm shape, as the database has it now.
+	WarmStatus *[]WarmStatus `json:"warmStatus,omitempty"`
 }
 
 // PoolOrigin Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
@@ -341,6 +346,7 @@ type PoolPatch struct {
 	MaxStarting    *int                    `json:"maxStarting,omitempty"`
 	Region         *string                 `json:"region,omitempty"`
 	Trust          *PoolPatchTrust         `json:"trust,omitempty"`
+	Warm           *[]WarmShape            `json:"warm,omitempty"`
 }
 
 // PoolPatchTrust defines model for PoolPatch.Trust.
@@ -358,6 +364,7 @@ type PoolSpec struct {
 	Name           string                  `json:"name"`
 	Region         *string                 `json:"region,omitempty"`
 	Trust          *PoolSpecTrust          `json:"trust,omitempty"`
+	Warm           *[]WarmShape            `json:"warm,omitempty"`
 }
 
 // PoolSpecTrust defines model for PoolSpec.Trust.
@@ -646,6 +653,34 @@ type TrustReport struct {
 		// Trust The operator's setting, which is authoritative.
 		Trust string `json:"trust"`
 	} `json:"pools"`
+}
+
+// WarmShape A kind of sandbox the pool keeps started ahead of demand. A create that asks for exactly this template, profile and resources, with no environment of its own (beyond the profile's) and no snapshot, is given one of them at once when one is ready, and the pool starts another; otherwise it is created as usual.
+type WarmShape struct {
+	// MaxAgeSeconds When not 0 (at least 60), one that has waited this long is replaced.
+	MaxAgeSeconds *int64     `json:"maxAgeSeconds,omitempty"`
+	Profile       *string    `json:"profile,omitempty"`
+	Resources     *Resources `json:"resources,omitempty"`
+
+	// Size How many the pool keeps, started or starting.
+	Size     int     `json:"size"`
+	Template *string `json:"template,omitempty"`
+}
+
+// WarmStatus defines model for WarmStatus.
+type WarmStatus struct {
+	Profile string `json:"profile"`
+
+	// Ready Running and waiting for a create.
+	Ready     int       `json:"ready"`
+	Resources Resources `json:"resources"`
+
+	// Starting Queued or provisioning.
+	Starting int `json:"starting"`
+
+	// Target The shape's size.
+	Target   int    `json:"target"`
+	Template string `json:"template"`
 }
 
 // EventTypes defines model for EventTypes.

@@ -5,6 +5,8 @@
 package config
 
 import (
+	"github.com/different-ai/differently/adapters"
+
 	"fmt"
 	"maps"
 	"net/netip"
@@ -196,6 +198,37 @@ type PoolConfig struct {
 	Config      map[string]any `yaml:"config"`
 	Credentials Credentials    `yaml:"credentials"`
 	Features    []string       `yaml:"features"`
+	// Warm are the kinds of sandbox the pool keeps started ahead of demand.
+	Warm []WarmConfig `yaml:"warm"`
+}
+
+// WarmConfig is one warm shape as written in the file (store.WarmShape).
+type WarmConfig struct {
+	Template      string          `yaml:"template"`
+	Profile       string          `yaml:"profile"`
+	Resources     ResourcesConfig `yaml:"resources"`
+	Size          int             `yaml:"size"`
+	MaxAgeSeconds int             `yaml:"maxAgeSeconds"`
+}
+
+// ResourcesConfig is a warm shape's resources as written in the file.
+type ResourcesConfig struct {
+	CPU       float64 `yaml:"cpu"`
+	MemoryMiB int     `yaml:"memoryMiB"`
+	DiskGiB   int     `yaml:"diskGiB"`
+}
+
+// StoreWarm converts the pool's warm shapes to their stored form.
+func (p PoolConfig) StoreWarm() []store.WarmShape {
+	if len(p.Warm) == 0 {
+		return nil
+	}
+	out := make([]store.WarmShape, len(p.Warm))
+	for i, w := range p.Warm {
+		out[i] = store.WarmShape{Template: w.Template, Profile: w.Profile, Size: w.Size, MaxAgeSeconds: int64(w.MaxAgeSeconds),
+			Resources: adapters.Resources{CPU: w.Resources.CPU, MemoryMiB: int64(w.Resources.MemoryMiB), DiskGiB: int64(w.Resources.DiskGiB)}}
+	}
+	return out
 }
 
 // CostModel prices a pool's requested resources.
@@ -298,6 +331,7 @@ func (p PoolConfig) StorePool() store.Pool {
 		Config:         cloneMap(p.Config),
 		CredentialsEnv: p.Credentials.Env,
 		Features:       slices.Clone(p.Features),
+		Warm:           p.StoreWarm(),
 		Source:         store.PoolFromConfig,
 	}
 }

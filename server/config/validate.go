@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/different-ai/differently/server/store"
+
 	"context"
 	"errors"
 	"fmt"
@@ -216,6 +218,9 @@ func (v *validator) pool(i int, p PoolConfig, opts ValidateOptions, seen map[str
 			msg = e.Message
 		}
 		v.add(name, at("features"), "%s (known: %s)", msg, strings.Join(adapters.AllFeatures(), ", "))
+	}
+	if err := store.ValidateWarm(name, p.StoreWarm()); err != nil {
+		v.add(name, at("warm"), "%s", api.Message(err))
 	}
 	if err := v.allowed.Check(p.Credentials.Env); err != nil {
 		v.add(name, at("credentials.env"), "%s", api.AsError(err).Message)

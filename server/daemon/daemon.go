@@ -5,6 +5,10 @@
 package daemon
 
 import (
+	"github.com/different-ai/differently/server/sandboxes"
+
+	"github.com/different-ai/differently/server/warm"
+
 	"github.com/different-ai/differently/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 
@@ -98,10 +102,12 @@ type Daemon struct {
 	pruner     *retention.Pruner
 	changes    *changes.Hub
 	envd       *envd.Handler
-	srv        *http.Server
-	ln         net.Listener
-	dbURL      string
-	lock       *dbLock
+	// warm keeps the pools' warm sandboxes.
+	warm  *warm.Filler
+	srv   *http.Server
+	ln    net.Listener
+	dbURL string
+	lock  *dbLock
 	// AdminToken is the secret of the admin token created by this start, if any.
 	AdminToken string
 }
@@ -372,6 +378,7 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 	if err != nil {
 		return err
 	}
+	var service *sandboxes.Service
 	handler, err := httpapi.New(httpapi.Options{
 		Tracer:                tracing.Tracer(d.opts.TracerProvider),
 		Store:                 d.st,
@@ -396,6 +403,18 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 		Logger:                log,
 		Metrics:               metrics,
 		FrontDoors:            doors,
+		// The filler is built below, from the service this builds; a claim before
+		// Run starts it only wakes it early.
+		Service:      func(svc *sandboxes.Service) { service = svc },
+		OnWarmClaim:  func(string) { d.warm.Wake() },
+		WarmObserver: func(pool string, o sandboxes.WarmOutcome, took time.Duration) { d.warm.Observe(pool, o, took) },
+	})
+	if err != nil {
+		return err
+	}
+	d.warm, err = warm.New(warm.Options{
+		Store: d.st, Sandboxes: service, Pools: d.pools, Clock: d.opts.Clock,
+		ReplicaID: d.opts.ReplicaID, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return err
@@ -482,6 +501,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	loops.Go(func() { d.sched.Run(loopCtx) })
 	loops.Go(func() { d.reconciler.Run(loopCtx) })
 	loops.Go(func() { d.pruner.Run(loopCtx) })
+	loops.Go(func() { d.warm.Run(loopCtx) })
 
 	// Every request's context descends from base, so that the end of the grace can
 	// end them with a cause the handlers can tell their clients.

@@ -27,11 +27,44 @@ func specToPool(spec PoolSpec) store.Pool {
 	if spec.Credentials != nil {
 		p.CredentialsEnv = deref(spec.Credentials.Env)
 	}
+	if spec.Warm != nil {
+		p.Warm = fromWarm(*spec.Warm)
+	}
 	return p
 }
 
 // poolAnswer is the pool as GET shows it, with this replica's view and sandbox count.
-func poolAnswer(p pooladmin.Pool) Pool { return toPool(p.Pool, p.View, p.Sandboxes) }
+func poolAnswer(p pooladmin.Pool) Pool {
+	out := toPool(p.Pool, p.View, p.Sandboxes)
+	if len(p.Pool.Warm) > 0 {
+		out.Warm = ptr(toWarm(p.Pool.Warm))
+		status := make([]WarmStatus, len(p.Warm))
+		for i, w := range p.Warm {
+			status[i] = WarmStatus{Template: w.Shape.Template, Profile: w.Shape.Profile, Resources: w.Shape.Resources,
+				Target: w.Shape.Size, Ready: w.Ready, Starting: w.Starting}
+		}
+		out.WarmStatus = &status
+	}
+	return out
+}
+
+func fromWarm(in []WarmShape) []store.WarmShape {
+	out := make([]store.WarmShape, len(in))
+	for i, w := range in {
+		out[i] = store.WarmShape{Template: deref(w.Template), Profile: deref(w.Profile), Resources: deref(w.Resources),
+			Size: w.Size, MaxAgeSeconds: deref(w.MaxAgeSeconds)}
+	}
+	return out
+}
+
+func toWarm(in []store.WarmShape) []WarmShape {
+	out := make([]WarmShape, len(in))
+	for i, w := range in {
+		out[i] = WarmShape{Template: strPtr(w.Template), Profile: strPtr(w.Profile), Resources: ptr(w.Resources),
+			Size: w.Size, MaxAgeSeconds: ptr(w.MaxAgeSeconds)}
+	}
+	return out
+}
 
 func (s *Server) ListPools(w http.ResponseWriter, r *http.Request) {
 	ps, err := s.poolSvc.List(r.Context())
@@ -135,6 +168,9 @@ func applyPoolPatch(p store.Pool, patch PoolPatch) store.Pool {
 	}
 	if patch.Features != nil {
 		p.Features = *patch.Features
+	}
+	if patch.Warm != nil {
+		p.Warm = fromWarm(*patch.Warm)
 	}
 	return p
 }

@@ -28,6 +28,7 @@ const (
 // Defines values for EventType.
 const (
 	EventAdopted       EventType = "adopted"
+	EventClaimed       EventType = "claimed"
 	EventCreated       EventType = "created"
 	EventDeleteFailed  EventType = "delete_failed"
 	EventFailed        EventType = "failed"
@@ -199,7 +200,7 @@ type Event struct {
 	Time time.Time    `json:"time"`
 	To   SandboxState `json:"to"`
 
-	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+	// Type What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend), claimed (a new sandbox took over a warm one, already running).
 	Type EventType `json:"type"`
 }
 
@@ -211,7 +212,7 @@ type EventList struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend).
+// EventType What happened: created, placed (a pool was chosen), running, requeued (an attempt failed or was cut short), waiting (no pool can take it now; the reason changed), failed, stopped, started, paused, resumed, terminating (a delete, a pool's deletion or the TTL), delete_failed, instance_bound (a Create ended after the delete), terminated, adopted (the reconciler found the instance of a lost Create), observed (the reconciler followed a change made on the backend), claimed (a new sandbox took over a warm one, already running).
 type EventType string
 
 // ExecEvent One event of a streamed exec, one NDJSON line. The last carries exitCode or error; in the framed format it is the final frame's payload.
@@ -302,9 +303,13 @@ type Pool struct {
 	Sandboxes *int `json:"sandboxes,omitempty"`
 
 	// Source Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
-	Source    *PoolOrigin `json:"source,omitempty"`
-	Trust     PoolTrust   `json:"trust"`
-	UpdatedAt *time.Time  `json:"updatedAt,omitempty"`
+	Source    *PoolOrigin  `json:"source,omitempty"`
+	Trust     PoolTrust    `json:"trust"`
+	UpdatedAt *time.Time   `json:"updatedAt,omitempty"`
+	Warm      *[]WarmShape `json:"warm,omitempty"`
+
+	// WarmStatus Per warm shape, as the database has it now.
+	WarmStatus *[]WarmStatus `json:"warmStatus,omitempty"`
 }
 
 // PoolOrigin Where the pool is defined. `config`: in the daemon's config file, which every start writes; the API refuses to change or delete it (409). `api`: created through the API or Terraform (development pools too), and the API's to change. A pool the file starts naming becomes `config`; one it stops naming becomes `api` and is kept.
@@ -344,6 +349,7 @@ type PoolPatch struct {
 	MaxStarting    *int                    `json:"maxStarting,omitempty"`
 	Region         *string                 `json:"region,omitempty"`
 	Trust          *PoolPatchTrust         `json:"trust,omitempty"`
+	Warm           *[]WarmShape            `json:"warm,omitempty"`
 }
 
 // PoolPatchTrust defines model for PoolPatch.Trust.
@@ -361,6 +367,7 @@ type PoolSpec struct {
 	Name           string                  `json:"name"`
 	Region         *string                 `json:"region,omitempty"`
 	Trust          *PoolSpecTrust          `json:"trust,omitempty"`
+	Warm           *[]WarmShape            `json:"warm,omitempty"`
 }
 
 // PoolSpecTrust defines model for PoolSpec.Trust.
@@ -649,6 +656,34 @@ type TrustReport struct {
 		// Trust The operator's setting, which is authoritative.
 		Trust string `json:"trust"`
 	} `json:"pools"`
+}
+
+// WarmShape A kind of sandbox the pool keeps started ahead of demand. A create that asks for exactly this template, profile and resources, with no environment of its own (beyond the profile's) and no snapshot, is given one of them at once when one is ready, and the pool starts another; otherwise it is created as usual.
+type WarmShape struct {
+	// MaxAgeSeconds When not 0 (at least 60), one that has waited this long is replaced.
+	MaxAgeSeconds *int64     `json:"maxAgeSeconds,omitempty"`
+	Profile       *string    `json:"profile,omitempty"`
+	Resources     *Resources `json:"resources,omitempty"`
+
+	// Size How many the pool keeps, started or starting.
+	Size     int     `json:"size"`
+	Template *string `json:"template,omitempty"`
+}
+
+// WarmStatus defines model for WarmStatus.
+type WarmStatus struct {
+	Profile string `json:"profile"`
+
+	// Ready Running and waiting for a create.
+	Ready     int       `json:"ready"`
+	Resources Resources `json:"resources"`
+
+	// Starting Queued or provisioning.
+	Starting int `json:"starting"`
+
+	// Target The shape's size.
+	Target   int    `json:"target"`
+	Template string `json:"template"`
 }
 
 // EventTypes defines model for EventTypes.
@@ -3071,186 +3106,192 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+x963Pbtvbgv4LR7kzsWVqWHacPe/ohTZrb7K9NvIkz+VBnYoiEJFxTAAuAttVM/vcd",
-	"nAOAoATqZTlJ722/NBZJPA7O+4VPvVxOKymYMLp3+qlXUUWnzDAFf/1yw4S5mFUM/iqYzhWvDJeid9p7",
-	"LcoZMROmGWH2NWLse2RPsYpRQ6QiuZxO6YFmdkzD9vu9rMfuqlIWrHdqVM2yHrcD/VkzNetlPUGnrHfa",
-	"s8P0sp7OJ2xK7bTcsCnM/78VG/VOe//rsFnyIb6mD8NKe58zHOK0R5WiM/u3NrPS/jCSamr/Pqdmsrih",
-	"p6SiZkK40LxgdmdEU1EM5Z1deGql9vVe1lPsz5orVvhNNSt369BGcTHufbYzKzZianHuNy+eke+PTwak",
-	"gheYyJnuk6tbys1Pr67I3isyUnJKBsRI8t2AaJZLUeh9QvW1hqUWlE2lsI+p0LdMESny1ibIhGqiGM0n",
-	"rMDfDTX4ht0A04aUjBaaGJnZw6PEMDXlgpZECoY/jQxT5JWfPSO3E55P2A2Do2aajLjS5gzGdKvgurUG",
-	"qgk37keRESoKklOlONPk6jzs/OBpVZWcFafE7b9PXpsJUzFwCFWM8LGQihVnhJIpLe3psgK+sVOcDAbh",
-	"4CaMFkw1J+eOYflZvcVFv3wOSCiaA3eD8GKjw/9sX9aVFBqp6RelpHrjfrE/5FIYJoz9J7UAyKlFjsN/",
-	"a4shn6KRl9KBHfUXccNKaWnBzjqH5YIw+07fEgKAFT75kguYEQnHCevILFIgjkwZYe7DPvnlhqkZUbI2",
-	"jORUeIQ6GRyRWtDaIpCxK2QF2ROSGHltMUpaxLdYTQEHanEt5K2wPyt2I68trtxyMyHv378/eBoNsp+R",
-	"J4MB4cIwJWiJqPlk8JhUSt7wgqmPtaA3lJd0WDIc4g0zanbwFGjidsJLFtHhI00KauiQaobLAMKz3wLY",
-	"z2XJ89nOzx6HTcH8YsJIVdKcTS2jruA9txJZPsA6ZJk8eVJJWeK8So54yXY/NY7bMTs+9Av4N8vNQyzA",
-	"jtu5APsQFuC4y84X4MZNLyAItGYB7yk3X2URZ06eUDKRQtaKFV4GIN+/ypy4uKWa3E6YAPoC7s5EwQrL",
-	"3JGvAztdFB+LUjbI0zCc4yr2d1aQkVQtcbXnxTLoLktYuwWnoJWeyAeApRu4A5juKR6poabWu18BDJua",
-	"//X/9EFUujftQE8LWhmmXoqRBH1SyYopwxMa5AIcsx7XsqSdT6+5KJIPKiWNzGWZfGhUrU3yyQ1TOj1X",
-	"o0PKIZJz1ntGK5pzM1vc1VDWFiGjcYZSlowK+9lIMfbs/J19aBUUanqnvULWw9Ique51UU+HTPm3f2dT",
-	"qWa/859b33BhvjtpPrGSaozflFSNmTYvNpoo+miz+ZKgkdr8LgtWLsImr+pfZa3Sq5pywaf1tHc6SKxw",
-	"Csv6F/95q++Ty1SssAKflnpxoUzcLDKMV1YnkSNgCkzccCUFSNAbqjhoAhNZFlyMkWuwXDFDpLD2kNVd",
-	"GBBcvwHiMvQKWtgc/MBaml8XFze05MVHp7ln8ypRZlnZkBeF1YmENB9HFkUz4r8D3T8jFZ2VkhYfjZQf",
-	"ASHsQLquKqkMKz7mtKJDXnIzywgv2LSShol89vGazT4qVms7z5+1NPQju8sZK+zf8fd2H0DNWVKNyoK6",
-	"tQghy2gM5XhQtCi4HYaW5xFsUN9egOOUaU3HLE3Ujbb+B0K2ef/D/FhZ7+5gLA+8LVnxPh5R9PsBn9qt",
-	"ot1sTcremJtJPezncnpY8BEIJHNAefNHOTukFYfFtDXlRYT0CLFS217YGn76IYVlN04atOeiuZEJqxSU",
-	"6tPLejB4nPMC/s8yYucu6pIp98ThOT5GVTuXIucdb/RTp02NYdPKLC7Baq7PFLOmqnsHiRE8DlwTOpS1",
-	"yUgua2EsIYKZfNRPMsqcioIX1OCe13IrnHul+Zn/NuVfSBOpXTqcBLHPLRuhZER5yYqwFfuMlmUSJHmt",
-	"dOpQzqnWVjPC59biV4wWDVS006vMhGtrDCUHL2qkzN8Tjp1f5S0ppWNqQ5pfMzDTy5IM2YSLaCpipLy2",
-	"468hpezBrKk2Wn2DLaflrCfVOK0LyA49wCnfyWdO4XuZVi80+3MRSi9FrhjVTKM1iCwfoHJGqNcgH2l/",
-	"JlwQzf4kUhVW5VXM/mDhiD+YCZuRCa0qJlCxXQOghk9ZWyxSww7g18SBG7kp8HGItb1ucyzIwizgcAxg",
-	"PLnmONxGMu/3M7KXOX7UycB+4zrBxAJBr+8wTBGzYHfmWQftXSSJrKJWcga5b/88JZUlU26AgAKR3jq/",
-	"hOWQqmAFKalhKq0hxNDEHbXW1gmcC3du7ZW/tzN7DDslObDUIkOvQEH2KNjmYGvlE6mZ2M+IqoXgYpyh",
-	"g7CG10TgXY6VSYUf1YboiVRmPwNryvLiPSFx1JwKYug1s/AQ8vbMeR2ploLkEyrGrNjP3IAZ0UZWFf6D",
-	"KlwkRWVDMV1P7T+caxJnoaRgJbP6DG7ikcYfuATHj53r4uK3/cy99tHPw4U2VOTsI+jvdhwnaMC8DAfM",
-	"3Hf7zbT2a1rICpxPuBcv8QhoWvCZHx85fym1cRPsZ0QONVM3yc/LUt7a6R1kyJRa4SFiboyudGE13z96",
-	"7igtScFZ9rKeOzjnnrQn18t67lQscwEAWKpESMO/ANR2EIA1fArAtrjZQLtnFbMIiuBgjcEYvQ5PHZgs",
-	"2bstR5jrsN1qVHY3BzdUCTq11PwH4vKzsDf489xvEP56E3aJfzZbhb/fh/3Cny/8euGvt2Hn7k+/fZzH",
-	"w8AN7AGB9NWCBvz0HEDSnuGlA8vPDiqtb5vXngb4wJ+vA5AsOd+xPChs88EXL4IBubRRjE5ZQdgdyzNw",
-	"gb56/n/fvn5FSi5Yn1i+VVJtgred3XHzDLQS54Y98wJppGAglCqNt56MIBQATx9pbzn0kZGvtFfeg4i0",
-	"85zCYKAQUeeJDk5fcivrEiMCs4xMnFJjEa1WDEIMZMhGUtlPZ0TWpqpNWruhhiYledCpF584gEQPI1mL",
-	"8EUzEalOm0LWBiinYEotIrWT0MXr2qQcA5/XMDfC8e/O5Lhj+Ru0GRNGgBontME3tSAFVyw35SwDXUfW",
-	"xqLchKHiGqTt4v4X1OTplIoiPQdoUYdDLg71hBzkaZX4Nq2gOds9bSd2L6wRnNoUPO1zsmcoa/MWQ172",
-	"lSm9Q6fD98eDQdIH0e0rSR+yP5EdH7Ouy8QptzX/NfTMVZQB6J9Um5FEuqDaRRngsRPgxkjwPSB6Im+Y",
-	"Ikfkd/4zqZhy7M/rIRHqxOTWMpD9nrIFQm7ZRvFaPqx7mAD3nZ3lC16ytDOV6+dcpSE4lcXFRubB1B1w",
-	"eLvmwjw+TiIEhj9TFpYLqy9iAv+LbedcnIMx+pZ1PwDl/mB2QwZY78K2CMtbYIJJvT6lyr+Q6jri1GnW",
-	"NqKlZvMS2HvJ24TjowjEPj4jBdfXTRQElPQJRFtizdK+1POO2KSEK+mQLfPRrcN7jSkj7rqAIoHdPj76",
-	"7vj4ZLAxz/2c9YIXJyH0UN0+l7Jsn++U3v3GxNgi0nePs9XCTbExlyIhQJ/mOasMeIvdO5lLZFBWz+JK",
-	"m5YYjSY+fvJk5cxL99t4rRY23uknUVRcL+7iKATHhkwb7xO3g2iMtuegu4GVF4XQzggdaqumjlxk3prF",
-	"1mq8aZm9EXdBszBlwM4aXLWcPj1ShwENu03RmYuZb0ZigDS/3Dnn9cJSf2OG3Ep1TcbSWv7MveigRQ2h",
-	"Zdnvp8SUta5GtC7NSr/3nKM20BDq1yUfMcvq0TpACxGPCewrIiClZwAWOruruJrt25UGEiN7hgkyY1Tp",
-	"/WidDdj8ngLdtNfT7/cpWsGCSMgTk5gqtonCmMRsh7Vz54FMPDmme/aGDWtemo40Nt6KBhtJKDl/d2GN",
-	"o/OnF89+xXQQ2AjyTFUzZ8igjR7nVTkXhJuX7HGjSS7FiI/B3dvEoPYzomU7VkTsIgs0uPwAVLDbPnkq",
-	"wg9wjteMVZZf6+Bm0H4XIQUFGTfZG9Frtk9KqRmMPLWj+RwctwEcLpq2Dx4AWljwzMVaImwdKkavmVon",
-	"IeRn9yr44ZtI6rLPQsQVbAcLwY2jQXkcmVw6V3jRfoVuh6dmfQUqb8cWl04VvWpJaTRiueE37AWjplZz",
-	"+sYie04fSpBDo7VGmf9qwmhpJnAiq0+dO3V02SbjNABQFLQJEc6OGWK1QptzJYdsyQmsHGRK755JkddK",
-	"MYEcflHYTOkduH7sJ8kXOnVdFOXLggmpnNm3/pF36IE0A4KmihEhTeRjtOwCvWxLiDE2xWSt8qTrlynW",
-	"zMY1KdiIC1b0yRWS1dXpAu9wHGvES+byPB2nAk8huVXcMI2O3KfnL4lioxrYi/QcRSrnNyXckL2TwY/7",
-	"fXJFK34VnM/ETJSsx5MwiFTkgilF7XmTvYKBV8hlrIGeIeU+smL3xaNowj556qHJYNm4Um0lHhdjMmSY",
-	"o+q3fAbqCDfgbl58y64UpuKaXLOqpRc7XpRZm88qFctRMendtBzxteJjLp75wZqfnp6/tMM2lo3PWg1v",
-	"tPJa/LIqxW+sqtdI56TOXlfFZsxtTpWCxQS52vMLWSC4NnXFrDhrIBi4VUDfhhelWOOHDp3g50YQJTIf",
-	"USLnXOU1N8QJrZB46mUvkiGoAJpoxiB8s2cle3ilkbryVmSWaFDG7vfJS0NkxYQPDOVSaJbXdvHO66+B",
-	"mO2kVBBZGzpmZC+dF0GJcztZbA9ZEugt3c8gigRZ15G6UVl2STSd6TOXjWpXkxEhQzYb1z7aEzGfPnkN",
-	"IYqKiXfC8BLVap+mPaHl6MA+OwVqCYF4t0L7SslMIGS7N2IU9wm0lOg6z5nWJEftg9sdBY8uwosbQseU",
-	"CzQwbnnO7DilFOOUdzlA9QUOkmCyMbhZ0Qa45j4tHtzhbnlpSyTAJMVSGwiDRsgNMbUSEcRaUdylqsMy",
-	"i4cjVrHitFm0A1+f/DKtjNNIAb5F0mkKuT4xn8B3e7hBS29+yWtGZhytPfPDuL9f42jur19pOXrtxlxg",
-	"ZO4dF2pOKDWtSLJBppY6+y52sAsnDmYxb+3AsZ+fU5NPNrQtv7Siu6XWup2auaiTLXPlLOhny19eopJt",
-	"Jyu7DNC3Fcs39RgssVD/OfFtT3wb7XxrVFiiA6XpX5ntHLjeix08n989efL4SeT1PEp6PdvuLmWWrKrJ",
-	"D2/PXKtydd6kfSk5tCu9WExh9WmkfFPk2cIO7w5OxD7gtVL+EJFQLV1JLG/Ci3YfbFqVTuoubnK5v3sR",
-	"y3eksLeOId5Za0kx0OOpl5z4ToStr9vZXt7iCFvw5nn8nHPfF4U1VWXwoz4C5Z/EX/XJWyMVK4iGxGfQ",
-	"fX2kvKix7ILpzYLlXwtf53ZvyFRqQ44GxydkOHO7iEIU9kG2CsnbY77TrECtNbimCwlOaUO0tSbCt2dk",
-	"QH4iwUedTIzcSXyoSQ2dV8a0SUZ0VM0KYp+Ch71Er4NLaXykSXABZS1/jgAnbV7WkCrPtOFTeEA1GD9g",
-	"ajaZo3b4thXRWc2xBaMsWF5SlYqxv58wcA1HW8KAS23OrClVC/9teDyh9viwGCAd1+jky115vDCWC7a8",
-	"HvVO/1ir7u7/wVefP8wHSLCadMRZCR4dWt7SmTWaGQSn9iya1aLkU25Ysd/fiutmvdonK6+x0Hfw7jx7",
-	"w9RYx7DDCXlg+BlQ9+vigvafO2LJIUS7NUtuzmQVT54LodmjAC8ppMx2UNdqz2mobTdyDFiNLCWcdcLF",
-	"UNVIEhCHAxbSUcBoSV/X+YTQQAfTWpswZV7VafINLMsyzwH8t6IWquD6+l9YoLWDhbnRlrPTo8HJD0++",
-	"/27J8mKtPS4h28EKw3gr1vjd999/f3y05iLn/PLNIqM9rzHQEgGyhfIR2Nz6zG3JAt55DpRI/t4dDXUS",
-	"zRqSKsLkNVTf6YalkK0jXmEjNe9msP54tmadKb72xqdrv2Eh42ght6LNaOe9AZj0u5Ex1CiSm30HXuNk",
-	"Xor9h8ZUDo75FIgMeOwY3BHszrhHkDhsJmyK/trN1NnSaVLrfyFVNaFCY271hrDqTm7xSeIbDaevOWSL",
-	"r05KsTQUsvkLsmcFcShsENJH1/e7PbXPsB5ikwWum+uy8ivdge6RTdEhLGOg3Dw7f+dU9yhA4RiuDyY2",
-	"jP92IjVD1ZGUKPafnb8LEUUokMCnmGJkQQzlfoSb/T55OpQ36NF3bNzqd3P1sWuI4U0EcLzZrl06ld7q",
-	"ACQYUeR8Tam7obzdekHfkYt1Zez9Mp194uabyOuwy8xN33BikdVitZJOh/ddPc0bK3pTntntPVerDUeo",
-	"VI1OCn6cyoKVIcTt0BdEsIPbwxmEYGMzvckndguhPUWyn0M6X38XaaOd9Z9b+U2WVY16r+ZGFaWr0hi9",
-	"InxLwc5RpKlKI7dSFbqfDhV2+rW38/yE4OBGlaHruzcXg/EhNVEzY7AW2nmBMiyShW+xfZmrYzsjg9PG",
-	"C0T2Aqb6TmIuyXR/zcrZ+zpUeaqK1YcpY7+qw/MF32tgSpt4W90pYHT7ni7ODbTHDUtr5rBdccMOpChn",
-	"ySzSef7R1dyGvHyOJbTaSMWAcybJY4d8Zd4JPOUCe4xpyAM9dcXbYyq4hmoRsudELbn0xuVlL63nbcmi",
-	"Gk7U0djqEaQxsVNIUImPHMw76h3ZkIiLCRr2xYCwZA/9Y0PnKIOCV6T0LOoeNv8WSqtA9WTEy9J7baDU",
-	"OTQXvGGa1EIzA+msvjebW3yH2raM6a51Rl7NNNI7m/kmZ/V3cKj/5llqB//MLI+FWUNWN9kL7vL9PvmN",
-	"jQyRtQkQQ2zKCCu1zxwseT5r9EndbxbkXjs+IRNZK91vcesH89k7drgLT2foVraqGcA6RfpLWPc26SBb",
-	"sLS52koGpKtd+iaMl2TGyzDshdVVhbxNYJI19BSbyht0DnyhY387n9QUar8ho05z6QvgQ5F4U+weStzb",
-	"he2tunVX3p5KoIwl1pyY3Vzr7tCQfRHX+qVYnRrsit4m/C/288w5ldbxsM0DXjFazFZnTIDOFHcBgR3G",
-	"8zcqVAPGJDE58G+lCDXFcc796yG7LqA/L1nRTnhR6Pa3ddjFtetbWIgOvy8/KvdeaugLK10fEu9Lqs07",
-	"vaOUj04TcVknoNw14/IIQa1aEWn6a2I6DLMKlQGcW+HxN7ZnHGHFFosESkLLvESdxAS69oqcnWHZlVVU",
-	"J1RPrJYIRkA619V4/FxGYojE81vATzO/pM697ILI3Qq2pvALVWvTFXxYKE5cDMYvVO9t5llfHtpYWYr3",
-	"rKR8uiRI5evcNJ1BdIIbzcpR8ryX9wvtJBIhTVfeYM74DdPvpbruToxobKEpnZFaR8U1tXDtvAimPDbN",
-	"lrN0owPd0fMOeydK9UiDowS0ePScc01obSZScUMNv2H97Ss2WtvdOGLQRrSsM4IAHdTyWnEze2sJwDVN",
-	"ZVQhngBVAGTwpzDAxJgKu876irNEbUc9LHmO5UNYk/y88RGTXAqjZGlPTLDTKOgJtQZMUGF0htVF2aXA",
-	"o0J7Fs1IqFp2J6H7BDrqQO+JXy8uzrFlCS7afdAnUOQGBveluPp0idG3y94p+XQJvXEuexm59I3t8A/X",
-	"6fKy9/nz1VnTHqdgOS+cUo0imeydDAaXYqH5Z6Inuv3xcdwE9GRwEjcCPRn82AzkuoGeHD1OdQQ9OT7u",
-	"6ApqIXUpujqDnhz/eCnm24M+gaUmW4R2dVvf75On8NASG/QGuhRXUfP1K7Lnr0PIMI3qjk6rkjXtDcA2",
-	"sOjhG5M1eMA1GdVl2b8UcLZDWXh3iUsQIUaSE/I7/znDojL3hpHkaDCwv/cvBfSwM3DDRIx8T89f9qIm",
-	"w70jX1RCK9477T3uD/qPe9g1AyjiEAuf/rL/HqNUDOCx2nvvX8z86l6Zu0vgeDDokjnhvcO57tAxXfZO",
-	"//iQ9XQ9nVI1A4/CDRNM67NQD9V0uK+UhJIeaFQV/Dvor6ZjqBAJy9a9D3aawykziud62c5+d6+kdxb1",
-	"sTbszhxWJeVzHawT9y202YWbob905+dKTi2XrzVxi/alkXZea91KDUqa65C1dNtgGy09zzf4xi6OM+s9",
-	"GTxe/Vn72olloLBr44gFWBraXGgQrjMAZjnlY0VdMlUnLG6ODkGtPKxCx4UuoLieDNsAZe5mhc9Z72QL",
-	"oGSNfbjqy+gGDbAN3fZRg/5gFaY6scnzOt4kENDPspg9yE0Q7RtKPu8KqoMtoLrdWZwcfc0TnMNdp/0m",
-	"UdeaBqhSr2Ri97tcA2yQBIfDLFdMRrG6CVhNIDGyuXgAdPTF7gr9b4JK0vFyQdgd1yCzrRKL1/r82G5j",
-	"fka09E0KBfU9T0IpeKqi3RXAww1GUjPi1DG0OLQke04l66NL347uy8YhStA+drRuoVzwoajZ1ZytRc9H",
-	"69BzdOvLl6bmwY/fPA9oZKCveEZ8mlJBx4uNC2K51802Dj9Z7PyMWF4yk47krYO2ZM/hZUBKlMmjGior",
-	"LOUvUMlSnAa9OcecTyFNFrXZNBNLfJa8gnf81Pn7CY+SWDCEJ7RhtMB+o5A5iN0iIEavWIn9srlxUUgL",
-	"Ox+HhB7BQ99rtyATptgiqWEyoCO1+Kq6Pz4lb2iDbbWubgko4dxqC40CPywQ1EmiYSUAoOjfhwxOvhjx",
-	"3J8McL9R0wBo6NqYUdrwsiRSQIE/AP0ny5wapHGJo+6COBROoW+Rz0CFX0p06MRD6tCFfs8lhe63ZkGc",
-	"wSmyVvEVN3OX0Z0MfkxRa7ZEF3VsfXOdaZ7Hfjk02aFcTtBY+xY851xa/x68D2Dy5pMdsz/PhB65Fmit",
-	"M9+AFy4yHQjbPrB4x9Dw7vT1rynfT/7ztQJscaTllGESjG76HMKf0CjGoiFX5IaWNdNpruOMw2+QDLKo",
-	"VUokybFDN3R/iqbCJaFbxLLqBA3V5ptRkP8hoK9OQC4pZS5R3aMQtEwEUw6aCLlwUE4FpP4D7e2v1rkx",
-	"i2mFte5fekiDPaqS77bZ8aXMV5APZwCAb8A2TwI1acskVXWXtPgtK9W705Y6lcguKKzDiuZuSv1HlWyr",
-	"kl3u1QjkDyBwomYTO5M5qYP+T/WyLnhY4Nq4SCi4pOC9EF00+33StM+ES3HA+cANYVSVnClUuvCKJUPG",
-	"FA3W6TqS4t8sNyslBb70sJIiFO8nJIVfQiwkpBqjd+UrSYvmHFGOzXeGQHOceRmHmdh4FVWrS0ZwV0PA",
-	"OCPQ6ADd1K4LxlpHePhJqvHnw0/u7/UElCvg+Mfrs8Trs9Dxw1cPuPOyf+IN63N15j4v4o33TsZx5NA7",
-	"ZGU1+oZOm65DXY8Nty4G/8Js+P6ndtGC/wI90agGEXrmxlQJJczQWrSqDcZeNOFTy9B46/4fLMjdC2gB",
-	"3tT9DiN3peDHWqr15X6WHKWKTn03GkQ03ANoEKFjxA41iK+Jul9Lg3iOSNhiKpE6EbjUnDLxFB02+Mi5",
-	"bewwg6zdHmap4Am1/tj2IR3EbNr7q1qgi6aiWmekhOvrm6hLbYi5lb4FLxKivGGqpNVp+OxSTCSslUA8",
-	"penc7dIz9q7Cog7s+1f7kBVlweBvNvKphGbCLgUu4pEmFVNcFjz38+NdHlJaLtG0ACE07AaDp1DDBZdd",
-	"6kvhyi1cWSvOC3dgiKJPsGsuFXjzQAsm1LefCEXP8PulNfkhAgWsy+UiLXqyQH1oJYVhzooDsL7m2Lb5",
-	"UmCXXpRCNCqwhulhKazU7BbCT7DvqDe0qyBxEL8UU14UpY832+/xYNzEmpEaOipzQ0pauV4GikXXPWJr",
-	"5xta6n1MI2szodBn5JW8fUi9c76fSUL3bDrI2H3iHZf2SAp+P3Xox51ton2bdmILc9mO82jItS+XA7zw",
-	"J2T3e0Y8Fioq+uRCzVzHamz1HaFdH9uXFwwbrkRPEjnurlLPSKAWH3M1agZr8C1WFmRXUx71ucn5+jIg",
-	"THcrd2WeETULGV1p2t+RnSinlWXPLOS4PIrvPgEO0OKDWK7mTRAFqL2Sn6O6utQSvMBXHpAemzqDxBng",
-	"9GRP+A7wXBGsWdD731QqTypJ5sIVWTyERhUX06yfKLPrqYvkmU0YGkLBbMIT6/+XOXmoIIAnVuNp6rKv",
-	"mcCMEQQKFoIjV3HRq9BAYDXpHn7ixRpmf4OIq41+a9X+nb3Sq+0vXmxmNLXh7otYuqzxuFrpIblmNE0q",
-	"zkLziRcbsGR3u4srIHJ5I77CBytBSmYwXclqwrdSXX878Ri8hT4C++KFy9ZOv8L7xK8yd/neGNRV/Dgj",
-	"siyspg1ZOQiAq6bg/QqI8lLgHf6WKsf8Bu5zi+65z5prKXxj21N/M9+Q5teZBZ9ioHVfCrwKrrlDP1yD",
-	"D7FmuA6tkmUJBgQ6BMmUoy0kBetfiksBiUduV5D9czUX5vaXYZO9qxiX7g5EYfHpah9BARcrX4qKKbgi",
-	"290FMwML0C/L3UAP6hhoelcIiyuy57RhB0CGg12zyoSqEwXxdLvu/cwZAlDaU3JrdbpuGO5KRQzz401E",
-	"fQKe1EuB13v7C7vdnTNhCaeE+rHANgF9S7DcRKoQHAvecnQpFKNFA83GqIKLbvwPcP0KdOfA2bkmOpRi",
-	"4rFfCqOo0BS6B+LcQzaG5D3QXzl69OAOfThRjmVydh831uaaSiidA4heiugSPW4c5HXmbd8ab5qslUjZ",
-	"R1ZF+gXpYIHLrewNAvQQnNT2KMaHkfeg6U/nysqkGvvmF9D5MJFtGDUDWua6WrzJven5jITRNYF7r7eO",
-	"b2x+bZh9sfS7FF9qwHqIN9jPKmhxMr+Nc7xd5y/msvuQQpE9QMOIQPK0aC4Q6toouF/SeZtHg/mOratu",
-	"RkgDBOloG1Di1u6bVbo7wQfn4syFrJdiehuOlRKfTxeFh4pPGjMxA/MN791LxT36WpEsi6m4BTULrdpM",
-	"0OItP9MMLuoCqDQXYknl4OEunnLwiJVXJ7mDJG/1rO20Ot9G3WqXsrrXTsZqrBplmuwpVjEKXA1u4D/Q",
-	"zI5g0F/P7qoSLv9GrS/JdlxfjgaFNmmr07SNm++qamalS9KeJjjKNZv9BLlzZ8RtAFqAgZJKtD0aWq65",
-	"AWh6k97A6t6v86vclrtuIpHuKWG+XZb6kHww7gi1lIMFivsbMidoKBwFzgW7he5qFDT4OXYUs52Gzaxy",
-	"0rwNWsZyncrq9YqzwvdVC3qnplNGrtmM7NmfXHzCoe5+aG4Kbw1lMfP2QfOrW6tLCzgeDJx/IHwxZTR+",
-	"H1NsT4muaO71WtTZILwysovRpJBN7+CMODeta0OvyTlcyR5CzxVVBptP4Nx2OxDARs8vLIyS0I8Wl7VQ",
-	"hXN8TLrK4zECg9dxYyatahrgNw3aAyfA9TbE9rIZ9+B/2KxFdSuukF9D10No9JBed++ra/ey3FX80436",
-	"nvJWDPR4cLz1t1+SOXzRlJKtHIEnx8dfLtiQ7jkBXdQhPx67gaMXnLq8E6+qhcx2xSzTYQX4LjTesOOc",
-	"QNihd//M6kVdRGrHnCM0yJFAYm0IfZ4ToGA5/oLRrflGG63LewBSY4mtS6yagV11MPbtyvt9DSxyJG4a",
-	"do5dpVFYfvVwkzMvo8jaRn0+vnh87v4S/6m+hkA6DSKBvATPTOh0GELS4HIbK1mL4tRqAeC1cZf9Jm85",
-	"BtBFCIH3bE+c5WJFoC6lISPFMHkI7nhiNSviS4WLGtyATUmsOwe7oVuumasWvEKZcgrQ/OlVy2+H6QJ1",
-	"ZYH9KvQwHTn3WDDAJBmGpqZkLzTN3u/Sc+YtrDWDA50K0CZCsyW8vrwAOvk6uWc+YS8+t37DQs1ZaGfE",
-	"iO8Z6hCn6cUJ5cFN6t9u0Se64WYNDOrOMWyQZGtF5esHieaMgo2w3W3i5fNeq6QzUTsZg+rBdMndVlAm",
-	"T2jwTzXXsnJIbFXsYxoXF79hIOHOQCzA/oC2l8bEfSFvN+LbiyGvTi9ZV1BgMwf3F/CitDWOJvYGOWUi",
-	"FDZgpE2GxoLRG3bJp3FMDSNVvNOF9JWdNLGzeqWTuf/lTbCTr5az3QSBJlwbqWYL8dk5786p80+78Jkc",
-	"EZfaBhry7URilQw3WdOfEtIo8fYJ/BX6E2LDQchjdFe+hXfsB6h9Nl0v/Wia3DI+nvgLbycztK/grlAM",
-	"AVuDI+n7vo+w6eAOd3j33r2EWDKBF3tdgB//p6NY7cDftGvZOJ1SUTzSRNamqg2hYEShml7UubvaRQp2",
-	"KeQI0nyxgZwm+URqJshwFqe/PtLkaZ6zyjhH1emluBQHJB3TxkuyHBruoyf5lzuWA7ERH+Puk9e4NDyF",
-	"S0GwnSK5wo1cYQZAQQ29yqJtUOx7iewBQrpwzMMZqHnUYJzb2PEgw5K8u3hx8IML+Go7wrv/8+LFi+d9",
-	"8kpisJ1rNEV/cA0U5/Z1I4p+dNNT3x7twciemb7K0GZxsGkbq9Qu4c+aYm9KuBfsL6akt1xKeQsZc1SQ",
-	"V8/tlh7pUzLkgqoZwdEz3BmM8+QANojQR7rx3TH75Gf7aODr7a+5tbeOiDaFrE1Gju2/mFIZeWxHGnFB",
-	"S/xGk6ODExKS1XG4R5qU4K3L8HZdzcfWpBvy8QETBaeCPD4+GHIAsJMeQKuuE/8Pj3/44bvBD2QPoLl/",
-	"BumrsGh/hRolpRT2K9ilRwNYGmzboUEbjeFuijgtIiO1YDqnFXMNfiC9AEaA1G+CLldRznDH+AgvI3E7",
-	"9QDDPqpDV0jkTsOHDpkoYDQ40j0qIkyGn9gdN89k4W4wsYyweF27vAvNTBOYBNa2n/mxpMVmItgt0sIr",
-	"l/KA4TqLRJBf8rOEkKajzAAXcDP7yGduRzLN73jBAmo7wE7RVXApqJh5OoJkNveYOZ9HU/WG/V0zKF70",
-	"eZ1uFWdgxV8KNw5US1nLnIWuSQDyIbPMG+DeJI6Ap+IKJr3KMGfdz/1Ie4+PS/yxIuDKyYTmHRAMeylH",
-	"DAAc8zdcd55H2h/hUMlrK09G0LvV/Qiswh5udBrxgm+pvhR57WTOAk/NJfZ/c9fGpPJBLKJ02u7pwKZd",
-	"WUsX8i3QB72sd4StkhlcB1FqluqD/kAOcruVNzjuBjbNDqfWVqGZzydYwpjb48/fHgJcBvSLI2SrlmWS",
-	"vSTLRKTYt/rOCb4ccULPSJBhttig5X4Bddx7Zy60EtjRowVehA8bHkM1sKfWBSYoJJJ9tu+ZbuGn7coa",
-	"VnAQDU8LasiOMy2+dSP1yVcqpnxTC0I9I/JtzxKqYJx4GE7EcruQy2h1sojdbWb6ru5k4vjeC9fNZEPH",
-	"JTWT3oOafS+WdEB5zhXLrcFDmIBLhv8mmPxkKxPzyVfJHt6Vo28Jeh5GiJJE0zeMFhGabpYLLnPDzIET",
-	"2C20W82lk5zVda5yV7D9R7PO/zo0zdbneMnqb7i2ch5V11Hy7omlq5S8RHmKXaph4h8M/gYxuINZurtl",
-	"duGoaqPtC6muHzbWYmeIzJLP9wh0/jeEVlwGyH8gujcasr+wrhVqtWYYZgGAxyX8HtpF+5t9M5+egI4U",
-	"KcvNFGO4yvFhqOncDv1NRHn/c9XTBo1eKMb+ch4xvHyRQDnVXslHLJ/lJevDWR9Yi3jK9jdEE6kwcrh7",
-	"NPnlrpIBT859jeND9DhV5it5hHDqcGNMImz37s1veCcMZG9AeEiZf3SSv41OgkT1MATyBsb+h5F+saZt",
-	"FtwQrIL81CiPfH188OJ5hc8pvPWQVR3x5bodtnwTOg8L73/FpKoAlnsnVS2r0vAXBT9QVlX7luVd3Tzj",
-	"h/1v0P7/ViIiwtkOlmCou2125wj91g79j4D4UgYb5HXT0M1sOwFhZPVQyCCrf3Dhi+GCrDLom+wV94Lr",
-	"69josgd9ALS/ocl1S3l3KOA95WbNMsOLSShk9pUYI6l2V9Tc3fZmqyLnKRcv8bujjSuef5W3kKkTNupi",
-	"22dkECo2XFVHV3an4VMma+NqV9KJqo/jPNXv4izVQSJL9cPfMH36/oRhETTq2hJVu/BQMGMfYEscxE+I",
-	"0nNBqK8xKF2hwx4mVWZR7cG+S94R0vWCgY/dhK0zdB0Iocm3L3doCm2du83lGvbJU/+1S8oLSUenlkwq",
-	"n3mG64KkNn3tapkgp8t1orml164s1eIhFI2RVqcWzcoR+O5o09008/e/WeC4Pj5LKpDvHYP0Ksu6VT2x",
-	"wrwqrPLcXUO3JxWhJdzjS8ZSsP172BX3Eg1ft8Fj47B9pF31JeLukKHfB+8OnFDo/ehvbJGi1RvyzOW3",
-	"5lIVFgNnOrOcDk/N1VWX1NyzY2TaCuus4ulEisG2xsw3Z3LuouFb+5ro5vb+Pz5YAQFXgbvZalW6q/tP",
-	"Dw+Pjr/vD/qD/tHpD98PBqD1uSV/mutp5Gou/I9hP9GPLnk8+gV7okU/RLdOf/7w+f8HAAD//wlIGrrc",
-	"4AAA",
+	"H4sIAAAAAAAC/+y9W3PbttYw/Fcw+r6Z2PPSsuw4aWtPL5yk2c37tImfxJlc1JkYIiEJ2xSgAqBlNZP/",
+	"/g7WAkBQAnWynKR7tzeNRRKHhYV1Pnzu5HI8kYIJozunnzsTquiYGabgr19umTCXswmDvwqmc8UnhkvR",
+	"Oe28EeWMmBHTjDD7GjH2PbKn2IRRQ6QiuRyP6YFmdkzD9rudrMPuJqUsWOfUqIplHW4H+rNiatbJOoKO",
+	"Wee0Y4fpZB2dj9iY2mm5YWOY//9XbNA57fx/h/WSD/E1fRhW2vmS4RCnHaoUndm/tZmV9oeBVGP79wU1",
+	"o8UNnZMJNSPCheYFszsjmoqiL+/swlMrta93so5if1ZcscJvql65W4c2ioth54udWbEBU4tzv335nPxw",
+	"fNIjE3iBiZzpLrmeUm5+fn1N9l6TgZJj0iNGkqc9olkuRaH3CdU3GpZaUDaWwj6mQk+ZIlLkjU2QEdVE",
+	"MZqPWIG/G2rwDbsBpg0pGS00MTKzh0eJYWrMBS2JFAx/GhimyGs/e0amI56P2C2Do2aaDLjS5gzGdKvg",
+	"urEGqgk37keRESoKklOlONPk+iLs/OB8Mik5K06J23+XvDEjpmLgEKoY4UMhFSvOCCVjWtrTZQV8Y6c4",
+	"6fXCwY0YLZiqT84dw/KzeoeLfvUCkFDUB+4G4cVGh//FvqwnUmi8Tb8oJdVb94v9IZfCMGHsP6kFQE4t",
+	"chz+W1sM+RyNvPQe2FF/EbeslPYu2FnnsFwQZt/p2osAYIVPvuYCZkTCccI6MosUiCNjRpj7sEt+uWVq",
+	"RpSsDCM5FR6hTnpHpBK0sghk7ApZQfaEJEbeWIySFvEtVlPAgUrcCDkV9mfFbuWNxZUpNyPy4cOHg/No",
+	"kP2MPOn1CBeGKUFLRM0nvcdkouQtL5j6VAl6S3lJ+yXDId4yo2YH53AnpiNesugePtKkoIb2qWa4DLh4",
+	"9lsA+4UseT7b+dnjsCmYX44YmZQ0Z2NLqCfwnluJLB9gHbJMnjyZSFnivEoOeMl2PzWO2zI7PvQL+DfL",
+	"zUMswI7bugD7EBbgqMvOF+DGTS8gMLR6AR8oN99kEWeOn1AykkJWihWeByDdv84cu5hSTaYjJuB+AXVn",
+	"omCFJe5I14GcLrKPRS4b+GkYzlEV+zsryECqBrva82wZZJclpN2CU9CJHskHgKUbuAWY7ikeqaGm0rtf",
+	"AQybmv/N/3SBVbo37UDnBZ0Ypl6JgQR5UskJU4YnJMgFOGYdrmVJW5/ecFEkH0yUNDKXZfKhUZU2ySe3",
+	"TOn0XLUMKft4nbPOczqhOTezxV31ZWURMhqnL2XJqLCfDRRjzy/e24dWQKGmc9opZNUvrZDrXhfVuM+U",
+	"f/t3NpZq9jt/1viGC/P0pP7EcqohflNSNWTavNxoouijzeZLgkZq87ssWLkIm3xS/SorlV7VmAs+rsad",
+	"015ihWNY1r/4s62+Ty5TscIyfFrqxYUycbtIMF5bmUQOgCgwccuVFMBBb6niIAmMZFlwMUSqwXLFDJHC",
+	"6kNWdmFw4bo1EJehV5DC5uAH2tL8uri4pSUvPjnJPZsXiTJLyvq8KKxMJKT5NLAomhH/Hcj+GZnQWSlp",
+	"8clI+QkQwg6kq8lEKsOKTzmd0D4vuZllhBdsPJGGiXz26YbNPilWaTvPn5U09BO7yxkr7N/x93YfcJuz",
+	"pBiVBXFrEUKW0BjK8aBoUXA7DC0vItigvL0AxzHTmg5Z+lLX0vofCNn6/Y/zY2Wdu4OhPPC65IR38Yii",
+	"3w/42G4V9WarUnaG3IyqfjeX48OCD4AhmQPK6z/K2SGdcFhMU1JeREiPECul7YWt4acfU1h267hBcy6a",
+	"G5nQSkGoPr2qer3HOS/g/ywjdu6iKplyTxye42MUtXMpct7yRjd12tQYNp6YxSVYyfW5YlZVde/gZQSL",
+	"A9eE9mVlMpLLShh7EUFNPuomCWVORcELanDPa5kVLrzQ/Nx/m7IvpC+pXTqcBLHPLRmhZEB5yYqwFfuM",
+	"lmUSJHmldOpQLqjWVjLC51bjV4wWNVS0k6vMiGurDCUHLyq8mb8nDDu/yikppSNqfZrfMFDTy5L02YiL",
+	"aCpipLyx46/BpezBrCk2WnmDLb/LWUeqYVoWkC1ygBO+k8+cwPcqLV5o9ucilF6JXDGqmUZtEEk+QOWM",
+	"UC9BPtL+TLggmv1JpCqsyKuY/cHCEX8wIzYjIzqZMIGC7RoANXzMmmyRGnYAvyYO3MhNgY9DrG11myNB",
+	"FmYBh2MA48nVx+E2knm7n5GdzNGjVgL2G9cJIhYu9PoGw9RlFuzOPG+5e5fJSzahlnMGvm//PCUTe025",
+	"gQsULunU2SUshVQFK0hJDVNpCSGGJu6osbZW4Fy6c2uu/IOd2WPYKcmBpBYZWgUKskdBNwddKx9JzcR+",
+	"RlQlBBfDDA2EFbwmAu1ypEwq/KgyRI+kMvsZaFOWFu8JiaPmVBBDb5iFh5DTM2d1pFoKko+oGLJiP3MD",
+	"ZkQbOZngP6jCRVIUNhTT1dj+w5kmcRZKClYyK8/gJh5p/IFLMPzYuS4vf9vP3Guf/DxcaENFzj6B/G7H",
+	"cYwG1MtwwMx9t19Pa7+mhZyA8Qn34jkeAUkLPvPjI+UvpTZugv2MyL5m6jb5eVnKqZ3eQYaMqWUeIqbG",
+	"+xnJS8rHeHCCTYPGagkykbegVk+pGqPtlpYW+2b+QNESL6zg/EfHYYK9kYAKnazjXnPWTXvwnazjDtXS",
+	"JoCfvdR4UPAvOCk7CBwVfApnZVG7PqyOleuiQwD7bHwK0evw1EHZUg0HMUtVcO/RFXDXxopmdl8Ht1QJ",
+	"OrZk4Q+8FM/DLuHPC79V+Ott2C/+WW8a/v4Qdg5/vvQrh7/eBRi4Pz0gcB4PDTewBwle1AZc4KcXAJzm",
+	"DK8cgJ45+DS+rV87D5CCP9/U4EIAeJhZMnHH8iAIzjt1PGsHpNVGMWrRjN2xPAPT6usX//fdm9ek5IJ1",
+	"iaWHJdUmWPHZHTfPQdpx5t0zz+gGCgZCblV7AcgAXAzw9JH2GkkXGcRKPegDsF47zykMBoIWdRbuYEwm",
+	"U1mV6GmYZWTkhCWLgZVi4LogfTaQyn46I7Iyk8qkpSZqaFJCCLL64hMHkOhhxMMRvqh+4nXUppCVgStV",
+	"MKUWcdxx/uJNZVIGhy9rqDHh+Henytyx/C3qognlQg0TUubbSpCCK5abcpaBDCUrY1FuxFAgDlx8cf8L",
+	"4vd4TEWRngOks8M+F4d6RA7ytKg9TQt+ziaQ1j/bF1YzZG0KnrZl2TOUlXmHrjT7ypjeoTHjh+NeL2nb",
+	"aLfBpA/Zn8iOj1lXZeKUmxrFGvLrqpsB6J8Ux/GKtEG17WaAJVCAeSRB9+DSI+c8Ir/zZ2TClCN/Xr6J",
+	"UCe+bg3F2+8pW7jIDZ0rXsvHdQ8T4L6zs3zJS5Y20nL9gqs0BMeyuNxI7Ri7Aw5vV1yYx8dJhEC3akpz",
+	"c+76RUzgf7HtjJZzMEabte4GoNwfzG7IAOtd6CxheQtEMKkvpFSEl1LdRJQ6TdoGtNRsngN763vz4njv",
+	"BLGPz0jB9U3tXQHhfwRenFjktC91vIE3yeFK2mfLbH/r0F5jyoi6LqBIILePj54eH5/0Nqa5X7JOsA4l",
+	"mB6K8RdSls3zHdO735gYWkR6+jhbzdwUG3IpEgz0PM/ZxIAV2r2TuQAJZeUsrrRpsNFo4uMnT1bOvHS/",
+	"tTVsYeOt9hdFxc3iLo6C063PtPG2djuIRi9+DrIbaI+Ra+6M0L62YurAefytum210duGOh1RF1Q3U4rx",
+	"rMZVS+nTI7Uo5rDb1D1zvvjNrhggzS93zii+sNTfmCFTqW7IUBIjCXMvOmhRQ2hZdrspNmXVrgGtSrPS",
+	"nj5nAA53COXrkg+YJfWoHaDqiMcE6hYRoG72QPNndxOuZvt2peGKkT3DBJkxqvR+tM4abH5P4d4019Pt",
+	"dilq14JIiD+TGIK2icCYxGyHtXPngUQ8OaZ79pb1K16alvA43vAyG0kouXh/aZWji/PL579imAlsBGmm",
+	"qphTZFD3j+O1nGnDzUv2uNEkl2LAh2BGrn1b+xnRsumDInaRBSpcfgAq2LRLzkX4Ac7xhrGJpdc6mC+0",
+	"30UIbUHCTfYG9Ibtk1JqBiOP7Wg+tsdtAIeLpu2CaYAWFjxzPpwIW/uK0Rum1gk0eeZeBft+7aFd9lnw",
+	"5ILuYCG4sZcpjz2eS+cKL9qv0ApxbtYXoPKmz3LpVNGr9ioNBiw3/Ja9ZNRUak7eWCTP6UMJfGiw1ijz",
+	"X40YLc0ITmT1qXMnji7bZBxeAIKCNsFz2jJDLFZoc6Fkny05gZWDjOndcynySikmkMIvMpsxvQNLkP0k",
+	"+UKrrIusfJmTIhWL+84/8oZC4GZwoaliREgT2S4tuUDz25LLGKtislJ50qTMFKtn45oUbMAFK7rkGq/V",
+	"9ekC7XAUa8BL5uJHHaUCEyKZKm6YRgPx+cUrotigAvIiPUWRytljCTdk76T3036XXNMJvw5GbWJGSlbD",
+	"URhEKnLJlKL2vMlewcAq5CLhQM6Qch9JsfviUTRhl5x7aDJYNq5UW47HxZD0Gca++i2fgTjCDZixF9+y",
+	"K4WpuCY3bNKQix0tyqzOZ4WK5aiYNHZaivhG8SEXz/1g9U/nF6/ssLVm46NhwxuNeBm/rInit1bUq7lz",
+	"UmavJsWmxG1K1Xht5ecDVeN3I5qO8LYjuTClRYcpBHipMdH26xBvGgI0UUEhQk4bUsTKtbioqFWkc05i",
+	"BJgH8aHj4b1AV5pEJOY4WY0ogSiHW1qT3BQH+Ngi+jyr+W0icBQFj5yrvOKGON4c4OhFDKQ2IOloohkD",
+	"oO5ZASa8UgsXcioySxtQlNjvkleGyAkT3q+WS6FZXtnFO6eJBpplJ6WCyMrQISN76bASSpx1zV7qEGSC",
+	"RuH9DJxwELQeSVUTyxWIpjN95oJ57WoyImRwrXDtnWURje2SN+DhmTDxXhheovbgo9xHtBwc2GenQBRC",
+	"HINboX2lZCbQK7s3YhT38ceU6CrPmdYkRyGL2x0FwzXCixtCh5QL1KOmPGd2nFKKYcqIHqD6EgdJXJcY",
+	"3KxoAlxzn1UAVn+3vLTCFWCS4hw1hEHw5YaYSokIYg0n+FIiskyx44hVrDitF+3A1yW/jCfGCd4A3yJp",
+	"G4ZQqZgc4rsd3KC9b37Ja/qj3F177odxf7/B0dxfv9Jy8MaNuUCv3TvOU58gQA1HvEHanTr7NnKwC1sV",
+	"BoFvbaeyn19Qk482VKG/tjy/pXC+nTS9KHous1gtiKHLX14ieW4rEuyKv7dp7O8mLN/UxLJEpf8Hd7bF",
+	"nW3Ume8AqZbIZWmapMx2tnPvQAhG56dPnjx+Ehmcj5IG56alUZklq6pD/pszV6pcHQprX0oO7bJpFqOS",
+	"fWQw3xQNtzCBtPuFYvP7WlGciJIoKq/EnbfhRbsPNp6UThJY3ORyV8PifdlYV0oja+MY4p01lhQDPZ56",
+	"yYnvRADwqVjbywA4whZUfh4/5zwnRcEKtMYiZB6BQkLir7rknZGKFURDLDvI4z5Ioagwk4bpzeIUvhW+",
+	"zu3ekLHUhhz1jk9If+Z2EXmH7INsFZI3x3yvWYGSdPAKFBL8AYZoq+GEb89Ij/xMgnsgGeu6E9dcHe07",
+	"LyBqk3SmqYoVxD4F50aJBh8XpfpIk2B9yxqmNAH28bysIPuBacPH8IBqUMhA/a2Dge3wTc2mNUFnC0JZ",
+	"sLykKhXe8GHEwCofbQl9XZU5s+pdJfy34fGI2uPD/I60S6mVLreFZsNYzs/1ZtA5/WOtVMr/ha++fJz3",
+	"TWGC8ICzEoxptJzSmVXkGfgF9yyaVaLkY25Ysd/d0kJV+fjzNRb6Ht6dJ28Y7ewIdjghDww/A0qRbVTQ",
+	"/nNHJDl4x7cmyfWZrKLJc95LexRgoIYo6JbbtdpoHcoVGDkErEaSEs46YfaYVHglwAUKJKQlJ9VefV3l",
+	"I0LDPRhX2oQp80mVvr6BZFni2YP/VqS3FVzf/Atz7nawMDfacnJ61Dv58ckPT5csL5b/46zAHawwjLdi",
+	"jU9/+OGH46M1FznnEqkXGe15jYGWMJAthI9A5tYnbksW8N5ToEQ8/+7uUOulWYNTRZi8hug73jC7tXHE",
+	"K3Sk+t0M1h/PVq8zRdfe+gj8tywEey2EtTQJ7bxdAcOvN1KGakFys+/Akp0MCbL/0BhFwzGUBZEBjx39",
+	"aoLdGfcIYrbNiI3RhryZOFs6SWr9L6SajKjQGOW+Iaza44p8uP5Gw+kbDnH7q+OB7B0KCRoF2bOMOOSq",
+	"COkDG/bbrcfPMcVlkwWuG2a08ivdgu6RTtHCLGOg3D6/eO9E98hp4giu9+PWhH86kpqh6EhKZPvPL94H",
+	"Zy7kvOBTjO6yIIYMTsLNfpec9+UtehkcGbfy3VzK8xpseBMGHG+2bZdOpLcyAAlKFLlYk+tuyG+3XtBT",
+	"crkuj71fkLmPmX0bWR12GTTra4gsklpMQNPpyAqXIvXWst6UjXd7y9VqxRGSj6OTgh/HsmBliC5w6Ass",
+	"2MHt4RRC0LGZ3uQTu4VQcSRZoiOdKrGLiN3WlN6t7CbLEoG9VXOjJOFVEaReEJ5S0HMUqRMNyVSqQnfT",
+	"7stWC/l2lp/gsNwo2Xd98+ZigECICtXMGExvd1agDPOe4VusSOdyC89I77S2ApG9gKm+OJyL791fMxn6",
+	"vgZVnkpM9q7T2K7q8HzB9hqI0ibWVncK6HG/p4lzA+lxw6ymOWxX3LADKcpZMoB3nn601Ssir15gVrQ2",
+	"UjGgnMnrsUO6Mm8EHnOBZeM0hOCeunz8IRVcQ6IO2XOsllx55fKqk5bztiRRNSVqqVX2CCLI2CkEzcRH",
+	"Duod9YZsiIHGoBH7YkBYsof2sb4zlEEOM970LCoIN/8Wcqtw68mAl6W32kD2eqgXecs0qYRmBiKJfbk9",
+	"t/gWsW0Z0V3rjLyYaaQ3NvNNzurvYFD/zZPUFvqZWRoLs4aAerIXzOX7XfIbGxgiKxMghtiUEVZqH7RZ",
+	"8nxWy5O6Wy/IvXZ8QkayUrrboNYPZrN35HAXls5QgG5VfYd16i4sId3bhKhsQdLm0loZXF3tImdhvCQx",
+	"XoZhL62sKuQ0gUlW0VNsLG/ROPCVjv3dfKBVyMKHKD/NpS9KENL16wIEoexAs9hAo5aAKzmQiimIOdYc",
+	"m91c6m6RkH3+3PpZcK0S7IpyNfwv9mzmjErrWNjmAQ/FIhIrSslMcWEX2GE8fy1C1WBMXiYH/q0EoTov",
+	"0Zl/PWTXBfSXJSvaCS0KBRy3drvUoc3Nhejw+/Kjcu+lhr603PUh8b6k2rzXOwr5aFURlxV3yl19NY8Q",
+	"1IoVkaS/JqbDMKtQGcC5FR5/Z3vGEVZssUigJFRBTKSojKAQs8jZGWa8WUF1RPXISomgBKTjb43Hz2VX",
+	"DJF4fgv4aeaX1LqXXVxyt4Ktb/ilqrRpcz4s5IUuOuMXEic3s6wvd22szIKE6jJLnFQ+xVDTGXgnuNGs",
+	"HCTPe3kJ2NZLIqRpi0DMGb9l+oNUN+2BEbUuNKYzUukor6kSrkIbweDJun52lq4xoVvKGGI5TKkeaTCU",
+	"gBSPlnOuCa3MSCpuqOG3rLtuANhiFkljuxt7DJqIli3xINSBlZtFAZxDoQBwFvuSVR7QmB3iSkkROmIU",
+	"3ivYmIqiS84b+cbQ+AAibO5obqATBdexcutUUKvJBoUP68yAJhMVc0V8hAiwvT6bSWepDToTqsNCBttF",
+	"Zg9syG8hCdnXhx1bORpUtOnIPQBVmRazOrcM9unyx6iQGL0A/5tyzVzWiE9jo5pUuqLlom92TO/Oh6xV",
+	"tP9gFyCkIT2yR0FN14Y87e1ndW38EdW+6DUADuo9wnoxxyUt7C91YCwzq25pyXTlPRbLU46pmM0hTigX",
+	"R6TCf3JMgWmEAqzaxBI76Dx/tItrvRkt8tpyGFmpO1XDyGo7GIDoCusNoD8H4klbtYMtTcch4Lu5iv/F",
+	"+n9SkVgZS89tqBqyFhoIKXiWAPK/Wla+6gTaM13ClzUuzsXE4sI8qKP9Lp4jlP3MK8XN7J0Flav0zahC",
+	"TgjwA9qPP4UBRsZMsFS6T2dOZNRV/ZLnmJuKBS9e1F4wkkthlCwtTxLsNArrgAwvJqgwOsPU1exKIDNC",
+	"CoOGMiiJ4XiN7hIo1waFjX69vLxACoiLdh90CWRQg0nxSlx/vsL4gqvOKfl8BYXXrjoZufLVWPEPV575",
+	"qvPly/VZXXutYDkvnNkAlQ6yd9LrXYmFitWJRh72x8dx5eqT3klcvfqk91M9kCthfXL0OFXG+uT4uKWU",
+	"tYXUlWgrZ31y/NOVmK9p/QSWmqxr3dYiZN/yK/vQihNQeO5KXEcdQ67Jnu/hk3k2Np6UrK6dA9YPix7+",
+	"0td4wDUZVGXZvRJwtn1ZeIOwC4EjRpIT8jt/lmHGsnvDSHLU69nfu1cCCq8aaIsUI9/5xatOVBm/c+RT",
+	"+eiEd047j7u97uMOlmSCG3GI6aZ/2X+7Wx/A86ronHb+xcyv7pW5BjjHvV4bdQrvHc61NIjvZef0j49Z",
+	"R1fjMVUzsJneMsG0PgtZqHVblomSkEgJRRGDBRs9cnQIeXlh2brz0U5zOGZG8Vwv29nv7pX0zqLmC4bd",
+	"mcNJSflc24VEk6AmuXAzdJfu/ELJsZVjK03con3evZ2XsLuJ1CCgufKLS7cNxHHpeb7FN3ZxnFnnSe/x",
+	"6s+avZKWgcKujSMWNJK8uWt+BfWSLLEc86GiLly0FRa3R4egOB9OQjmfNqC4gj/bAGWuHdCXrHOyBVCy",
+	"2gK26suo7RNYv9z20Ubw0cpyVWKTF1W8SbhAzySKLDtvX9Rsq/VlV1DtbQHV7c7i5OhbnuAc7jr9Pom6",
+	"v3Ft0GiwkojdryMUWFkSFA7j+DHczsomYBcCjpHNeTyhDD2W7ul+F7ckHREkCLvjGni2VdOxF91Pzd4b",
+	"Z0RLXwFXUF9QK9QZSZVLcdVVoO2e1Iw4cQxtKlqSPSeSdVHgtaP7miTgB20eO9rvIEn7oW6zy89d6z4f",
+	"rXOfo1ZlX/s293767mlAzQN9nQnEpzEVdLhYFSfme+1k4/Czxc4viOUlM+lYhXXQluw5vAxIiTx5UEHu",
+	"mL35C7dkKU6D3JyjUiqkyaIazmbE0ZxR+/9OnUeT8ChMD4MUhDaMFljMGmKjsRQRRCEpVmKTB25cnIWF",
+	"nY+0gML2fV8gviAjptjiVcNwZ3fV4v6qf3xOthWFbTX6jQWUcCa1hSq0Hxcu1EnCkgAAKLr3uQYnX+3y",
+	"3P8a4H6jUi1QLbxWo7ThZUmkgLIqAPSfLXGqkcaFxruupsicQlE8H2MPv5Roso6H1KF1yp4Le99vzII4",
+	"g1NkjfRSbuY6qJ70fkrd1myJLOrI+uYy0zyN/XposkO+nLhjzdatzny+fvPWj6Dy5qMdkz9PhB65+pqN",
+	"M9+AFi4SHQhMeWD2jsEvu5PXvyV/P/nPlwqwfp6WY4Zhfrouogt/gh3doiFX5JaWFdNpquOUw+/wGmRR",
+	"gaqIk2P7BygtGE2FS0KziCXViTtUme9GQP7nAn3zC+TC7uZScTwKQT1eUOWgdJtzeOdUQHIT3L391TI3",
+	"+i1WaOv+pYdU2KM6IO06O76U+RoZ/RkA4DvQzZNATeoySVE99h59p0L17qSlViGyDQrrkKK59t7/iJJN",
+	"UbLNvBqB/AEYTlROZ2c8J3XQ/6lW1gULC/Q6jZiCiznZC95Fs98ldW1m6OQGxgduCKOq5Eyh0IV9AQ0Z",
+	"UlRYx+twin+z3KzkFPjSw3KKUJ4kwSn8EmImIdUQrSvfiFvU54h8bL72DarjzPM4zDXxUTNRHaBgrgaH",
+	"cUaglAuaqV2dn7WO8PCzVMMvh5/d3+sxKJei9o/VZ4nVZ6Gmkc+PcueFsWG38obNVdLwcRFvvXUy9iOH",
+	"6kgr621saLRpO9T1yLD99luR4fuf2mUD/gv3iUZZ1lCQPb6VUKQBCjpPKoO+F0342BI03mguhyUH9gJa",
+	"gDV1v0XJXcn4MVt0fb6fJUeZRKe+GwkiGu4BJIhQE2eHEsS3RN1vJUG8QCRsEJVInAhUak6YOEeDDT5y",
+	"Zhs7TC9rFsBaynhCNRMsbJN2Yta9Y1Ql0EQzoVpnpGS0YKr2ulSGmKn0hc/xIspbpko6OQ2fXYmRhLVC",
+	"NCqr20K48Iy967CoA/v+9T5ERVkw+LZ5PljajNiVwEU80mTCFJcFz/382ChKSksl6iJHhIbdoPMUslSh",
+	"Q7O+Ei6hzCXu47zQYEkUXYK1yl2wbhMm1BfYCWUd4Pcrq/KPfMymj0VatGSB+NAICsOYFQdgfcOxWP6V",
+	"wNroyIVoVEICpoelsFKzKbifYN9RRX6XI+cgfiXGvChK72+23+PBuIk1IxXUseeGlHTiqrUoFvUoxoL6",
+	"t7TU+xhG1iRCoZLSazl9SLlzvmJTQvasa2TZfWJjZnskBb+fOPTTzjYBg//i2tSmtjAX7TiPhlz7hGDA",
+	"C39Cdr9nxGOhoqJLLtXM9QnABgsR2nWxaUTBsKRU9CSRxeNykY2E2+J9rkbNYA2+iNQC76oTQL/UMV9f",
+	"B4TpHhEukT26zUJGfbi7O9IT5XhiyTMLMS6P4sZaQAEadBATcr0KogC1V9JzFFeXaoKX+MoD3sc6kypx",
+	"Bjg92RO+7wZXBLOy9P53FcqTCpK5dGlkDyFRxemC6wfK7HrqInlmI4aKUFCb8MS6/2VGHioI4IlLfnCV",
+	"J26YwIgRBAqWukCq4rxXoUTK6qt7+JkXa6j9NSKuVvqtVvt3tkqv1r8gKXcDpakJd5+m16aNx/mYD0k1",
+	"o2lSfhaajzzbgCW71mEuRdLFjfgcRswEKZnBcCUrCU+luvl+/DHs1n4WgX2xm7/V068Hsizl9DpznV2H",
+	"IK7ixxmRZWElbYjKQQBc1yU9ruFSXokc/orz9DwPpkPg/q4ZkC/dferbvvZpfpNZ8CkGUveVwD6jI+YW",
+	"AEKCKliBvmbotTmRZQkKBBoEyZijLiQF616JKwGBR25XEP1zPefmpr7V+N51jEt3B6Kw+HTtUvega/+V",
+	"mDBFSi6Y68A1Aw3QLysLyW9O0rtGWFxDLiCUOEIAMhzshk1MyDpR4E+3697PnCIAqT0lt1qnq/fj+vWi",
+	"mx/b3HUJWFKvBAwKCS+chU5fYQmnhPqxQDcBeUuw3ESiEBwLttC7EorRooZmrVRBezH/AzS9gvpDODvX",
+	"RIdkczz2K2EUFZpCfVScu8+GELwH8itHix4TCEAJh0gtYBW/tTrXWEKqKED0SkQdWrlxkNeZ130rbGNc",
+	"KZHSj6yI9AvegwUqt7L6EdyHYKS2RzE8jKwHdQVOl1Ym1dCX94Harolow6jc2TLT1XxzWxZVtceL0TaB",
+	"e6+zjm1sfm0YfbH0uxRdqsF6CKC+nE0gwXGhMyD2NPuLueg+vKFIHqAkTrjytKjbtrVtFMwv6bjNo16v",
+	"PRE12fslDRC8R9uAErd236jS3TE+OBenLmSdFNHbcKwU+zxfZB4qPmmMxAzEN7x3LxH36Ft5siym4hbU",
+	"rJFdj1K8pWeaQXtEgErdhlAqBw/X7s/BIxZeHecOnLxRlbtV63wX1eNeSureOB6rMWuUabKn2IRRoGq5",
+	"HI/pgWZ2BIP2enY3KWXBvNSXJDuu8lCNQpsUDqsLY87XjTaz0gVpjxMU5YbNfobYuTPiNgBFDkFIJdoe",
+	"Debzr7EBKOuV3sDq6tbzq9yWum7Cke7JYb5fkvqQdDCuebeUgoUb9zckTlAyPXKcCzaF+pEUJPg5chST",
+	"nZrMrDLSvAtSxnKZysr1irPCFxMJcqemY0Zu2Izs2Z+cf8Kh7n4o4AFv9WUx8/pB/atbqwsLOO71nH0g",
+	"fDFmNH4fQ2xPiZ7Q3Mu1KLOBe2VgF6NJIevq6BlxZlrXaEOTC8UGTAXX84QqV84E57bbAQc2Wn5hYZSE",
+	"itu4rIUsnONj0pYejx4YaGXqImlV3eKjbkERKAGut75sr+pxD/6HzRq3LiqYefzkSbaFrIfQ6OB93b2t",
+	"rlmtd1f+TzfqB8obPtDj3vHW335N4vBVQ0q2MgSeHB9/PWdDuuYE9ImA+Hjsd4BWcOriTryoFiLbFbNE",
+	"hxVgu9DYQ8wZgbAG+f6ZlYvaLqkdc+6iQYwEXtb6os9TAmQsx1/RuzVfaKPRngwgNZRYusTVWQpucZfe",
+	"73NgkSJxU5NzrJuPzPKbu5ucehl51jaq8/HV/XP35/jn+sZVKfIsgbwCy0woHxRc0mByGypZieI01NBy",
+	"LdaTveVDfS2HEJCoCvYb6hI+dCkNGSjGfOUuLCUbt3IvKjAD1imx7hx8LS6XLXiNPOUUoPnz64bdDsMF",
+	"qokF9utQpXngzGNBAZOkH8o2k73QFmC/Tc6Z17DWdA60CkCbMM0G8/r6DOjk28Se+YC9+Ny6NQk1Z6Gc",
+	"ESO+KrJDnLraMKQH16F/u0WfqIfXGhjUHmNYI8nWgsq3dxLNKQUbYbvbxKsXnUZKZyJ3MgbVg8mSu82g",
+	"TJ5Q759srmXpkFiM3fs0Li9/Q0fCnQFfgP0BdS+NgftCTjei24sur1YrWZtTYDMD91ewojQljtr3BjFl",
+	"IiQ2oKdNhtKp0Rt2yaexTw09VbzVhPSNjTSxsXqlkbn79VWwk28Ws107gUZcG6lmC/7ZOevOqbNPO/eZ",
+	"HBAX2gYS8nQkMUuGm6yu7wlhlNhfB3+F+oRYcBDiGF1Ty/CO/QClz7qurx9Nkynjw5Fv6T2aoX4F3ZDR",
+	"BWwVjqTt+z7MpoU63GF30XsxsWQAL9a6ADv+z0ex2IG/aVeycTymonikiazMpDKEaleDdqJkUeWueZUU",
+	"7ErIAYT5YgE5TfKR1EyQ/iwOf32kyXmes4lxhqrTK3ElDkjap41tAB0a7qMl+Zc7lsNlI97H3SVvcGl4",
+	"CleCYDlFco0bucYIgIIaep1F26BY9xLJA7h04Zj7M19AGPzcxo4HEZbk/eXLgx+dw1fbEd7/n5cvX77o",
+	"ktcSne1coyr6oyugOLevW1F0o152XXu0BwN7Zvo6Q53FwaaprFK7hD8rirUpofPhX0xJr7mUcgoRc1SQ",
+	"1y/slh7pU9LngqoZwdEz3BmM8+QANojQx3vjq2N2yTP7qOfz7W+41beOiDaFrExGju2/mFIZeWxHGnBB",
+	"S/xGk6ODExKC1XG4R5qUYK3LsH+45kOr0vX58ICJglNBHh8f9DkA2HEPuKuu18iPj3/88WnvR7IH0Nw/",
+	"g/BVWLRvEkmhJjFTuEuPBrA02LZDgyYaQ/edOCwiI5VgOqcT5gr8QHgBjACh3wRNrqKc4Y7xEbZbcjv1",
+	"AMM6qn2XSOROw7sOmShgNDjSPSoiTIaf2B03z2XhejRZQli8qVzchWamdkwCadvP/FjSYjMRbIp34bUL",
+	"eUB3nUUiiC95JsGl6W5mgAuYmb3nM7cjmfp3bCGD0g6QUzQVXAkqZv4eQTCbe8yczaPOesP6rhkkL/q4",
+	"TreKM9Dir4QbB7KlXHVmVzUJQN5nlngD3OvAEbBUXMOk1xnGrPu5H2lv8XGBP5YFXDueUL8DjGEvZYgB",
+	"gGP8hqvO80j7I+wreWP5yQBqt7ofgVTYw41OI17wlOorkVemLvHdoKm5xPpvrjFWKh7EIkqr7p52bNqV",
+	"NWQh3+Sh18k6R1gMnkHDm1KzVKeHBzKQ2628xXE30Gl2OLW2As18PMESwtwcf74/ElAZkC+OkKxC5fq9",
+	"JMlEpNi38s4JvhxRQk9IkGA2yKClfnV1eHzvzLlWAjl6tECL8GFNY6gG8tSo2o5MItlJ4J7hFn7atqhh",
+	"BQdR07Qghuw40uJ7V1KffKNkyreVINQTIl/2LCEKxoGH4UQstQuxjFYmi8jdZqrv6komju69dNVMNjRc",
+	"UjPqPKja93JJBZQXXLHcKjyECWij/jfB5CdbqZhPvkn08K4MfUvQ8zBClCSavmW0iNB0s1hwmRtmDhzD",
+	"bqDdaiqdpKyucpVrMvkfTTr/69A0W5/iJbO/oTHvPKquI+TdE0tXCXmJ9BS7VMPEPxj8HWJwC7F03bN2",
+	"Yahqou1LqW4e1tdiZ4jUki/3cHT+N7hWXATIfyC61xKyb8nZcLVaNQyjAMDiEn4P5aLr/l8uPAENKVKW",
+	"mwnG0Kz2YW7ThR36u/Dy/ueKpzUavVSM/eUsYthelkA61V7JByyf5SXrwlkfWI14zPY3RBOp0HO4ezT5",
+	"5W4iA55c+BzHh6hxqsw3sgjh1KFjTMJt9/7tb9gTBqI3wD2kzD8yyd9GJsFL9TAX5C2M/Q8h/WpF2yy4",
+	"wVkF8alRHPn6+ODZ8wqbU3jrIbM64vbhLbp87ToPC+9+w6CqAJZ7B1Uty9LwrdAfKKqq2Ud+V51n/LD/",
+	"DdL/34pFRDjbQhIMdf20d47Q7+zQ/zCIr6WwQVw3DdXMtmMQRk4eChnk5B9c+Gq4ICcZ1E32gnvB9U2s",
+	"dNmDPoC7v6HKNaW83RXwgXKzZprh5SgkMvtMjIFUu0tqbi97s1WS85iLV/jd0cYZz7/KKXYP9xt1vu0z",
+	"0gsZGy6roy260/Axk5Xx/cyTgaqP4zjVpyv6eLd5Bb9rG9/9L4ZF0KhqS5TtwuNO9a4kDuIneOm5INTn",
+	"GJQu0WEPgyqzKPdg3wXvCOlqwcDHbsLGGboKhFDk26c71Im2ztzmYg275Nx/7YLyQtDRqb0mEx95huuC",
+	"oDZ943KZIKbLVaKZ0huXlgqd7ZW30oVKLZqVA7Dd0bq6aeb7v1nguDo+SzKQ7+2D9CLLulk9scC8yq3y",
+	"wrWh25OK0BL6+JKhFGz/HnrFvVjDty3wWBtsH2mXfYm422do98HegSMKtR99xxYpGrUhz1x8ay5VYTFw",
+	"pjNL6fDUXF51Sc09K0amtbDWLJ5WpOhtq8x8dyrnLgq+NdtE1937//hoGQS0AnezVap0rftPDw+Pjn/o",
+	"9rq97tHpjz/0eiD1uSV/nqtp5HIu/I9hP9GPLng8+gVrokU/RF2nv3z88v8CAAD//3PtS62R5wAA",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

@@ -147,6 +147,13 @@ type Options struct {
 	// traceparent the request carries) and of the sandbox service's steps; nil makes
 	// none.
 	Tracer trace.Tracer
+	// OnWarmClaim and WarmObserver are the sandbox service's
+	// (sandboxes.Options): the warm-pool filler's wake-up and metrics.
+	OnWarmClaim  func(pool string)
+	WarmObserver func(pool string, o sandboxes.WarmOutcome, took time.Duration)
+	// Service, when set, is given the sandbox service New builds, for the parts of
+	// the daemon that create and delete sandboxes themselves (the warm-pool filler).
+	Service func(*sandboxes.Service)
 }
 
 // Server implements the generated ServerInterface.
@@ -229,12 +236,15 @@ func New(opts Options) (http.Handler, error) {
 		Policy: s.policy, MaxQueued: opts.MaxQueued,
 		MaxTransfers: opts.MaxTransfers, MaxProjectTransfers: opts.MaxProjectTransfers,
 		LargeTransferBytes: opts.LargeTransferBytes, Clock: s.clock, Logger: s.log,
-		Tracer: opts.Tracer,
+		Tracer: opts.Tracer, OnWarmClaim: opts.OnWarmClaim, WarmObserver: opts.WarmObserver,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.svc = svc
+	if opts.Service != nil {
+		opts.Service(svc)
+	}
 	poolSvc, err := pooladmin.New(pooladmin.Options{
 		Store: s.st, Pools: s.pools, Scheduler: s.waker, Writes: opts.Writes, Installation: opts.Installation,
 		AdapterKinds: opts.AdapterKinds, DevOnlyKinds: opts.DevOnlyKinds, Dev: opts.Dev,

@@ -30,6 +30,10 @@
 package lifecycle
 
 import (
+	"github.com/different-ai/differently/adapters"
+
+	"maps"
+
 	"fmt"
 	"slices"
 	"time"
@@ -49,6 +53,9 @@ func Reconciler(replica string) Actor { return Actor("reconciler:" + replica) }
 
 // Token is the actor of an API call made with a token.
 func Token(id string) Actor { return Actor("token:" + id) }
+
+// Warm is a replica's warm-pool filler, which creates and replaces warm sandboxes.
+func Warm(replica string) Actor { return Actor("warm:" + replica) }
 
 // illegal is the error of a transition the sandbox's state does not allow: an
 // api.Error with code invalid_state, which the API answers with 409.
@@ -151,6 +158,41 @@ func Adopt(sb *store.Sandbox, inst Instance, now time.Time, reason string, by Ac
 	running(sb, inst, now)
 	record(sb, store.Event{Type: store.EventAdopted, From: from, To: store.StateRunning, Actor: string(by),
 		Pool: sb.Pool, Message: reason})
+	return nil
+}
+
+// LabelWarm marks a sandbox that was created by claiming a warm one of its pool.
+const LabelWarm = adapters.ReservedLabelPrefix + "warm"
+
+// Claim makes sb, a new sandbox, out of warm, a running warm sandbox of its pool: sb
+// takes warm's ID, pool, region and instance and is running from now, its TTL
+// counting from now; what sb's create asked for (tenant, labels, TTL, placement,
+// idempotency key) stays its own. sb must be new (no state yet), asking for what
+// warm runs: the same template, resources and environment.
+func Claim(sb *store.Sandbox, warm store.Sandbox, now time.Time, by Actor) error {
+	switch {
+	case sb.State != "" && sb.State != store.StateQueued:
+		return illegal(sb, "create by claiming")
+	case warm.State != store.StateRunning || warm.BackendRef == "":
+		return illegal(&warm, "claim")
+	case sb.Template != warm.Template || sb.Resources != warm.Resources || !maps.Equal(sb.Env, warm.Env):
+		return api.Errorf(api.CodeInvalidState, "warm sandbox %s runs another template, resources or environment", warm.ID)
+	}
+	sb.ID = warm.ID
+	sb.Attempts = 0
+	sb.NextAttemptAt = now
+	sb.AvoidPool, sb.AvoidUntil = "", nil
+	sb.Pool = warm.Pool
+	sb.Labels = maps.Clone(sb.Labels)
+	if sb.Labels == nil {
+		sb.Labels = map[string]string{}
+	}
+	sb.Labels[LabelWarm] = "true"
+	running(sb, Instance{Ref: warm.BackendRef, Region: warm.Region}, now)
+	sb.Region = warm.Region
+	record(sb, store.Event{Type: store.EventClaimed, To: store.StateRunning, Actor: string(by), Pool: warm.Pool,
+		Message: "took over warm sandbox " + warm.ID + " of pool " + warm.Pool + ", running since " +
+			warm.StateChangedAt.UTC().Format(time.RFC3339)})
 	return nil
 }
 

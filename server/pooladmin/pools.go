@@ -25,6 +25,42 @@ type Pool struct {
 	View *pools.View
 	// Sandboxes counts the pool's sandboxes that have not ended.
 	Sandboxes int
+	// Warm is where each of the pool's warm shapes stands, in the order of
+	// Pool.Warm.
+	Warm []WarmCount
+}
+
+// WarmCount is how many sandboxes of a warm shape are ready and starting.
+type WarmCount struct {
+	Shape           store.WarmShape
+	Ready, Starting int
+}
+
+// warmCounts counts the warm sandboxes of each of p's shapes, from one listing of
+// the pool's warm sandboxes.
+func (s *Service) warmCounts(ctx context.Context, p store.Pool) ([]WarmCount, error) {
+	if len(p.Warm) == 0 {
+		return nil, nil
+	}
+	byProject := map[string]*WarmCount{}
+	out := make([]WarmCount, len(p.Warm))
+	for i, w := range p.Warm {
+		out[i].Shape = w
+		byProject[store.WarmProject(p.Name, w)] = &out[i]
+	}
+	err := s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, Pool: p.Name, States: []store.State{
+		store.StateQueued, store.StateProvisioning, store.StateRunning}}, func(sb store.Sandbox) error {
+		c := byProject[sb.Project]
+		switch {
+		case c == nil:
+		case sb.State == store.StateRunning:
+			c.Ready++
+		default:
+			c.Starting++
+		}
+		return nil
+	})
+	return out, err
 }
 
 // List returns every pool, sorted by name: the stored ones and those the pool
@@ -49,7 +85,11 @@ func (s *Service) List(ctx context.Context) ([]Pool, error) {
 		if v, ok := views[p.Name]; ok {
 			vp = &v
 		}
-		out = append(out, Pool{Pool: p, View: vp, Sandboxes: counts[p.Name]})
+		warm, err := s.warmCounts(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("count warm sandboxes: %w", err)
+		}
+		out = append(out, Pool{Pool: p, View: vp, Sandboxes: counts[p.Name], Warm: warm})
 		delete(views, p.Name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(views)) {
@@ -83,6 +123,9 @@ func (s *Service) answer(ctx context.Context, p store.Pool) (Pool, error) {
 	out := Pool{Pool: p, Sandboxes: counts[p.Name]}
 	if v, ok := s.pools.View(p.Name); ok {
 		out.View = &v
+	}
+	if out.Warm, err = s.warmCounts(ctx, p); err != nil {
+		return Pool{}, fmt.Errorf("count warm sandboxes: %w", err)
 	}
 	return out, nil
 }

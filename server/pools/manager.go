@@ -545,6 +545,7 @@ func (e *entry) copyView(now time.Time) View {
 func copyView(v View) View {
 	v.Pool.Config = maps.Clone(v.Pool.Config)
 	v.Pool.Features = slices.Clone(v.Pool.Features)
+	v.Pool.Warm = slices.Clone(v.Pool.Warm)
 	v.Capabilities.Features = slices.Clone(v.Capabilities.Features)
 	v.Capabilities.Templates = slices.Clone(v.Capabilities.Templates)
 	v.Capabilities.Regions = slices.Clone(v.Capabilities.Regions)

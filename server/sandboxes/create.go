@@ -237,12 +237,29 @@ func storedDefaultTTL(p store.Policy) (int64, error) {
 // snapshotPool is the pool of the snapshot it restores, if any. created is false
 // when the idempotency key named an existing sandbox, which is returned instead.
 func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapshotPool string, defaultTTL bool) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
+	return s.createAs(ctx, c.Actor(), sb, snapshotPool, defaultTTL, true)
+}
+
+// createAs is create recorded as by's. With warm, a create that a pool's warm shape
+// matches takes one of its ready sandboxes when there is one (claimWarm).
+func (s *Service) createAs(ctx context.Context, by lifecycle.Actor, sb store.Sandbox, snapshotPool string, defaultTTL, warm bool) (out store.Sandbox, created bool, started <-chan store.Sandbox, err error) {
 	if err := validate(&sb); err != nil {
 		return sb, false, nil, err
 	}
 	sb.ID = ids.New("sbx")
 	pctx, endPlacement := s.span(ctx, "sandbox.placement", sb.ID)
 	d, req, err := s.placeable(pctx, &sb, snapshotPool, defaultTTL)
+	if err == nil && warm {
+		var ok bool
+		out, created, ok, err = s.claimWarm(pctx, by, sb, d, snapshotPool)
+		if ok || err != nil {
+			endPlacement(err)
+			if err != nil {
+				return sb, false, nil, err
+			}
+			return out, created, nil, checkReplay(sb, out, created)
+		}
+	}
 	var start *scheduler.Start
 	var candidates []store.Candidate
 	if err == nil {
@@ -257,7 +274,7 @@ func (s *Service) create(ctx context.Context, c Caller, sb store.Sandbox, snapsh
 	defer start.Release() // unless started below
 	now := s.now()
 	actx, endAdmission := s.span(ctx, "sandbox.admission", sb.ID)
-	out, created, err = s.insert(actx, c.Actor(), now, sb, start, candidates)
+	out, created, err = s.insert(actx, by, now, sb, start, candidates)
 	endAdmission(err)
 	if err != nil {
 		return sb, false, nil, err

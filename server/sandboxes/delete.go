@@ -21,6 +21,20 @@ import (
 // ended is returned as it is. started, when not nil, delivers the outcome of the
 // Delete this replica began.
 func (s *Service) Delete(ctx context.Context, c Caller, id string) (out store.Sandbox, started <-chan store.Sandbox, err error) {
+	return s.deleteAs(ctx, c.Actor(), func(cur *store.Sandbox) bool { return c.Owns(cur.Org, cur.Project) },
+		"deleted through the API", id)
+}
+
+// DeleteWarm deletes a warm sandbox for the warm-pool filler, with reason, unless a
+// create has claimed it meanwhile: a claimed sandbox is its tenant's, and answers
+// not_found here.
+func (s *Service) DeleteWarm(ctx context.Context, by lifecycle.Actor, id, reason string) error {
+	_, _, err := s.deleteAs(ctx, by, func(cur *store.Sandbox) bool { return cur.Org == store.WarmOrg }, reason, id)
+	return err
+}
+
+// deleteAs is Delete by by, of a sandbox that owns says the deleter may see.
+func (s *Service) deleteAs(ctx context.Context, by lifecycle.Actor, owns func(*store.Sandbox) bool, reason, id string) (out store.Sandbox, started <-chan store.Sandbox, err error) {
 	var del *scheduler.Delete
 	if s.direct != nil {
 		del = s.direct.ReserveDelete()
@@ -29,17 +43,17 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string) (out store.Sa
 	var seen store.Sandbox
 	now := s.now()
 	out, err = s.update(ctx, id, func(cur *store.Sandbox) error {
-		if !c.Owns(cur.Org, cur.Project) {
+		if !owns(cur) {
 			return notFound("sandbox", id)
 		}
 		seen = *cur
 		if cur.State.IsTerminal() || cur.State == store.StateTerminating {
 			return errUnchanged
 		}
-		if err := lifecycle.Terminate(cur, "deleted through the API", now, c.Actor()); err != nil {
+		if err := lifecycle.Terminate(cur, reason, now, by); err != nil {
 			return err
 		}
-		del.Prepare(cur, now, c.Actor())
+		del.Prepare(cur, now, by)
 		return nil
 	})
 	switch {

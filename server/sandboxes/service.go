@@ -122,6 +122,12 @@ type Options struct {
 	// Tracer, when set, makes spans of a create's placement and admission; nil
 	// makes none.
 	Tracer trace.Tracer
+	// OnWarmClaim, when set, is told the pool of each warm sandbox a create took (its
+	// filler then starts another at once).
+	OnWarmClaim func(pool string)
+	// WarmObserver, when set, is told of each create a warm shape matched: a hit on
+	// pool with how long the claim took, or a miss.
+	WarmObserver func(pool string, o WarmOutcome, took time.Duration)
 }
 
 // Service carries out the API's operations on sandboxes.
@@ -137,6 +143,9 @@ type Service struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	tracer    trace.Tracer
+	// onClaim and warmObserver are Options.OnWarmClaim and WarmObserver.
+	onClaim      func(pool string)
+	warmObserver func(pool string, o WarmOutcome, took time.Duration)
 }
 
 type nopWaker struct{}
@@ -151,6 +160,7 @@ func New(opts Options) (*Service, error) {
 	s := &Service{
 		st: opts.Store, pools: opts.Pools, waker: opts.Waker, direct: opts.Direct, writes: opts.Writes,
 		policy: opts.Policy, clock: opts.Clock, log: opts.Logger, tracer: opts.Tracer,
+		onClaim: opts.OnWarmClaim, warmObserver: opts.WarmObserver,
 	}
 	if s.waker == nil {
 		s.waker = nopWaker{}

@@ -43,6 +43,9 @@ const (
 	// EventAdopted: the reconciler found the instance of a sandbox whose Create had
 	// been lost and made the sandbox running.
 	EventAdopted EventType = "adopted"
+	// EventClaimed: a new sandbox took over a warm one of its pool, already running
+	// (from "" to running, Pool): it was created by being claimed.
+	EventClaimed EventType = "claimed"
 	// EventObserved: the reconciler found the instance in another state than the
 	// database's (stopped or paused outside Differently) and followed it.
 	EventObserved EventType = "observed"
@@ -51,7 +54,7 @@ const (
 // EventTypes lists every event type.
 var EventTypes = []EventType{EventCreated, EventPlaced, EventRunning, EventRequeued, EventWaiting,
 	EventFailed, EventStopped, EventStarted, EventPaused, EventResumed, EventTerminating,
-	EventDeleteFailed, EventInstanceBound, EventTerminated, EventAdopted, EventObserved}
+	EventDeleteFailed, EventInstanceBound, EventTerminated, EventAdopted, EventObserved, EventClaimed}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {

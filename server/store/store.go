@@ -65,6 +65,20 @@ type Store interface {
 	// a project without a quota and an empty queue, and check that assumption in the
 	// insert itself, before admitting again with what it reads.
 	CreateSandboxAdmitted(ctx context.Context, now time.Time, sb Sandbox, admit func(Admission, *Sandbox) error) (out Sandbox, created bool, err error)
+	// ClaimWarm stores sb, a new sandbox, by taking over a running warm sandbox of
+	// (WarmOrg, project) on pool rather than inserting a row. In one transaction it
+	// looks sb's idempotency key up (a repeat gets the sandbox holding it and
+	// created=false, as from CreateSandboxAdmitted), reads sb's project's admission as
+	// CreateSandboxAdmitted does (with its lock when the quota limits anything), takes
+	// the warm sandbox that has waited longest among those no other transaction holds,
+	// and calls claim with both: claim checks the admission, makes sb from the warm
+	// one (server/lifecycle.Claim: sb takes its ID, instance and state) and may
+	// refuse, returning an error that is returned as is with nothing written. The warm
+	// row is then replaced by sb's, a new sandbox under the warm one's ID, with sb's
+	// pending events. ErrNoWarm, with nothing written, when no warm sandbox is free.
+	// sb's ID is ignored.
+	ClaimWarm(ctx context.Context, now time.Time, sb Sandbox, pool, project string,
+		claim func(a Admission, warm Sandbox, sb *Sandbox) error) (out Sandbox, created bool, err error)
 	// GetSandbox returns the sandbox, or not_found.
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
 	// ListSandboxes returns one page of the sandboxes matching f, ordered by ID (ULIDs,

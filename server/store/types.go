@@ -80,6 +80,8 @@ type Pool struct {
 	// secret itself is never stored.
 	CredentialsEnv string   `json:"credentialsEnv,omitempty"`
 	Features       []string `json:"features,omitempty"`
+	// Warm are the kinds of sandbox the pool keeps started ahead of demand.
+	Warm []WarmShape `json:"warm,omitempty"`
 	// Source is where the pool is defined. CreatePool takes "" as PoolFromAPI;
 	// UpdatePool needs it spelt out, so that no update releases a config file's pool
 	// by leaving the field out.

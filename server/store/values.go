@@ -232,7 +232,7 @@ func ValidatePool(p Pool) error {
 		return api.Errorf(api.CodeInvalidRequest, "pool %q: source must be %q or %q, got %q",
 			p.Name, PoolFromConfig, PoolFromAPI, p.Source)
 	}
-	return nil
+	return ValidateWarm(p.Name, p.Warm)
 }
 
 // NewPool prepares a pool for CreatePool: validated, stamped with now at Version 1,

@@ -10,19 +10,25 @@ import (
 )
 
 const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
-	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version`
+	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version, warm`
 
 func scanPool(row pgx.Row) (store.Pool, error) {
 	var p store.Pool
-	var config, features []byte
+	var config, features, warm []byte
 	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
 		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
-		&p.Source, &p.CreatedAt, &p.UpdatedAt, &p.Version); err != nil {
+		&p.Source, &p.CreatedAt, &p.UpdatedAt, &p.Version, &warm); err != nil {
 		return p, err
 	}
 	p.CreatedAt, p.UpdatedAt = store.Timestamp(p.CreatedAt), store.Timestamp(p.UpdatedAt)
 	if err := store.UnmarshalJSON(config, &p.Config); err != nil {
 		return p, err
+	}
+	if err := store.UnmarshalJSON(warm, &p.Warm); err != nil || len(p.Warm) == 0 {
+		p.Warm = nil
+		if err != nil {
+			return p, err
+		}
 	}
 	return p, store.UnmarshalJSON(features, &p.Features)
 }
@@ -36,9 +42,13 @@ func poolArgs(p store.Pool) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	warm, err := store.MarshalJSON(warmOrEmpty(p.Warm))
+	if err != nil {
+		return nil, err
+	}
 	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
 		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
-		string(p.Source), p.CreatedAt, p.UpdatedAt, p.Version}, nil
+		string(p.Source), p.CreatedAt, p.UpdatedAt, p.Version, warm}, nil
 }
 
 // CreatePool implements store.Store.
@@ -52,7 +62,7 @@ func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (st
 		return store.Pool{}, err
 	}
 	row := s.pool.QueryRow(ctx, `INSERT INTO pools (`+poolColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+poolColumns, args...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING `+poolColumns, args...)
 	out, err := scanPool(row)
 	return out, translate(err, "pool", p.Name)
 }
@@ -104,7 +114,8 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 		args = append(args[:12], args[13:]...)
 		row := tx.QueryRow(ctx, `UPDATE pools SET adapter = $2, trust = $3, region = $4,
 			max_concurrency = $5, max_starting = $6, cost_cpu_hour = $7, cost_memory_gib_hour = $8,
-			config = $9, credentials_env = $10, features = $11, source = $12, updated_at = $13, version = $14
+			config = $9, credentials_env = $10, features = $11, source = $12, updated_at = $13, version = $14,
+			warm = $15
 			WHERE name = $1 RETURNING `+poolColumns, args...)
 		out, err = scanPool(row)
 		return translate(err, "pool", p.Name)
@@ -134,4 +145,13 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 		_, err := tx.Exec(ctx, `DELETE FROM pools WHERE name = $1`, name)
 		return wrap(err)
 	})
+}
+
+// warmOrEmpty stores a pool without warm shapes as an empty array, as the column's
+// default has it, rather than as null.
+func warmOrEmpty(w []store.WarmShape) []store.WarmShape {
+	if w == nil {
+		return []store.WarmShape{}
+	}
+	return w
 }

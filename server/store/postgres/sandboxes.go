@@ -643,3 +643,77 @@ func (s *Store) countBy(ctx context.Context, column string, states []store.State
 	}
 	return out, wrap(rows.Err())
 }
+
+// selectWarmSQL takes the warm sandbox of a project ($1, $2) on a pool ($3) that has
+// waited longest, skipping those another transaction holds (a concurrent claim).
+const selectWarmSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
+	WHERE org = $1 AND project = $2 AND pool = $3 AND state = 'running'
+	ORDER BY state_changed_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`
+
+// ClaimWarm implements store.Store.
+func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, pool, project string,
+	claim func(store.Admission, store.Sandbox, *store.Sandbox) error) (store.Sandbox, bool, error) {
+	var out store.Sandbox
+	created := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if key := sb.IdempotencyKey; key != "" {
+			got, err := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
+			if err == nil {
+				out = got
+				return nil
+			}
+			if !isNoRows(err) {
+				return wrap(err)
+			}
+		}
+		var a store.Admission
+		if err := scanAdmission(tx.QueryRow(ctx, admissionSQL, sb.Org, sb.Project, store.Timestamp(now)), &a); err != nil {
+			return err
+		}
+		if a.Quota.Limited() {
+			if err := limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a); err != nil {
+				return err
+			}
+		}
+		warm, err := scanSandbox(tx.QueryRow(ctx, selectWarmSQL, store.WarmOrg, project, pool))
+		if isNoRows(err) {
+			return store.ErrNoWarm
+		}
+		if err != nil {
+			return wrap(err)
+		}
+		ins := sb
+		if err := claim(a, warm, &ins); err != nil {
+			return err
+		}
+		ins.ID = warm.ID
+		if ins, err = store.NormalizeSandbox(now, ins); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sandboxes WHERE id = $1`, warm.ID); err != nil {
+			return wrap(err)
+		}
+		q, args, err := insertArgs(ins, insertSandboxSQL, insertSandboxEventsSQL)
+		if err != nil {
+			return err
+		}
+		out, err = scanSandbox(tx.QueryRow(ctx, q, args...))
+		if err != nil {
+			// A concurrent create took the idempotency key meanwhile (no row), or
+			// the insert failed: nothing is written.
+			if isNoRows(err) {
+				return store.Conflict("a concurrent create with the same Idempotency-Key won; retry to get its sandbox")
+			}
+			return translate(err, "sandbox", ins.ID)
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	if created {
+		s.notify.sandbox(out)
+	}
+	return out, created, nil
+}

@@ -9,21 +9,27 @@ import (
 )
 
 const poolColumns = `name, adapter, trust, region, max_concurrency, max_starting, cost_cpu_hour,
-	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version`
+	cost_memory_gib_hour, config, credentials_env, features, source, created_at, updated_at, version, warm`
 
 // scanner is what *sql.Row and *sql.Rows have in common.
 type scanner interface{ Scan(dest ...any) error }
 
 func scanPool(row scanner) (store.Pool, error) {
 	var p store.Pool
-	var config, features string
+	var config, features, warm string
 	if err := row.Scan(&p.Name, &p.Adapter, &p.Trust, &p.Region, &p.MaxConcurrency, &p.MaxStarting,
 		&p.CostModel.CPUHour, &p.CostModel.MemoryGiBHour, &config, &p.CredentialsEnv, &features,
-		&p.Source, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}, &p.Version); err != nil {
+		&p.Source, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt}, &p.Version, &warm); err != nil {
 		return p, err
 	}
 	if err := store.UnmarshalJSON([]byte(config), &p.Config); err != nil {
 		return p, err
+	}
+	if err := store.UnmarshalJSON([]byte(warm), &p.Warm); err != nil || len(p.Warm) == 0 {
+		p.Warm = nil
+		if err != nil {
+			return p, err
+		}
 	}
 	return p, store.UnmarshalJSON([]byte(features), &p.Features)
 }
@@ -37,9 +43,13 @@ func poolArgs(p store.Pool) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	warm, err := jsonText(warmOrEmpty(p.Warm))
+	if err != nil {
+		return nil, err
+	}
 	return []any{p.Name, p.Adapter, string(p.Trust), p.Region, p.MaxConcurrency, p.MaxStarting,
 		p.CostModel.CPUHour, p.CostModel.MemoryGiBHour, config, p.CredentialsEnv, features,
-		string(p.Source), micros(p.CreatedAt), micros(p.UpdatedAt), p.Version}, nil
+		string(p.Source), micros(p.CreatedAt), micros(p.UpdatedAt), p.Version, warm}, nil
 }
 
 // CreatePool implements store.Store.
@@ -55,7 +65,7 @@ func (s *Store) CreatePool(ctx context.Context, now time.Time, p store.Pool) (st
 	var out store.Pool
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		out, err = scanPool(tx.QueryRowContext(ctx, `INSERT INTO pools (`+poolColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+poolColumns, args...))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+poolColumns, args...))
 		return translate(err, "pool", p.Name)
 	})
 	return out, err
@@ -106,10 +116,10 @@ func (s *Store) UpdatePool(ctx context.Context, now time.Time, p store.Pool) (st
 			return err
 		}
 		// Everything but name (the key, last here) and created_at (args[12]).
-		set := append(append([]any{}, args[1:12]...), args[13], args[14], p.Name)
+		set := append(append([]any{}, args[1:12]...), args[13], args[14], args[15], p.Name)
 		out, err = scanPool(tx.QueryRowContext(ctx, `UPDATE pools SET adapter = ?, trust = ?, region = ?,
 			max_concurrency = ?, max_starting = ?, cost_cpu_hour = ?, cost_memory_gib_hour = ?,
-			config = ?, credentials_env = ?, features = ?, source = ?, updated_at = ?, version = ?
+			config = ?, credentials_env = ?, features = ?, source = ?, updated_at = ?, version = ?, warm = ?
 			WHERE name = ? RETURNING `+poolColumns, set...))
 		return translate(err, "pool", p.Name)
 	})
@@ -137,4 +147,13 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM pools WHERE name = ?`, name)
 		return wrap(err)
 	})
+}
+
+// warmOrEmpty stores a pool without warm shapes as an empty array, as the column's
+// default has it, rather than as null.
+func warmOrEmpty(w []store.WarmShape) []store.WarmShape {
+	if w == nil {
+		return []store.WarmShape{}
+	}
+	return w
 }

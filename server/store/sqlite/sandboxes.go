@@ -385,3 +385,66 @@ func (s *Store) countBy(ctx context.Context, column string, states []store.State
 	}
 	return out, wrap(rows.Err())
 }
+
+// ClaimWarm implements store.Store. The write transaction is the project's lock, and
+// the only writer: no other claim can take the same warm sandbox meanwhile.
+func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, pool, project string,
+	claim func(store.Admission, store.Sandbox, *store.Sandbox) error) (store.Sandbox, bool, error) {
+	var out store.Sandbox
+	created := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if sb.IdempotencyKey != "" {
+			got, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+				WHERE org = ? AND project = ? AND idempotency_key = ?`, sb.Org, sb.Project, sb.IdempotencyKey))
+			if err == nil {
+				out = got
+				return nil
+			}
+			if !isNoRows(err) {
+				return wrap(err)
+			}
+		}
+		a, err := admission(ctx, tx, sb.Org, sb.Project, now)
+		if err != nil {
+			return err
+		}
+		warm, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE org = ? AND project = ? AND pool = ? AND state = 'running'
+			ORDER BY state_changed_at, id LIMIT 1`, store.WarmOrg, project, pool))
+		if isNoRows(err) {
+			return store.ErrNoWarm
+		}
+		if err != nil {
+			return wrap(err)
+		}
+		ins := sb
+		if err := claim(a, warm, &ins); err != nil {
+			return err
+		}
+		ins.ID = warm.ID
+		if ins, err = store.NormalizeSandbox(now, ins); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, warm.ID); err != nil {
+			return wrap(err)
+		}
+		args, err := sandboxArgs(ins)
+		if err != nil {
+			return err
+		}
+		out, err = scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes (`+sandboxColumns+`)
+			VALUES (`+placeholders(len(args))+`) RETURNING `+sandboxColumns, args...))
+		if err != nil {
+			return translate(err, "sandbox", ins.ID)
+		}
+		created = true
+		return appendEvents(ctx, tx, store.PendingEvents(ins, ins.CreatedAt))
+	})
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	if created {
+		s.feed.publish(store.SandboxChange(out))
+	}
+	return out, created, nil
+}

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"github.com/different-ai/differently/adapters"
+
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +76,10 @@ func samplePool(name string) store.Pool {
 		},
 		CredentialsEnv: "OPENSANDBOX_TOKEN",
 		Features:       []string{"exec.stream", "files"},
+		Warm: []store.WarmShape{
+			{Template: "python", Resources: adapters.Resources{CPU: 0.5, MemoryMiB: 512}, Size: 4, MaxAgeSeconds: 600},
+			{Profile: "ci", Size: 1},
+		},
 	}
 }
 
@@ -124,6 +130,10 @@ func testPoolErrors(t *testing.T, d Driver) {
 	_, err = s.GetPool(ctx, "missing")
 	wantCode(t, err, api.CodeNotFound)
 	_, err = s.CreatePool(ctx, t0, store.Pool{Adapter: "fake"})
+	wantCode(t, err, api.CodeInvalidRequest)
+	twice := samplePool("twice")
+	twice.Warm = append(twice.Warm, twice.Warm[0])
+	_, err = s.CreatePool(ctx, t0, twice)
 	wantCode(t, err, api.CodeInvalidRequest)
 	bogus := samplePool("bogus")
 	bogus.Source = "terraform"

@@ -1,0 +1,112 @@
+package daemon_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/internal/pgtest"
+)
+
+type warmPool struct {
+	Warm []struct {
+		Size int `json:"size"`
+	} `json:"warm"`
+	WarmStatus []struct {
+		Template string `json:"template"`
+		Target   int    `json:"target"`
+		Ready    int    `json:"ready"`
+		Starting int    `json:"starting"`
+	} `json:"warmStatus"`
+}
+
+// waitWarm waits, pass by pass of the scheduler, until the pool's only warm shape has
+// ready sandboxes ready and none starting.
+func (r *replica) waitWarm(pool string, ready int) {
+	r.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		var p warmPool
+		r.call("GET", "/v1/admin/pools/"+pool, nil, 200, &p)
+		if len(p.WarmStatus) == 1 && p.WarmStatus[0].Ready == ready && p.WarmStatus[0].Starting == 0 {
+			return
+		}
+		select {
+		case <-r.passes:
+		case <-deadline:
+			r.t.Fatalf("pool %s: warm status %+v after 30 s, want %d ready", pool, p.WarmStatus, ready)
+		}
+	}
+}
+
+type warmSandbox struct {
+	ID         string            `json:"id"`
+	State      string            `json:"state"`
+	Pool       string            `json:"pool"`
+	BackendRef string            `json:"backendRef"`
+	Labels     map[string]string `json:"labels"`
+	ExpiresAt  *time.Time        `json:"expiresAt"`
+}
+
+// A pool keeps its warm shape filled; a create asking for that shape is answered
+// with one, already running, under the warm sandbox's ID and instance, with its own
+// labels and TTL, and the pool starts another; a create the shape does not match, or
+// one with its own environment, is created cold; a shape set to size 0 is emptied.
+func TestWarmPool(t *testing.T) {
+	for _, st := range []struct{ name, url string }{{"sqlite", ""}, {"postgres", pgtest.SchemaURL(t)}} {
+		t.Run(st.name, func(t *testing.T) {
+			r := start(t, t.TempDir(), st.url)
+			r.call("POST", "/v1/admin/pools", map[string]any{
+				"name": "warmfake", "adapter": "fake", "trust": "private",
+				"warm": []map[string]any{{"template": "python", "resources": map[string]any{"cpu": 1}, "size": 2}},
+			}, 201, nil)
+			r.waitWarm("warmfake", 2)
+
+			onPool := map[string]any{"allowedPools": []string{"warmfake"}}
+			var sb warmSandbox
+			r.call("POST", "/v1/sandboxes", map[string]any{"template": "python", "resources": map[string]any{"cpu": 1},
+				"placement": onPool, "labels": map[string]string{"team": "a"}, "ttlSeconds": 600}, 202, &sb)
+			if sb.State != "running" || sb.Pool != "warmfake" || sb.BackendRef == "" || sb.Labels["differently.dev/warm"] != "true" ||
+				sb.Labels["team"] != "a" || sb.ExpiresAt == nil {
+				t.Fatalf("a create matching the warm shape: %+v, want it running at once, warm, with its labels and TTL", sb)
+			}
+			var events struct {
+				Items []struct {
+					Type string `json:"type"`
+				} `json:"items"`
+			}
+			r.call("GET", "/v1/sandboxes/"+sb.ID+"/events", nil, 200, &events)
+			last := events.Items[len(events.Items)-1].Type
+			if last != "claimed" {
+				t.Fatalf("events %+v, want the claim last", events.Items)
+			}
+			res := r.exec(sb.ID, "true")
+			if res.ExitCode != 0 {
+				t.Fatalf("exec in the claimed sandbox: %+v", res)
+			}
+			// The pool starts another.
+			r.waitWarm("warmfake", 2)
+
+			var cold warmSandbox
+			r.call("POST", "/v1/sandboxes", map[string]any{"template": "python", "resources": map[string]any{"cpu": 1},
+				"placement": onPool, "env": map[string]string{"K": "v"}}, 202, &cold)
+			if cold.Labels["differently.dev/warm"] != "" {
+				t.Fatalf("a create with its own environment was served warm: %+v", cold)
+			}
+			var other warmSandbox
+			r.call("POST", "/v1/sandboxes", map[string]any{"template": "node", "placement": onPool}, 202, &other)
+			if other.Labels["differently.dev/warm"] != "" {
+				t.Fatalf("a create of another template was served warm: %+v", other)
+			}
+
+			r.call("PATCH", "/v1/admin/pools/warmfake", map[string]any{
+				"warm": []map[string]any{{"template": "python", "resources": map[string]any{"cpu": 1}, "size": 0}}}, 200, nil)
+			r.waitWarm("warmfake", 0)
+			for _, id := range []string{sb.ID, cold.ID, other.ID} {
+				if got := r.waitState(id, "running"); got.State != "running" {
+					t.Fatal(fmt.Sprintf("sandbox %s: %s", id, got.State))
+				}
+			}
+		})
+	}
+}
