@@ -132,6 +132,8 @@ type Adapter struct {
 	locks keyedMutex
 	procs procTable
 	track *tracker
+	// jail, when set, confines commands instead of track (see Jail).
+	jail Jail
 }
 
 var (
@@ -167,9 +169,14 @@ func New(root string, opts ...Option) (*Adapter, error) {
 	if err != nil {
 		return nil, adapters.Unavailable("devhost: root %s: %v", abs, err)
 	}
-	a := &Adapter{root: resolved, now: time.Now, track: newTracker(resolved)}
+	a := &Adapter{root: resolved, now: time.Now}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.jail == nil {
+		a.track = newTracker(resolved)
+	} else {
+		a.track = &tracker{} // no cgroup, and nothing to sweep: the jail kills
 	}
 	// What an earlier daemon's Deletes could not remove.
 	a.pruneCgroups()
@@ -178,6 +185,23 @@ func New(root string, opts ...Option) (*Adapter, error) {
 
 // Root returns the root directory: absolute, without symlinks.
 func (a *Adapter) Root() string { return a.root }
+
+// SandboxDir returns the host directory of sandbox id's file tree, whether or not
+// the sandbox exists; "" for an ID that could name no sandbox.
+func (a *Adapter) SandboxDir(id string) string {
+	if !validID(id) {
+		return ""
+	}
+	return a.fsDir(id)
+}
+
+// template is the one template this adapter offers.
+func (a *Adapter) template() string {
+	if a.jail != nil {
+		return a.jail.Template()
+	}
+	return Template
+}
 
 func (a *Adapter) sandboxesDir() string        { return filepath.Join(a.root, "sandboxes") }
 func (a *Adapter) snapshotsDir() string        { return filepath.Join(a.root, "snapshots") }

@@ -148,10 +148,15 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	if err != nil {
 		return nil, nil, err
 	}
-	env := buildEnv(fsDir, m.Env, req.Env)
-	// Set last, so the sandbox's env cannot replace it.
 	execID := randomSuffix()
-	env[markerVar] = a.track.marker(ref, execID)
+	var env map[string]string
+	if a.jail != nil {
+		env = layerEnv(a.jail.BaseEnv(fsDir), m.Env, req.Env)
+	} else {
+		env = buildEnv(fsDir, m.Env, req.Env)
+		// Set last, so the sandbox's env cannot replace it.
+		env[markerVar] = a.track.marker(ref, execID)
+	}
 
 	path, args := "/bin/sh", []string{"/bin/sh", "-c", req.Command}
 	if len(req.Args) > 0 {
@@ -189,6 +194,23 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	growPipe(s.stdout)
 	growPipe(s.stderr)
 
+	if a.jail != nil {
+		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
+		started, err := a.jail.Wrap(JailSandbox{ID: ref, Dir: fsDir, Resources: m.Resources}, s.cmd)
+		if err == nil {
+			if err = s.cmd.Start(); err == nil {
+				if err = started(); err != nil {
+					_ = s.cmd.Process.Kill()
+					_ = s.cmd.Wait()
+				}
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, internalError("start command: %v", err)
+		}
+		return s.started(a, ref, execID, fsDir, nil, outW, errW, inR), nil, nil
+	}
 	group := a.track.newExecGroup(ref, execID)
 	s.cmd = command(path, args, dir, env, outW, errW, inR, group)
 	err = s.cmd.Start()
@@ -211,15 +233,23 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 		}
 		return nil, nil, internalError("start command: %v", err)
 	}
+	return s.started(a, ref, execID, fsDir, group, outW, errW, inR), nil, nil
+}
+
+// started registers the started command with the adapter.
+func (s *session) started(a *Adapter, ref, execID, fsDir string, group *execGroup, outW, errW, inR *os.File) *session {
 	// The child holds its own copies; ours would keep the pipes open forever.
 	for _, f := range []*os.File{outW, errW, inR} {
 		if f != nil {
 			_ = f.Close()
 		}
 	}
-	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process, track: a.track, id: ref, execID: execID, fsDir: fsDir, group: group}
+	s.proc = &proc{pgid: s.cmd.Process.Pid, leader: s.cmd.Process, id: ref, execID: execID, fsDir: fsDir, group: group}
+	if a.jail == nil {
+		s.proc.track = a.track
+	}
 	a.procs.add(ref, s.proc)
-	return s, nil, nil
+	return s
 }
 
 // command builds the exec.Cmd of one command, started in group's cgroup when
@@ -425,6 +455,18 @@ func buildEnv(home string, base, overlay map[string]string) map[string]string {
 	env := map[string]string{"PATH": path, "HOME": home}
 	maps.Copy(env, base)
 	maps.Copy(env, overlay)
+	return env
+}
+
+// layerEnv is base with each overlay laid over it in turn, in a new map.
+func layerEnv(base map[string]string, overlays ...map[string]string) map[string]string {
+	env := maps.Clone(base)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, o := range overlays {
+		maps.Copy(env, o)
+	}
 	return env
 }
 

@@ -10,7 +10,8 @@ import (
 type proc struct {
 	pgid   int
 	leader *os.Process
-	// What it has started is also found through these, wherever it has moved.
+	// What it has started is also found through these, wherever it has moved;
+	// track is nil under a Jail.
 	track      *tracker
 	id, execID string
 	fsDir      string // the sandbox's tree
@@ -53,7 +54,7 @@ func (p *proc) exited() {
 		p.reaped = true
 	}
 	p.mu.Unlock()
-	if first {
+	if first && p.track != nil { // a Jail kills its own leftovers
 		// Those that left the group (setsid) go too, as Info.Description says.
 		p.track.killExec(p.id, p.execID, p.fsDir, p.group)
 	}

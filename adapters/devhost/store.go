@@ -56,7 +56,7 @@ func (a *Adapter) readMeta(id string) (*meta, error) {
 	}
 	var m meta
 	if json.Unmarshal(b, &m) != nil || m.SandboxID != id || m.Installation == "" ||
-		(m.State != adapters.StateRunning && m.State != adapters.StateStopped) {
+		(m.State != adapters.StateRunning && m.State != adapters.StateStopped && (m.State != adapters.StatePaused || a.jail == nil)) {
 		return nil, errNoMeta
 	}
 	return &m, nil
@@ -131,11 +131,15 @@ func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapt
 		return adapters.Instance{}, adapters.InvalidRequest(
 			"devhost: sandbox id %q must be 1 to %d characters of letters, digits, _ and -", req.ID, maxIDLen)
 	}
-	if req.Template != "" && req.Template != Template {
+	if req.Template != "" && req.Template != a.template() {
 		return adapters.Instance{}, adapters.InvalidRequest(
-			"devhost: template %q is not offered; devhost runs commands on the host itself (template %q, or none)", req.Template, Template)
+			"devhost: template %q is not offered; the only one is %q (or none)", req.Template, a.template())
 	}
-	if r := req.Resources; r != (adapters.Resources{}) && !a.ignoreResources {
+	if a.jail != nil && !a.ignoreResources {
+		if err := a.jail.CheckResources(req.Resources); err != nil {
+			return adapters.Instance{}, err
+		}
+	} else if r := req.Resources; r != (adapters.Resources{}) && !a.ignoreResources {
 		return adapters.Instance{}, adapters.InvalidRequest(
 			"devhost: cannot apply resources (cpu %g, memoryMiB %d, diskGiB %d): its commands are unlimited host processes; "+
 				"ask for none, or set ignoreResources in the pool's config to accept them for quota and cost only",
@@ -291,7 +295,10 @@ func (a *Adapter) delete(ref string) error {
 	a.procs.killAll(ref, adapters.NotFound("devhost: instance %q was deleted while the command ran", ref))
 	// What the commands left running, also outside their process groups, and what
 	// a daemon that ran before this one left.
-	a.track.killSandbox(ref, a.fsDir(ref))
+	a.killSandbox(ref)
+	if a.jail != nil {
+		a.jail.Remove(ref)
+	}
 	dir := a.sandboxDir(ref)
 	// The record goes first: if removing the tree fails halfway, what is left is
 	// already "not existing" instead of an instance with half its files.
@@ -325,6 +332,7 @@ func (a *Adapter) setState(ref string, state adapters.InstanceState) error {
 	if err != nil {
 		return err
 	}
+	wasPaused := m.State == adapters.StatePaused
 	if m.State != state {
 		m.State = state
 		if err := writeJSONAtomic(a.sandboxDir(ref), metaFile, m, 0o600); err != nil {
@@ -334,7 +342,60 @@ func (a *Adapter) setState(ref string, state adapters.InstanceState) error {
 	if state == adapters.StateStopped {
 		// Also on an already stopped instance: killing is idempotent and cheap.
 		a.procs.killAll(ref, adapters.InvalidState("devhost: instance %q was stopped while the command ran", ref))
-		a.track.killSandbox(ref, a.fsDir(ref))
+		a.killSandbox(ref)
+	}
+	if wasPaused && a.jail != nil {
+		// Start resumes a paused sandbox; after Stop's kill, thawing lets the
+		// killed processes (a v1 freezer holds them) finish dying.
+		_ = a.jail.Freeze(ref, false)
+	}
+	return nil
+}
+
+// killSandbox ends every process of sandbox ref, its commands' leftovers included.
+func (a *Adapter) killSandbox(ref string) {
+	if a.jail != nil {
+		a.jail.Kill(ref)
+		return
+	}
+	a.track.killSandbox(ref, a.fsDir(ref))
+}
+
+// SetPaused pauses (freezes every process of) or resumes sandbox ref, for an
+// adapter whose Jail can freeze; see package local. A paused sandbox refuses
+// execs; Stop and Delete still work, and Start resumes it. Both directions are
+// idempotent; pausing a stopped sandbox is invalid_state.
+func (a *Adapter) SetPaused(ref string, paused bool) error {
+	if a.jail == nil {
+		return adapters.Unsupported("pause")
+	}
+	if !validID(ref) {
+		return adapters.NotFound("devhost: instance %q not found", ref)
+	}
+	unlock := a.locks.lock("sbx:" + ref)
+	defer unlock()
+	m, err := a.loadMeta(ref)
+	if err != nil {
+		return err
+	}
+	want := adapters.StateRunning
+	if paused {
+		want = adapters.StatePaused
+	}
+	switch {
+	case m.State == want:
+		return nil
+	case m.State != adapters.StateRunning && m.State != adapters.StatePaused:
+		return adapters.InvalidState("devhost: instance %q is %s", ref, m.State)
+	}
+	if err := a.jail.Freeze(ref, paused); err != nil {
+		return err
+	}
+	m.State = want
+	if err := writeJSONAtomic(a.sandboxDir(ref), metaFile, m, 0o600); err != nil {
+		// Not left frozen behind a record that says running, nor the other way.
+		_ = a.jail.Freeze(ref, !paused)
+		return adapters.Unavailable("devhost: write instance record %s: %v", ref, err)
 	}
 	return nil
 }

@@ -1,0 +1,53 @@
+package devhost
+
+import (
+	"os/exec"
+
+	"github.com/different-ai/differently/adapters"
+)
+
+// Jail confines the commands of an Adapter's sandboxes. Without one (the default)
+// they are host processes of the daemon's user; package local passes one that runs
+// each command in namespaces of its own, so that the store, files, snapshots and
+// streaming here serve both.
+//
+// With a jail, the adapter leaves the killing of a sandbox's processes to it: it
+// neither marks commands' environments nor sweeps /proc nor makes cgroups of its own.
+type Jail interface {
+	// Template is the one template the adapter offers, in place of Template.
+	Template() string
+	// CheckResources says whether a sandbox may ask for r: nil when the jail
+	// enforces it, an invalid_request error otherwise.
+	CheckResources(r adapters.Resources) error
+	// BaseEnv is what every command's environment starts from, in place of the
+	// daemon's PATH and the sandbox directory as HOME; the sandbox's own variables
+	// and the request's are laid over it.
+	BaseEnv(fsDir string) map[string]string
+	// Wrap turns cmd, a command of sandbox sb ready to start as a host process, into
+	// the one to start instead. The adapter calls started once cmd has started, and
+	// kills cmd if started fails; started is never nil.
+	Wrap(sb JailSandbox, cmd *exec.Cmd) (started func() error, err error)
+	// Kill ends every process of sandbox id, including those its commands left
+	// behind. The adapter calls it on Stop and Delete, after killing the commands
+	// it knows of.
+	Kill(id string)
+	// Remove releases what the jail keeps for sandbox id; called on Delete, after Kill.
+	Remove(id string)
+	// Freeze freezes (or thaws) every process of sandbox id. An error means the
+	// jail cannot, and SetPaused refuses.
+	Freeze(id string, frozen bool) error
+}
+
+// JailSandbox is what a Jail learns about the sandbox a command belongs to.
+type JailSandbox struct {
+	ID string
+	// Dir is the sandbox's file tree on the host: the command's HOME, and where
+	// its working directory lies.
+	Dir       string
+	Resources adapters.Resources
+}
+
+// WithJail has the adapter run its sandboxes' commands through j.
+func WithJail(j Jail) Option {
+	return func(a *Adapter) { a.jail = j }
+}

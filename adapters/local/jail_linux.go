@@ -1,0 +1,133 @@
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/different-ai/differently/adapters/devhost"
+)
+
+// Wrap implements devhost.Jail. The options go through a memfd (--args), so the
+// sandbox's environment is not on bwrap's command line for the host to read, and
+// bwrap itself runs with an empty environment: it runs as the daemon's user,
+// and LD_PRELOAD from a sandbox's env would run the sandbox's code as that user.
+func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func() error, error) {
+	opts := j.options(sb, cmd.Dir, cmd.Env)
+	var files []*os.File
+	fail := func(err error) (func() error, error) {
+		for _, f := range files {
+			_ = f.Close()
+		}
+		return nil, err
+	}
+	var (
+		infoR, infoW, blockR, blockW *os.File
+		err                          error
+	)
+	name := j.cgroupName(sb.ID)
+	if j.usesCgroups() {
+		if err := j.cg.ensure(name, sb.Resources, j.pidsMax); err != nil {
+			return fail(err)
+		}
+		if infoR, infoW, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+		files = append(files, infoR, infoW)
+		if blockR, blockW, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+		files = append(files, blockR, blockW)
+		// Child fds 4 and 5: ExtraFiles start at 3, which is the options' memfd.
+		opts = append(opts, "--info-fd", "4", "--block-fd", "5")
+	}
+	argsFile, err := memfd("bwrap-args", []byte(strings.Join(opts, "\x00")+"\x00"))
+	if err != nil {
+		return fail(err)
+	}
+	files = append(files, argsFile)
+
+	cmd.Args = append([]string{j.bwrap, "--args", "3", "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = j.bwrap
+	cmd.Env = []string{}
+	cmd.ExtraFiles = []*os.File{argsFile}
+	if infoW != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Should the daemon die, bwrap dies, and with it the namespace.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+
+	return func() error {
+		// bwrap has its own copies now.
+		_ = argsFile.Close()
+		if infoW == nil {
+			return nil
+		}
+		_ = infoW.Close()
+		_ = blockR.Close()
+		defer infoR.Close()
+		defer blockW.Close()
+		return j.enter(name, cmd.Process.Pid, infoR, blockW)
+	}, nil
+}
+
+// infoWait bounds the wait for bwrap to set up the namespaces and report its child.
+const infoWait = 30 * time.Second
+
+// enter moves bwrap and the namespace's first process, which waits on the block
+// fd, into the sandbox's cgroups, then lets it go on. Every process the command
+// starts descends from it, so all of them are in the cgroups from the start.
+func (j *jail) enter(name string, bwrapPid int, info, block *os.File) error {
+	_ = info.SetReadDeadline(time.Now().Add(infoWait))
+	data, err := io.ReadAll(info)
+	if len(bytes.TrimSpace(data)) == 0 {
+		// bwrap failed before making the namespaces; it says why on stderr
+		// and in its exit status, which the exec reports.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read bwrap's info: %w", err)
+	}
+	var v struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil || v.ChildPid <= 0 {
+		return fmt.Errorf("bwrap's info %q names no child", data)
+	}
+	if err := j.cg.enter(name, bwrapPid, v.ChildPid); err != nil {
+		return err
+	}
+	if _, err := block.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release the command: %w", err)
+	}
+	return nil
+}
+
+// memfd is an in-memory file holding data, positioned at its start.
+func memfd(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	return f, nil
+}

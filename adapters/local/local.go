@@ -1,0 +1,233 @@
+// Package local is the adapter that runs sandboxes on the daemon's own host, each
+// command confined by Bubblewrap (bwrap) in Linux namespaces of its own and, where
+// the host offers them, in cgroups that enforce the sandbox's resources. It is
+// devhost's store, files, snapshots and streaming (package devhost) with a jail
+// around every command; docs/local.md says what that isolation covers and what it
+// does not (it is not a VM: the kernel is shared).
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/devhost"
+	"github.com/different-ai/differently/api"
+)
+
+// Kind is the adapter kind name used in pool configuration.
+const Kind = "local"
+
+// Version of this adapter implementation, reported in Info.
+const Version = "1"
+
+// Template is the one template local offers: the host's system directories.
+const Template = "local"
+
+// DefaultPidsMax is how many processes (threads included) a sandbox may have at
+// once when the pool does not say: enough for builds, too few for a fork bomb to
+// hurt the host.
+const DefaultPidsMax = 1024
+
+// Config is the pool configuration of a local adapter.
+type Config struct {
+	// Root is the directory that holds every sandbox and snapshot. Required.
+	Root string `json:"root"`
+	// IgnoreResources accepts requested resources this host cannot enforce (disk
+	// always; cpu and memory without their cgroup controllers), for quota and cost
+	// only. Those it can enforce are enforced either way.
+	IgnoreResources bool `json:"ignoreResources,omitempty"`
+	// PidsMax bounds each sandbox's processes where the pids controller is
+	// available; 0 means DefaultPidsMax.
+	PidsMax int `json:"pidsMax,omitempty"`
+}
+
+// ParseConfig reads a pool's config map: "root" (required), "ignoreResources" and
+// "pidsMax". Any other key is an error, so a typo does not go unnoticed.
+func ParseConfig(cfg map[string]any) (Config, error) {
+	rest := maps.Clone(cfg)
+	var c Config
+	if raw, ok := rest["root"]; ok {
+		root, ok := raw.(string)
+		if !ok || strings.TrimSpace(root) == "" || strings.ContainsRune(root, 0) {
+			return Config{}, adapters.InvalidRequest("local: config key %q must be a directory path", "root").WithDetail("key", "root")
+		}
+		c.Root = root
+		delete(rest, "root")
+	} else {
+		return Config{}, adapters.InvalidRequest("local: config key %q is required", "root").WithDetail("key", "root")
+	}
+	if raw, ok := rest["ignoreResources"]; ok {
+		if c.IgnoreResources, ok = raw.(bool); !ok {
+			return Config{}, adapters.InvalidRequest("local: config key %q must be true or false, not %T", "ignoreResources", raw).
+				WithDetail("key", "ignoreResources")
+		}
+		delete(rest, "ignoreResources")
+	}
+	if raw, ok := rest["pidsMax"]; ok {
+		n, ok := wholeNumber(raw)
+		if !ok || n < 1 || n > 1<<22 {
+			return Config{}, adapters.InvalidRequest("local: config key %q must be a whole number from 1 to %d", "pidsMax", 1<<22).
+				WithDetail("key", "pidsMax")
+		}
+		c.PidsMax = n
+		delete(rest, "pidsMax")
+	}
+	if len(rest) > 0 {
+		unknown := slices.Sorted(maps.Keys(rest))
+		return Config{}, adapters.InvalidRequest("local: unknown config key %q", unknown[0]).WithDetail("unknown", unknown)
+	}
+	return c, nil
+}
+
+// wholeNumber accepts the number types a config map holds (JSON gives float64).
+func wholeNumber(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), int64(int(n)) == n
+	case float64:
+		return int(n), n == float64(int(n))
+	}
+	return 0, false
+}
+
+// FromConfig builds an adapter from a pool's config map.
+func FromConfig(ctx context.Context, cfg map[string]any) (*Adapter, error) {
+	c, err := ParseConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, c)
+}
+
+// Adapter runs each sandbox's commands in bwrap. It is safe for concurrent use.
+type Adapter struct {
+	*devhost.Adapter
+	jail *jail
+}
+
+var (
+	_ adapters.ExecutionAdapter = (*Adapter)(nil)
+	_ adapters.Streamer         = (*Adapter)(nil)
+	_ adapters.ByteStreamer     = (*Adapter)(nil)
+	_ adapters.FileSystem       = (*Adapter)(nil)
+	_ adapters.FileStreamer     = (*Adapter)(nil)
+	_ adapters.Lifecycle        = (*Adapter)(nil)
+	_ adapters.Pauser           = (*Adapter)(nil)
+	_ adapters.Snapshotter      = (*Adapter)(nil)
+)
+
+// New opens (creating if needed) the root directory, finds what this host offers
+// (bwrap, cgroups) and proves bwrap works by running a command through the same
+// jail sandboxes get. An error means this host cannot run local sandboxes.
+func New(ctx context.Context, c Config) (*Adapter, error) {
+	if c.PidsMax == 0 {
+		c.PidsMax = DefaultPidsMax
+	}
+	j, err := newJail(c)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := devhost.New(c.Root, devhost.WithJail(j))
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{Adapter: inner, jail: j}
+	if err := a.setup(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// keyOf tells one root's cgroups from another's on the same host; it is stable
+// across restarts, so an earlier daemon's leftovers are found.
+func keyOf(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Isolated reports whether sandboxes run in their own namespaces. It is always
+// true of an Adapter New returned; it is there for the log of dev mode.
+func (a *Adapter) Isolated() bool { return a.jail != nil }
+
+// Limits says which resource limits this host lets the adapter enforce, and
+// what is missing, in words for a log or a description.
+func (a *Adapter) Limits() string { return a.jail.limitsText() }
+
+// Info implements adapters.ExecutionAdapter.
+func (a *Adapter) Info() adapters.Info {
+	return adapters.Info{
+		Kind:      Kind,
+		Version:   Version,
+		Trust:     api.TrustPrivate,
+		Isolation: "container: Linux namespaces via bwrap (user, PID, network, IPC, UTS, cgroup, mount); shared kernel",
+		Protocol:  adapters.ProtocolVersion,
+		Description: "Each command runs in bwrap as an unprivileged user in its own namespaces: the host's /usr (and /bin, /lib) read-only, " +
+			"a few /etc files, private /tmp, and the sandbox's own directory read-write at its host path as HOME; " +
+			"no network; no view of the daemon's files, environment or processes, nor of other sandboxes. " +
+			"Processes a command leaves in the background die with it (its PID namespace ends). " +
+			"The only template is " + Template + " (or none). " + a.jail.limitsText(),
+	}
+}
+
+// Capabilities implements adapters.ExecutionAdapter.
+func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
+	features := []string{
+		adapters.FeatureExec,
+		adapters.FeatureExecStream,
+		adapters.FeatureFiles,
+		adapters.FeatureStopStart,
+		adapters.FeaturePersistenceDisk,
+		adapters.FeatureSnapshotsDisk,
+		adapters.FeatureFork,
+		adapters.FeatureContainer,
+	}
+	if a.jail.cg.canFreeze() {
+		features = append(features, adapters.FeaturePauseResume)
+	}
+	switch runtime.GOARCH {
+	case "amd64":
+		features = append(features, adapters.FeatureArchAMD64)
+	case "arm64":
+		features = append(features, adapters.FeatureArchARM64)
+	}
+	slices.Sort(features)
+	return adapters.Capabilities{Features: features, Templates: []string{Template}}, nil
+}
+
+// Pause implements adapters.Pauser by freezing the sandbox's cgroup.
+func (a *Adapter) Pause(_ context.Context, ref string) error { return a.SetPaused(ref, true) }
+
+// Resume implements adapters.Pauser.
+func (a *Adapter) Resume(_ context.Context, ref string) error { return a.SetPaused(ref, false) }
+
+// limitsText says which limits are enforced, and why not the others.
+func (j *jail) limitsText() string {
+	var on []string
+	if j.cg.enforces("cpu") {
+		on = append(on, "cpu")
+	}
+	if j.cg.enforces("memory") {
+		on = append(on, "memoryMiB")
+	}
+	if j.cg.enforces("pids") {
+		on = append(on, fmt.Sprintf("at most %d processes", j.pidsMax))
+	}
+	s := "Resources enforced with cgroups: none."
+	if len(on) > 0 {
+		s = "Resources enforced with cgroups: " + strings.Join(on, ", ") + "."
+	}
+	s += " Not enforced: diskGiB"
+	if len(j.cg.why) > 0 {
+		s += "; " + strings.Join(j.cg.why, "; ")
+	}
+	return s + "."
+}

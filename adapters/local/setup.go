@@ -1,0 +1,100 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/adapters/devhost"
+)
+
+// newJail finds bwrap and the host's cgroups. The parts that depend on the root
+// directory are set by setup, once devhost has resolved it.
+func newJail(c Config) (*jail, error) {
+	if runtime.GOOS != "linux" {
+		return nil, adapters.Unavailable("local: sandboxes need Linux namespaces; this host runs %s", runtime.GOOS)
+	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, adapters.Unavailable("local: %v", errNoBwrap)
+	}
+	return &jail{bwrap: bwrap, cg: probeCgroups(), pidsMax: c.PidsMax, acceptUnenforced: c.IgnoreResources}, nil
+}
+
+// probeWait bounds the probe command; bwrap starts in milliseconds.
+const probeWait = 30 * time.Second
+
+// setup finishes the jail and proves it: a command run through it exactly as a
+// sandbox's would be must succeed. A host without unprivileged user namespaces,
+// or a container that forbids mounting /proc, fails here rather than on every exec.
+func (a *Adapter) setup(ctx context.Context) error {
+	root := a.Root()
+	a.jail.key = keyOf(root)
+	a.jail.etc = filepath.Join(root, "etc")
+	if err := writeEtc(a.jail.etc); err != nil {
+		return adapters.Unavailable("local: write %s: %v", a.jail.etc, err)
+	}
+	a.jail.prune(func(id string) bool {
+		dir := a.SandboxDir(id)
+		return dir != "" && exists(filepath.Dir(dir))
+	})
+
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	id := "probe-" + hex.EncodeToString(b[:])
+	dir := filepath.Join(root, "probe", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return adapters.Unavailable("local: %v", err)
+	}
+	defer os.RemoveAll(filepath.Dir(dir))
+	defer a.jail.Remove(id)
+	defer a.jail.Kill(id)
+
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := &exec.Cmd{
+		Path: "/bin/sh", Args: []string{"/bin/sh", "-c", "test -w . && ! test -e " + root + "/sandboxes"},
+		Dir: dir, Env: []string{"PATH=" + sandboxPATH, "HOME=" + dir},
+		Stdout: &out, Stderr: &out,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	started, err := a.jail.Wrap(devhost.JailSandbox{ID: id, Dir: dir}, cmd)
+	if err != nil {
+		return adapters.Unavailable("local: bwrap probe: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return adapters.Unavailable("local: bwrap probe: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := started(); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		return adapters.Unavailable("local: bwrap probe: %v", err)
+	}
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return adapters.Unavailable("local: bwrap probe: %v", ctx.Err())
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return adapters.Unavailable("local: bwrap cannot run sandboxes on this host (%v): %s", err, bytes.TrimSpace(out.Bytes()))
+		}
+		return adapters.Unavailable("local: bwrap probe: %v", err)
+	}
+	return nil
+}
