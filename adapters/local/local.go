@@ -231,3 +231,7 @@ func (j *jail) limitsText() string {
 	}
 	return s + "."
 }
+
+// Enforces reports whether the cgroup controller ctl ("cpu", "memory", "pids")
+// limits this adapter's sandboxes.
+func (a *Adapter) Enforces(ctl string) bool { return a.jail.cg.enforces(ctl) }
