@@ -302,6 +302,7 @@ var (
 		"remote":  api.TrustPrivate,
 		"fake":    api.TrustPrivate,
 		"devhost": api.TrustPrivate,
+		"local":   api.TrustPrivate,
 	}
 )
 

@@ -1,7 +1,11 @@
 package daemon_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/different-ai/differently/server/daemon"
 )
 
 // The development devhost pool takes resources for quota and cost without applying
@@ -25,5 +29,27 @@ func TestDevHostPoolAcceptsResources(t *testing.T) {
 	r.call("GET", "/v1/admin/pools/devhost", nil, 200, &pool)
 	if pool.Config["ignoreResources"] != true {
 		t.Fatalf("the dev pool's config does not show ignoreResources: %v", pool.Config)
+	}
+}
+
+// The development local pool runs sandboxes in bwrap: a sandbox there works, takes
+// the resources a first try asks for, and cannot read the admin token that a
+// devhost sandbox could. CI installs bubblewrap; DIFFERENTLY_SKIP_LOCAL=1 skips
+// this on a host without it.
+func TestDevLocalPoolIsolates(t *testing.T) {
+	if os.Getenv("DIFFERENTLY_SKIP_LOCAL") == "1" {
+		t.Skip("DIFFERENTLY_SKIP_LOCAL=1")
+	}
+	dataDir := t.TempDir()
+	r := start(t, dataDir, "")
+	var sb sandbox
+	r.call("POST", "/v1/sandboxes", map[string]any{
+		"resources": map[string]any{"cpu": 1, "memoryMiB": 512},
+		"placement": map[string]any{"allowedPools": []string{"local"}},
+	}, 202, &sb)
+	sb = r.waitState(sb.ID, "running")
+	token := filepath.Join(dataDir, daemon.AdminTokenFile)
+	if res := r.exec(sb.ID, "echo hi; cat "+token); res.Stdout != "hi\n" || res.ExitCode == 0 {
+		t.Fatalf("exec on local: %+v; want hi and no admin token", res)
 	}
 }

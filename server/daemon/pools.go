@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
+	"github.com/different-ai/differently/adapters/local"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/store"
 )
@@ -18,7 +20,7 @@ import (
 const writeAttempts = 5
 
 // registerPools makes the store agree with the config file, and in development mode
-// creates the two development pools.
+// creates the development pools.
 //
 // The file is the operator's declaration, so it wins at every start: each of its pools
 // is written as the file has it and marked as the file's, including a pool of that name
@@ -47,7 +49,7 @@ func (d *Daemon) registerPools(ctx context.Context) error {
 		}
 	}
 	if d.opts.Dev {
-		for _, p := range devPools(d.opts.DataDir) {
+		for _, p := range devPools(ctx, d.opts.DataDir, d.opts.Logger) {
 			if inFile[p.Name] {
 				continue
 			}
@@ -161,8 +163,23 @@ func (d *Daemon) releasePool(ctx context.Context, p store.Pool) error {
 	return nil
 }
 
-func devPools(dataDir string) []store.Pool {
-	return []store.Pool{
+// devPools are the pools dev mode creates: local when this host can run bwrap
+// (tried once, here, by really running a command through it), devhost and fake.
+func devPools(ctx context.Context, dataDir string, log *slog.Logger) []store.Pool {
+	var out []store.Pool
+	localRoot := filepath.Join(dataDir, "local")
+	if a, err := local.New(ctx, local.Config{Root: localRoot}); err != nil {
+		log.Warn("dev mode: no local pool, this host cannot run sandboxes in bwrap; only devhost, which does not isolate them", "err", err)
+	} else {
+		log.Info("dev mode: pool local is isolated (Linux namespaces via bwrap)", "limits", a.Limits())
+		out = append(out, store.Pool{Name: "local", Adapter: local.Kind, Trust: api.TrustPrivate, Region: "local",
+			// As on devhost: resources the host cannot enforce count for quota
+			// and cost; those it can (cgroups) are enforced.
+			Config: map[string]any{"root": localRoot, "ignoreResources": true},
+			Source: store.PoolFromAPI})
+	}
+	log.Warn("dev mode: pool devhost is not isolated: its sandboxes run as the daemon's user on the host")
+	return append(out, []store.Pool{
 		// ignoreResources is written into the dev pool's config, where GET
 		// /v1/admin/pools shows it: the Terraform examples and first tries ask for
 		// resources, and on a development host they are meant for quota and cost, not
@@ -172,7 +189,7 @@ func devPools(dataDir string) []store.Pool {
 			Source: store.PoolFromAPI},
 		{Name: "fake", Adapter: "fake", Trust: api.TrustPrivate, Region: "local", Config: map[string]any{},
 			Source: store.PoolFromAPI},
-	}
+	}...)
 }
 
 // samePool compares pools as they are stored: as JSON. A config file's pool decodes

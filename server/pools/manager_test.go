@@ -407,7 +407,7 @@ func TestRemotePool(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	prod, dev := DefaultRegistry(false), DefaultRegistry(true)
-	if want := []string{"daytona", "devhost", "fake", "freestyle", "opensandbox", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
+	if want := []string{"daytona", "devhost", "fake", "freestyle", "local", "opensandbox", "remote"}; !slices.Equal(prod.Kinds(), want) || !slices.Equal(dev.Kinds(), want) {
 		t.Errorf("Kinds = %v / %v, want %v", prod.Kinds(), dev.Kinds(), want)
 	}
 	if want := []string{"devhost", "fake"}; !slices.Equal(prod.DevOnlyKinds(), want) || !slices.Equal(dev.DevOnlyKinds(), want) {

@@ -19,6 +19,7 @@ import (
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
 	"github.com/different-ai/differently/adapters/freestyle"
+	"github.com/different-ai/differently/adapters/local"
 	"github.com/different-ai/differently/adapters/opensandbox"
 	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
@@ -323,7 +324,7 @@ func redactErr(err error, secret string) error {
 }
 
 // DefaultRegistry registers the kinds of this build: devhost and fake (dev only),
-// remote, and the provider adapters.
+// local, remote, and the provider adapters.
 func DefaultRegistry(dev bool) *Registry {
 	r := NewRegistry(dev)
 	r.Register(devhost.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
@@ -331,6 +332,14 @@ func DefaultRegistry(dev bool) *Registry {
 	}, true)
 	r.SetConfigCheck(devhost.Kind, func(cfg map[string]any) ([]Endpoint, error) {
 		_, err := devhost.ParseConfig(cfg)
+		return nil, err
+	})
+	// Not dev-only: each sandbox runs in namespaces of its own (see package local).
+	r.Register(local.Kind, func(ctx context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
+		return local.FromConfig(ctx, p.Config)
+	}, false)
+	r.SetConfigCheck(local.Kind, func(cfg map[string]any) ([]Endpoint, error) {
+		_, err := local.ParseConfig(cfg)
 		return nil, err
 	})
 	r.Register(fake.Kind, func(_ context.Context, p store.Pool, _ Credentials) (adapters.ExecutionAdapter, error) {
