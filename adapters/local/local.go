@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"runtime"
@@ -89,6 +90,9 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 // wholeNumber accepts the number types a config map holds (JSON gives float64).
 func wholeNumber(v any) (int, bool) {
 	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil && int64(int(i)) == i
 	case int:
 		return n, true
 	case int64:

@@ -21,6 +21,7 @@ import (
 	"github.com/different-ai/differently/adapters/conformance"
 	"github.com/different-ai/differently/adapters/devhost"
 	"github.com/different-ai/differently/adapters/fake"
+	"github.com/different-ai/differently/adapters/local"
 	"github.com/different-ai/differently/server/defaults"
 )
 
@@ -56,9 +57,9 @@ func runAdapter(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("adapter serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("adapter", "", "adapter to serve: devhost or fake")
+	kind := fs.String("adapter", "", "adapter to serve: devhost, local or fake")
 	listen := fs.String("listen", "127.0.0.1:8710", "address to listen on")
-	root := fs.String("root", "", "devhost: directory holding the sandboxes (default: a per-user data folder)")
+	root := fs.String("root", "", "devhost, local: directory holding the sandboxes (default: a per-user data folder)")
 	configJSON := fs.String("config-json", "", "adapter pool config as a JSON object (fake: fault injection keys)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,7 +71,7 @@ func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if token == "" && !isLoopback(*listen) {
 		return fmt.Errorf("refusing to serve on %s without a token: set %s, or listen on a loopback address", *listen, adapterTokenEnv)
 	}
-	a, err := buildAdapter(*kind, *root, *configJSON, getenv)
+	a, err := buildAdapter(ctx, *kind, *root, *configJSON, getenv)
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func adapterServe(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	return err
 }
 
-func buildAdapter(kind, root, configJSON string, getenv func(string) string) (adapters.ExecutionAdapter, error) {
+func buildAdapter(ctx context.Context, kind, root, configJSON string, getenv func(string) string) (adapters.ExecutionAdapter, error) {
 	cfg := map[string]any{}
 	if configJSON != "" {
 		dec := json.NewDecoder(strings.NewReader(configJSON))
@@ -127,27 +128,30 @@ func buildAdapter(kind, root, configJSON string, getenv func(string) string) (ad
 		}
 	}
 	switch kind {
-	case "devhost":
+	case devhost.Kind, local.Kind:
 		if root == "" {
 			dir, err := dataDirFor(getenv, "--root")
 			if err != nil {
 				return nil, err
 			}
-			root = filepath.Join(dir, "adapter-devhost")
+			root = filepath.Join(dir, "adapter-"+kind)
 		}
 		if _, set := cfg["root"]; !set {
 			cfg["root"] = root
 		}
+		if kind == local.Kind {
+			return local.FromConfig(ctx, cfg)
+		}
 		return devhost.FromConfig(cfg)
 	case "fake":
 		if root != "" {
-			return nil, errors.New("--root applies to devhost only")
+			return nil, errors.New("--root applies to devhost and local only")
 		}
 		return fake.FromConfig(cfg)
 	case "":
-		return nil, errors.New("--adapter is required (devhost or fake)")
+		return nil, errors.New("--adapter is required (devhost, local or fake)")
 	default:
-		return nil, fmt.Errorf("--adapter %q: this command serves devhost or fake; other backends have their own servers", kind)
+		return nil, fmt.Errorf("--adapter %q: this command serves devhost, local or fake; other backends have their own servers", kind)
 	}
 }
 

@@ -104,9 +104,13 @@ func TestServeAndConformance(t *testing.T) {
 		{"devhost", []string{"--adapter", "devhost", "--root", "ROOT"}, nil, ""},
 		{"devhost with token", []string{"--adapter", "devhost", "--root", "ROOT"}, nil, "s3cret-token"},
 		{"fake", []string{"--adapter", "fake"}, []string{"--simulated-exec"}, ""},
+		{"local", []string{"--adapter", "local", "--root", "ROOT"}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "local" && os.Getenv("DIFFERENTLY_SKIP_LOCAL") == "1" {
+				t.Skip("DIFFERENTLY_SKIP_LOCAL=1: this host cannot run bwrap")
+			}
 			args := make([]string, len(tt.serveArgs))
 			for i, a := range tt.serveArgs {
 				args[i] = strings.ReplaceAll(a, "ROOT", t.TempDir())
@@ -176,7 +180,7 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"adapter", "serve"}, "--adapter is required"},
-		{[]string{"adapter", "serve", "--adapter", "opensandbox"}, "devhost or fake"},
+		{[]string{"adapter", "serve", "--adapter", "opensandbox"}, "devhost, local or fake"},
 		{[]string{"adapter", "serve", "--adapter", "fake", "--config-json", `{"nope":1}`}, "nope"},
 		{[]string{"adapter", "serve", "--adapter", "fake", "--config-json", `[`}, "--config-json"},
 		{[]string{"adapter", "conformance"}, "--endpoint is required"},

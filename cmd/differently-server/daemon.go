@@ -47,7 +47,7 @@ func newDaemonFlags() *daemonFlags {
 	fs := flag.NewFlagSet("differently-server", flag.ContinueOnError)
 	return &daemonFlags{
 		fs:         fs,
-		dev:        fs.Bool("dev", false, "development mode: embedded SQLite, devhost and fake pools, an admin token in the data directory"),
+		dev:        fs.Bool("dev", false, "development mode: embedded SQLite, devhost, fake and (where bwrap runs) local pools, an admin token in the data directory"),
 		dataDir:    fs.String("data-dir", "", "development mode: the `dir`ectory of the database, sandboxes and admin token (default: a per-user data folder)"),
 		listen:     fs.String("listen", "", "`address` to listen on: host:port, or a port alone for 127.0.0.1 (default "+defaults.Listen+")"),
 		configPath: fs.String("config", "", "config `file` (required without --dev)"),

@@ -4,7 +4,7 @@
 //	differently-server --config FILE [--listen ADDR] [daemon flags]
 //	differently-server preflight --config FILE [--dev]
 //	differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
-//	differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
+//	differently-server adapter serve --adapter devhost|local|fake [--listen ADDR] [--root DIR] [--config-json JSON]
 //	differently-server --version
 //	differently-server adapter conformance --endpoint URL [--simulated-exec] [--workdir DIR] [--template T]
 package main
@@ -92,14 +92,14 @@ func version() string {
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   differently-server --dev [--data-dir DIR] [--listen ADDR] [--config FILE] [daemon flags]
-      run the daemon on its embedded SQLite store with the devhost and fake pools
+      run the daemon on its embedded SQLite store with the devhost and fake pools (and local where bwrap runs)
   differently-server --config FILE [--listen ADDR] [daemon flags]
       run the daemon for production (database, TLS, scheduler and pools from FILE)
   differently-server preflight --config FILE [--dev]
       check the config, the database, every credential reference and every pool
   differently-server token create --config FILE (--admin | --project P [--org O]) [--name N]
       create an API token and print its secret once
-  differently-server adapter serve --adapter devhost|fake [--listen ADDR] [--root DIR] [--config-json JSON]
+  differently-server adapter serve --adapter devhost|local|fake [--listen ADDR] [--root DIR] [--config-json JSON]
       serve an in-process adapter over the adapter HTTP protocol
       (token from DIFFERENTLY_ADAPTER_TOKEN; without one, only loopback addresses)
   differently-server adapter conformance --endpoint URL [--simulated-exec] [--workdir DIR] [--template T]
