@@ -374,3 +374,16 @@ func (c *cgroups) remove(name string) {
 		_ = syscall.Rmdir(d)
 	}
 }
+
+// frozen reports whether sandbox name's cgroup says it is frozen.
+func (c *cgroups) frozen(name string) bool {
+	switch {
+	case c.unified != "":
+		data, _ := os.ReadFile(filepath.Join(c.unified, name, "cgroup.events"))
+		return bytes.Contains(data, []byte("frozen 1"))
+	case c.freezer != "":
+		data, _ := os.ReadFile(filepath.Join(c.freezer, name, "freezer.state"))
+		return strings.TrimSpace(string(data)) == "FROZEN"
+	}
+	return false
+}
