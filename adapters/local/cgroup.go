@@ -67,9 +67,13 @@ func probeCgroups() *cgroups {
 			// The controllers must be enabled on the way down; in the daemon's own
 			// cgroup that fails when processes sit in it (and it is not the root),
 			// which is why a delegated subtree is needed.
-			want := "+cpu +memory +pids"
-			_ = os.WriteFile(filepath.Join(filepath.Dir(dir), "cgroup.subtree_control"), []byte(want), 0)
-			_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(want), 0)
+			// One write each: the kernel refuses a whole write for one
+			// controller it cannot enable.
+			for _, ctl := range []string{"cpu", "memory", "pids"} {
+				for _, d := range []string{filepath.Dir(dir), dir} {
+					_ = os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+"+ctl), 0)
+				}
+			}
 			on, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 			for _, ctl := range strings.Fields(string(on)) {
 				if ctl == "cpu" || ctl == "memory" || ctl == "pids" {
@@ -341,7 +345,7 @@ func (c *cgroups) kill(name string) {
 			killProcs(d)
 		}
 	}
-	if c.canFreeze() {
+	if c.unified != "" && exists(filepath.Join(c.unified, name)) || c.freezer != "" && exists(filepath.Join(c.freezer, name)) {
 		_ = c.freeze(name, false)
 	}
 	deadline := time.Now().Add(drain)
