@@ -20,13 +20,13 @@ func TestParseConfig(t *testing.T) {
 		{"all keys, JSON numbers", map[string]any{"root": "/r", "ignoreResources": true, "pidsMax": float64(64)},
 			Config{Root: "/r", IgnoreResources: true, PidsMax: 64}, ""},
 		{"pidsMax from adapter serve", map[string]any{"root": "/r", "pidsMax": json.Number("32")}, Config{Root: "/r", PidsMax: 32}, ""},
-		{"no root", map[string]any{}, Config{}, `"root" is required`},
+		{"no root", map[string]any{}, Config{}, `"root": must be a directory path`},
 		{"empty root", map[string]any{"root": " "}, Config{}, "directory path"},
-		{"root not a string", map[string]any{"root": 3}, Config{}, "directory path"},
-		{"ignoreResources not a bool", map[string]any{"root": "/r", "ignoreResources": "yes"}, Config{}, "true or false"},
-		{"pidsMax fractional", map[string]any{"root": "/r", "pidsMax": 1.5}, Config{}, "whole number"},
+		{"root not a string", map[string]any{"root": 3}, Config{}, `"root"`},
+		{"ignoreResources not a bool", map[string]any{"root": "/r", "ignoreResources": "yes"}, Config{}, "ignoreResources"},
+		{"pidsMax fractional", map[string]any{"root": "/r", "pidsMax": 1.5}, Config{}, "pidsMax"},
 		{"pidsMax zero", map[string]any{"root": "/r", "pidsMax": 0}, Config{}, "whole number"},
-		{"unknown key", map[string]any{"root": "/r", "rooot": "/x"}, Config{}, `unknown config key "rooot"`},
+		{"unknown key", map[string]any{"root": "/r", "rooot": "/x"}, Config{}, `unknown key "rooot"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,15 +10,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/adapters/devhost"
+	"github.com/different-ai/differently/adapters/poolconfig"
 	"github.com/different-ai/differently/api"
 )
 
@@ -52,56 +52,26 @@ type Config struct {
 // ParseConfig reads a pool's config map: "root" (required), "ignoreResources" and
 // "pidsMax". Any other key is an error, so a typo does not go unnoticed.
 func ParseConfig(cfg map[string]any) (Config, error) {
-	rest := maps.Clone(cfg)
-	var c Config
-	if raw, ok := rest["root"]; ok {
-		root, ok := raw.(string)
-		if !ok || strings.TrimSpace(root) == "" || strings.ContainsRune(root, 0) {
-			return Config{}, adapters.InvalidRequest("local: config key %q must be a directory path", "root").WithDetail("key", "root")
-		}
-		c.Root = root
-		delete(rest, "root")
-	} else {
-		return Config{}, adapters.InvalidRequest("local: config key %q is required", "root").WithDetail("key", "root")
+	r := poolconfig.Read(Kind, cfg)
+	c := Config{
+		Root:            r.String("root", ""),
+		IgnoreResources: r.Bool("ignoreResources", false),
+		PidsMax:         int(r.Int("pidsMax", 0)),
 	}
-	if raw, ok := rest["ignoreResources"]; ok {
-		if c.IgnoreResources, ok = raw.(bool); !ok {
-			return Config{}, adapters.InvalidRequest("local: config key %q must be true or false, not %T", "ignoreResources", raw).
-				WithDetail("key", "ignoreResources")
-		}
-		delete(rest, "ignoreResources")
+	if !r.Has("root") || strings.TrimSpace(c.Root) == "" || strings.ContainsRune(c.Root, 0) {
+		r.Check("root", errors.New("must be a directory path"))
 	}
-	if raw, ok := rest["pidsMax"]; ok {
-		n, ok := wholeNumber(raw)
-		if !ok || n < 1 || n > 1<<22 {
-			return Config{}, adapters.InvalidRequest("local: config key %q must be a whole number from 1 to %d", "pidsMax", 1<<22).
-				WithDetail("key", "pidsMax")
-		}
-		c.PidsMax = n
-		delete(rest, "pidsMax")
+	if r.Has("pidsMax") && (c.PidsMax < 1 || c.PidsMax > maxPids) {
+		r.Check("pidsMax", fmt.Errorf("must be a whole number from 1 to %d", maxPids))
 	}
-	if len(rest) > 0 {
-		unknown := slices.Sorted(maps.Keys(rest))
-		return Config{}, adapters.InvalidRequest("local: unknown config key %q", unknown[0]).WithDetail("unknown", unknown)
+	if err := r.Err(); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }
 
-// wholeNumber accepts the number types a config map holds (JSON gives float64).
-func wholeNumber(v any) (int, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		return int(i), err == nil && int64(int(i)) == i
-	case int:
-		return n, true
-	case int64:
-		return int(n), int64(int(n)) == n
-	case float64:
-		return int(n), n == float64(int(n))
-	}
-	return 0, false
-}
+// maxPids is the largest pidsMax: the kernel's own ceiling on PIDs.
+const maxPids = 1 << 22
 
 // FromConfig builds an adapter from a pool's config map.
 func FromConfig(ctx context.Context, cfg map[string]any) (*Adapter, error) {
