@@ -198,11 +198,11 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
 		started, err := a.jail.Wrap(JailSandbox{ID: ref, Dir: fsDir, Resources: m.Resources}, s.cmd)
 		if err == nil {
-			if err = s.cmd.Start(); err == nil {
-				if err = started(); err != nil {
-					_ = s.cmd.Process.Kill()
-					_ = s.cmd.Wait()
-				}
+			err = s.cmd.Start()
+			if serr := started(err); err == nil && serr != nil {
+				err = serr
+				_ = s.cmd.Process.Kill()
+				_ = s.cmd.Wait()
 			}
 		}
 		if err != nil {

@@ -24,9 +24,11 @@ type Jail interface {
 	// and the request's are laid over it.
 	BaseEnv(fsDir string) map[string]string
 	// Wrap turns cmd, a command of sandbox sb ready to start as a host process, into
-	// the one to start instead. The adapter calls started once cmd has started, and
-	// kills cmd if started fails; started is never nil.
-	Wrap(sb JailSandbox, cmd *exec.Cmd) (started func() error, err error)
+	// the one to start instead. The adapter then calls started exactly once, with
+	// cmd.Start's error: on nil the jail lets the command run, and the adapter kills
+	// it if started fails; on an error the jail only releases what Wrap took.
+	// started is never nil when err is.
+	Wrap(sb JailSandbox, cmd *exec.Cmd) (started func(startErr error) error, err error)
 	// Kill ends every process of sandbox id, including those its commands left
 	// behind. The adapter calls it on Stop and Delete, after killing the commands
 	// it knows of.

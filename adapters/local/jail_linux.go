@@ -20,10 +20,10 @@ import (
 // sandbox's environment is not on bwrap's command line for the host to read, and
 // bwrap itself runs with an empty environment: it runs as the daemon's user,
 // and LD_PRELOAD from a sandbox's env would run the sandbox's code as that user.
-func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func() error, error) {
+func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, error) {
 	opts := j.options(sb, cmd.Dir, cmd.Env)
 	var files []*os.File
-	fail := func(err error) (func() error, error) {
+	fail := func(err error) (func(error) error, error) {
 		for _, f := range files {
 			_ = f.Close()
 		}
@@ -68,8 +68,8 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func() error, error)
 	// Should the daemon die, bwrap dies, and with it the namespace.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 
-	return func() error {
-		// bwrap has its own copies now.
+	return func(startErr error) error {
+		// bwrap has its own copies now, or never will.
 		_ = argsFile.Close()
 		if infoW == nil {
 			return nil
@@ -78,6 +78,9 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func() error, error)
 		_ = blockR.Close()
 		defer infoR.Close()
 		defer blockW.Close()
+		if startErr != nil {
+			return nil
+		}
 		return j.enter(name, cmd.Process.Pid, infoR, blockW)
 	}, nil
 }

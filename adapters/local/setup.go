@@ -72,16 +72,16 @@ func (a *Adapter) setup(ctx context.Context) error {
 	if err != nil {
 		return adapters.Unavailable("local: bwrap probe: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if serr := started(err); err != nil {
 		return adapters.Unavailable("local: bwrap probe: %v", err)
+	} else if serr != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return adapters.Unavailable("local: bwrap probe: %v", serr)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	if err := started(); err != nil {
-		_ = cmd.Process.Kill()
-		<-done
-		return adapters.Unavailable("local: bwrap probe: %v", err)
-	}
 	select {
 	case err = <-done:
 	case <-ctx.Done():
