@@ -190,3 +190,20 @@ func TestCommandEnvironment(t *testing.T) {
 		t.Errorf("a nested user namespace was allowed: %+v, %v", res, err)
 	}
 }
+
+// A command bwrap cannot start is an internal error, and the next one still runs.
+func TestStartFailure(t *testing.T) {
+	t.Parallel()
+	a := newAdapter(t)
+	ref := create(t, a, nil)
+	bwrap := a.jail.bwrap
+	a.jail.bwrap = "/nonexistent/bwrap"
+	_, err := a.Exec(t.Context(), ref, api.ExecRequest{Command: "true"})
+	a.jail.bwrap = bwrap
+	if !api.IsCode(err, api.CodeInternal) {
+		t.Fatalf("exec with bwrap missing: %v, want internal", err)
+	}
+	if res, err := a.Exec(t.Context(), ref, api.ExecRequest{Command: "echo ok"}); err != nil || res.Stdout != "ok\n" {
+		t.Fatalf("exec after: %+v, %v", res, err)
+	}
+}
