@@ -39,6 +39,9 @@ type jail struct {
 	pidsMax int
 	// acceptUnenforced: see Config.IgnoreResources.
 	acceptUnenforced bool
+	// disableUserns: bwrap can keep commands from making user namespaces, whose
+	// kernel code is a large part of what an unprivileged process can reach.
+	disableUserns bool
 }
 
 var _ devhost.Jail = (*jail)(nil)
@@ -77,7 +80,7 @@ func (j *jail) BaseEnv(fsDir string) map[string]string {
 func (j *jail) options(sb devhost.JailSandbox, dir string, env []string) []string {
 	o := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--uid", sandboxUID, "--gid", sandboxUID, "--disable-userns", "--hostname", "sandbox",
+		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbox",
 		// Killing bwrap kills the namespace's first process, and with it every
 		// process in the namespace: nothing a command starts outlives it.
 		"--die-with-parent",
@@ -85,6 +88,9 @@ func (j *jail) options(sb devhost.JailSandbox, dir string, env []string) []strin
 		"--new-session",
 		"--cap-drop", "ALL",
 		"--ro-bind", "/usr", "/usr",
+	}
+	if j.disableUserns {
+		o = append(o, "--disable-userns")
 	}
 	for _, d := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
 		p := "/" + d

@@ -27,7 +27,10 @@ func newJail(c Config) (*jail, error) {
 	if err != nil {
 		return nil, adapters.Unavailable("local: %v", errNoBwrap)
 	}
-	return &jail{bwrap: bwrap, cg: probeCgroups(), pidsMax: c.PidsMax, acceptUnenforced: c.IgnoreResources}, nil
+	help, _ := exec.Command(bwrap, "--help").CombinedOutput()
+	return &jail{bwrap: bwrap, cg: probeCgroups(), pidsMax: c.PidsMax, acceptUnenforced: c.IgnoreResources,
+		// bwrap 0.8 and later; older ones (Ubuntu 22.04 has 0.6) still isolate.
+		disableUserns: bytes.Contains(help, []byte("--disable-userns"))}, nil
 }
 
 // probeWait bounds the probe command; bwrap starts in milliseconds.
