@@ -1,7 +1,8 @@
 // Package escape is a table of escape attempts: commands a sandbox runs to reach
 // what it must not (the daemon's token, data folder, environment and process,
-// another sandbox's files, the network, processes that outlive the sandbox, more
-// processes or memory than it was given). It runs against any adapter that runs
+// another sandbox's files, the network, the kernel's settings and the host's
+// devices, processes that outlive the sandbox, more processes or memory than it
+// was given). It runs against any adapter that runs
 // real commands; each check says what leaked, so a test can assert that an
 // isolating adapter (package local) leaks nothing and document what one that does
 // not isolate (package devhost) exposes.
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
@@ -61,6 +63,8 @@ func Checks() []Check {
 		{"signal-daemon", signalDaemon},
 		{"read-other-sandbox", readOtherSandbox},
 		{"reach-host-network", reachNetwork},
+		{"write-host-sysctl", writeSysctl},
+		{"own-host-device", ownDevice},
 		{"outlive-delete", outliveDelete},
 		{"fork-bomb", forkBomb},
 		{"exceed-memory", exceedMemory},
@@ -199,6 +203,36 @@ func readOtherSandbox(ctx context.Context, h Host) (string, error) {
 	}
 	if strings.Contains(res.Stdout, token) {
 		return "read another sandbox's file " + path, nil
+	}
+	return "", nil
+}
+
+// writeSysctl asks whether the sandbox may write kernel.core_pattern, whose
+// value the kernel runs as host root when a process dumps core. Nothing is written.
+func writeSysctl(ctx context.Context, h Host) (string, error) {
+	res, err := h.inSandbox(ctx, "test -w /proc/sys/kernel/core_pattern && echo writable")
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(res.Stdout, "writable") {
+		return "may write /proc/sys/kernel/core_pattern", nil
+	}
+	return "", nil
+}
+
+// ownDevice asks whether the sandbox owns the host's /dev/null, and so may change
+// its mode for everyone on the host. Nothing is changed.
+func ownDevice(ctx context.Context, h Host) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/dev/null", &st); err != nil {
+		return "", err
+	}
+	res, err := h.inSandbox(ctx, "test -O /dev/null && stat -Lc %d:%i /dev/null")
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(res.Stdout) == fmt.Sprintf("%d:%d", st.Dev, st.Ino) {
+		return "owns the host's /dev/null", nil
 	}
 	return "", nil
 }

@@ -42,7 +42,22 @@ type jail struct {
 	// disableUserns: bwrap can keep commands from making user namespaces, whose
 	// kernel code is a large part of what an unprivileged process can reach.
 	disableUserns bool
+	// privateDev: each sandbox gets device nodes of its own (see devNodes).
+	privateDev bool
+	// devNote, when set, says for the description why privateDev is off though
+	// the daemon runs as root.
+	devNote string
 }
+
+// devNodes are the device nodes a sandbox sees in /dev, with their numbers. When
+// the daemon runs as root, a command's user maps to host root, which owns the
+// host's nodes and may change their modes (chmod 000 /dev/null would break the
+// host's services); such a daemon makes nodes of its own for each sandbox, beside
+// its tree, and binds those instead of the host's.
+var devNodes = []struct {
+	name         string
+	major, minor uint32
+}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}}
 
 var _ devhost.Jail = (*jail)(nil)
 
@@ -112,7 +127,19 @@ func (j *jail) options(sb devhost.JailSandbox, dir string, env []string) []strin
 		o = append(o, "--ro-bind", filepath.Join(j.etc, e), "/etc/"+e)
 	}
 	o = append(o,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+		"--proc", "/proc",
+		// Owned by host root: a daemon running as root maps commands to it, and
+		// bwrap leaves /proc/sys writable then (core_pattern runs a program as
+		// host root). The host's, read-only: sysctls are the kernel's anyway.
+		"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--dev", "/dev")
+	if j.privateDev {
+		dev := filepath.Join(filepath.Dir(sb.Dir), "dev")
+		for _, n := range devNodes {
+			o = append(o, "--dev-bind", filepath.Join(dev, n.name), "/dev/"+n.name)
+		}
+	}
+	o = append(o, "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
 		// After /tmp: the tree may lie below it, and then goes on top of the tmpfs.
 		"--bind", sb.Dir, sb.Dir,
 		"--chdir", dir,

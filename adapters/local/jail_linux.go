@@ -3,10 +3,13 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +36,11 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, e
 		infoR, infoW, blockR, blockW *os.File
 		err                          error
 	)
+	if j.privateDev {
+		if err := makeDevNodes(filepath.Join(filepath.Dir(sb.Dir), "dev")); err != nil {
+			return fail(err)
+		}
+	}
 	name := j.cgroupName(sb.ID)
 	if j.usesCgroups() {
 		if err := j.cg.ensure(name, sb.Resources, j.pidsMax); err != nil {
@@ -133,4 +141,25 @@ func memfd(name string, data []byte) (*os.File, error) {
 		return nil, fmt.Errorf("memfd: %w", err)
 	}
 	return f, nil
+}
+
+// makeDevNodes makes the device nodes of devNodes in dir, unless they are there.
+func makeDevNodes(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("device nodes: %w", err)
+	}
+	for _, n := range devNodes {
+		p := filepath.Join(dir, n.name)
+		err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(n.major, n.minor)))
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err == nil {
+			err = os.Chmod(p, 0o666) // the umask must not decide
+		}
+		if err != nil {
+			return fmt.Errorf("device node %s: %w", n.name, err)
+		}
+	}
+	return nil
 }

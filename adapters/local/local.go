@@ -148,7 +148,7 @@ func (a *Adapter) Info() adapters.Info {
 			"a few /etc files, private /tmp, and the sandbox's own directory read-write at its host path as HOME; " +
 			"no network; no view of the daemon's files, environment or processes, nor of other sandboxes. " +
 			"Processes a command leaves in the background die with it (its PID namespace ends). " +
-			"The only template is " + Template + " (or none). " + a.jail.limitsText(),
+			"The only template is " + Template + " (or none). " + a.jail.limitsText() + a.jail.devNote,
 	}
 }
 
@@ -203,7 +203,7 @@ func (j *jail) limitsText() string {
 	if len(j.cg.why) > 0 {
 		s += "; " + strings.Join(j.cg.why, "; ")
 	}
-	return s + "."
+	return s + ". "
 }
 
 // Enforces reports whether the cgroup controller ctl ("cpu", "memory", "pids")

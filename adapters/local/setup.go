@@ -30,7 +30,8 @@ func newJail(c Config) (*jail, error) {
 	help, _ := exec.Command(bwrap, "--help").CombinedOutput()
 	return &jail{bwrap: bwrap, cg: probeCgroups(), pidsMax: c.PidsMax, acceptUnenforced: c.IgnoreResources,
 		// bwrap 0.8 and later; older ones (Ubuntu 22.04 has 0.6) still isolate.
-		disableUserns: bytes.Contains(help, []byte("--disable-userns"))}, nil
+		disableUserns: bytes.Contains(help, []byte("--disable-userns")),
+		privateDev:    os.Geteuid() == 0}, nil
 }
 
 // probeWait bounds the probe command; bwrap starts in milliseconds.
@@ -50,6 +51,21 @@ func (a *Adapter) setup(ctx context.Context) error {
 		dir := a.SandboxDir(id)
 		return dir != "" && exists(filepath.Dir(dir))
 	})
+	err := a.probe(ctx)
+	if err != nil && a.jail.privateDev {
+		// Device nodes may not work where the root lies (a nodev mount), or
+		// cannot be made (no CAP_MKNOD): the host's are better than none.
+		a.jail.privateDev = false
+		if err = a.probe(ctx); err == nil {
+			a.jail.devNote = "Sandboxes see the host's device nodes (no private ones could be made or used under the root), and could change their modes."
+		}
+	}
+	return err
+}
+
+// probe runs a command through the jail as a sandbox's would run.
+func (a *Adapter) probe(ctx context.Context) error {
+	root := a.Root()
 
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -66,7 +82,7 @@ func (a *Adapter) setup(ctx context.Context) error {
 	defer cancel()
 	var out bytes.Buffer
 	cmd := &exec.Cmd{
-		Path: "/bin/sh", Args: []string{"/bin/sh", "-c", "test -w . && ! test -e " + root + "/sandboxes"},
+		Path: "/bin/sh", Args: []string{"/bin/sh", "-c", "test -w . && ! test -e " + root + "/sandboxes && : > /dev/null && head -c 1 /dev/urandom > /dev/null"},
 		Dir: dir, Env: []string{"PATH=" + sandboxPATH, "HOME=" + dir},
 		Stdout: &out, Stderr: &out,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
