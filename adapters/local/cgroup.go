@@ -184,11 +184,15 @@ func makeParent(m mount, self string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return ""
 	}
-	if !exists(filepath.Join(dir, "cgroup.procs")) {
+	// Made by another user's daemon, it may be there but not ours to add to.
+	if !exists(filepath.Join(dir, "cgroup.procs")) || syscall.Access(dir, unixWOK) != nil {
 		return ""
 	}
 	return dir
 }
+
+// unixWOK is access(2)'s W_OK, which package syscall does not name.
+const unixWOK = 0x2
 
 func exists(p string) bool {
 	_, err := os.Stat(p)
