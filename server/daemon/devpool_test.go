@@ -3,9 +3,11 @@ package daemon_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/store"
 )
 
 // The development devhost pool takes resources for quota and cost without applying
@@ -51,5 +53,23 @@ func TestDevLocalPoolIsolates(t *testing.T) {
 	token := filepath.Join(dataDir, daemon.AdminTokenFile)
 	if res := r.exec(sb.ID, "echo hi; cat "+token); res.Stdout != "hi\n" || res.ExitCode == 0 {
 		t.Fatalf("exec on local: %+v; want hi and no admin token", res)
+	}
+}
+
+// Dev mode says which of its pools isolates sandboxes and which does not.
+func TestDevModeLogsIsolation(t *testing.T) {
+	if os.Getenv("DIFFERENTLY_SKIP_LOCAL") == "1" {
+		t.Skip("DIFFERENTLY_SKIP_LOCAL=1")
+	}
+	var log logBuffer
+	boot(t, t.TempDir(), "", "", &log, func(st store.Store) {
+		if p := getPool(t, st, "local"); p.Adapter != "local" || p.Config["ignoreResources"] != true {
+			t.Errorf("local dev pool: %+v", p)
+		}
+	})
+	for _, want := range []string{"pool local is isolated", "pool devhost is not isolated"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
 	}
 }
