@@ -195,7 +195,8 @@ func TestCommandEnvironment(t *testing.T) {
 	}
 }
 
-// A command bwrap cannot start is an internal error, and the next one still runs.
+// A command bwrap cannot start is an internal error, health says why, and the next
+// command still runs.
 func TestStartFailure(t *testing.T) {
 	t.Parallel()
 	a := newAdapter(t)
@@ -203,9 +204,16 @@ func TestStartFailure(t *testing.T) {
 	bwrap := a.jail.bwrap
 	a.jail.bwrap = "/nonexistent/bwrap"
 	_, err := a.Exec(t.Context(), ref, api.ExecRequest{Command: "true"})
+	herr := a.Health(t.Context())
 	a.jail.bwrap = bwrap
 	if !api.IsCode(err, api.CodeInternal) {
 		t.Fatalf("exec with bwrap missing: %v, want internal", err)
+	}
+	if !api.IsCode(herr, api.CodeProviderUnavailable) {
+		t.Errorf("health with bwrap missing: %v, want provider_unavailable", herr)
+	}
+	if err := a.Health(t.Context()); err != nil {
+		t.Errorf("health: %v", err)
 	}
 	if res, err := a.Exec(t.Context(), ref, api.ExecRequest{Command: "echo ok"}); err != nil || res.Stdout != "ok\n" {
 		t.Fatalf("exec after: %+v, %v", res, err)

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -175,6 +176,19 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 	}
 	slices.Sort(features)
 	return adapters.Capabilities{Features: features, Templates: []string{Template}}, nil
+}
+
+// Health implements adapters.ExecutionAdapter: devhost's check of the root, and
+// bwrap still there (a package upgrade or removal takes it away under a running
+// daemon, and every exec would then fail).
+func (a *Adapter) Health(ctx context.Context) error {
+	if err := a.Adapter.Health(ctx); err != nil {
+		return err
+	}
+	if _, err := os.Stat(a.jail.bwrap); err != nil {
+		return adapters.Unavailable("local: bwrap: %v", err)
+	}
+	return nil
 }
 
 // Pause implements adapters.Pauser by freezing the sandbox's cgroup.
