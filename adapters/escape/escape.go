@@ -271,7 +271,7 @@ func reachNetwork(ctx context.Context, h Host) (string, error) {
 	return "", nil
 }
 
-// outliveDelete leaves a process behind the way a red team would: double fork,
+// outliveDelete leaves a process behind the way an attacker would: double fork,
 // new session, no environment, out of the sandbox's directory. It must be gone
 // once Delete returns (within a short bound, for the kernel to reap it).
 func outliveDelete(ctx context.Context, h Host) (string, error) {
