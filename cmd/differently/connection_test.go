@@ -19,8 +19,8 @@ func TestConnection(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		var pools struct{ Items []client.Pool }
 		dd.cli(t).json(&pools, "pools", "ls")
-		if len(pools.Items) != 2 {
-			t.Errorf("pools ls: %+v, want devhost and fake", pools.Items)
+		if want := dd.devPools(t); len(pools.Items) != len(want) {
+			t.Errorf("pools ls: %+v, want %v", pools.Items, want)
 		}
 	})
 

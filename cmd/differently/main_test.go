@@ -82,6 +82,21 @@ func startDaemon(t *testing.T) *devDaemon {
 	return dd
 }
 
+// devPools names the pools the daemon has, read through the API rather than the
+// command under test: dev mode adds local only where this host can run bwrap.
+func (dd *devDaemon) devPools(t *testing.T) []string {
+	t.Helper()
+	pools, err := dd.c.ListPools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pools {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // cli runs the binary with an environment of its own: a home, config and data folder
 // of the test's, so that nothing of the machine's user leaks in.
 type cli struct {
