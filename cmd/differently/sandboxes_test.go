@@ -182,3 +182,86 @@ func TestSandboxCommands(t *testing.T) {
 	c.fails(exitError, []string{"invalid_request", "nope", "pools ls"}, "create", "--pool", "nope")
 	c.fails(exitNotFound, []string{"not_found"}, "rm", "sbx_missing")
 }
+
+// cp -r both ways: a tree goes in file by file and comes back whole, with empty
+// directories and permission bits; what cannot be copied is said, not dropped silently.
+func TestCopyDirectories(t *testing.T) {
+	dd := startDaemon(t)
+	c := dd.cli(t)
+	var sb client.Sandbox
+	c.json(&sb, "create", "--pool", "devhost", "--template", "devhost", "--wait")
+	id := sb.Id
+
+	src := filepath.Join(t.TempDir(), "src")
+	for name, body := range map[string]string{
+		"a.txt":                 "top\n",
+		"sub/b.sh":              "#!/bin/sh\necho b\n",
+		"sub/deeper/c.txt":      "deep\n",
+		"sub/deeper/with space": "spaced\n",
+	} {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("a.txt", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without -r a directory is a usage error that names the flag.
+	c.fails(exitUsage, []string{"cp -r"}, "cp", src, id+":tree")
+	c.fails(exitUsage, []string{"-r"}, "cp", "-r", "-", id+":tree")
+
+	// Into the sandbox under a new name, and under its own name below a directory.
+	r := c.ok("cp", "-r", src, id+":tree")
+	if !strings.Contains(r.stderr, "skipped") || !strings.Contains(r.stderr, "link") || !strings.Contains(r.stderr, "4 files") {
+		t.Errorf("cp -r in, stderr:\n%s", r.stderr)
+	}
+	c.ok("cp", "-r", src, id+":nested/")
+	var res execResult
+	c.json(&res, "exec", id, "cd tree && find . -type f | sort && cat sub/deeper/c.txt && test -f ../nested/src/sub/b.sh && echo nested")
+	want := "./a.txt\n./sub/b.sh\n./sub/deeper/c.txt\n./sub/deeper/with space\ndeep\nnested\n"
+	if res.ExitCode != 0 || res.Stdout != want {
+		t.Errorf("the tree in the sandbox: %+v, want stdout %q", res, want)
+	}
+
+	// Out of the sandbox: an executable bit and an empty directory made there survive.
+	c.json(&res, "exec", id, "chmod 755 tree/sub/b.sh && mkdir tree/empty")
+	out := filepath.Join(t.TempDir(), "out")
+	c.ok("cp", "-r", id+":tree", out)
+	for name, body := range map[string]string{
+		"a.txt": "top\n", "sub/b.sh": "#!/bin/sh\necho b\n", "sub/deeper/c.txt": "deep\n", "sub/deeper/with space": "spaced\n",
+	} {
+		if data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name))); err != nil || string(data) != body {
+			t.Errorf("%s copied out: %q, %v", name, data, err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(out, "sub", "b.sh")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("b.sh copied out: %v, %v; want mode 0755", st, err)
+	}
+	if st, err := os.Stat(filepath.Join(out, "empty")); err != nil || !st.IsDir() {
+		t.Errorf("the empty directory copied out: %v, %v", st, err)
+	}
+	// Into an existing directory it keeps its name.
+	existing := t.TempDir()
+	c.ok("cp", "-r", id+":tree/sub", existing)
+	if data, err := os.ReadFile(filepath.Join(existing, "sub", "deeper", "c.txt")); err != nil || string(data) != "deep\n" {
+		t.Errorf("cp -r into an existing directory: %q, %v", data, err)
+	}
+	c.fails(exitNotFound, []string{"404"}, "cp", "-r", id+":no-such-dir", filepath.Join(t.TempDir(), "x"))
+	c.ok("rm", id)
+}
+
+func TestPlainName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"a.txt": true, "with space": true, `back\slash`: true, ".hidden": true,
+		"": false, ".": false, "..": false, "../x": false, "a/b": false, "/etc": false, "nul\x00": false,
+	} {
+		if got := plainName(name); got != want {
+			t.Errorf("plainName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
