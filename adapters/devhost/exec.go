@@ -133,6 +133,7 @@ type session struct {
 	stdout, stderr *os.File
 	stdin          *os.File // nil when the request has no stdin
 	stdinData      string
+	exited         func() // the jail's, called after Wait; nil without one
 }
 
 func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailure, error) {
@@ -196,13 +197,18 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 
 	if a.jail != nil {
 		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
-		started, err := a.jail.Wrap(JailSandbox{ID: ref, Dir: fsDir, Resources: m.Resources}, s.cmd)
+		started, exited, err := a.jail.Wrap(JailSandbox{ID: ref, Dir: fsDir, Resources: m.Resources}, s.cmd)
 		if err == nil {
 			err = s.cmd.Start()
 			if serr := started(err); err == nil && serr != nil {
 				err = serr
 				_ = s.cmd.Process.Kill()
 				_ = s.cmd.Wait()
+			}
+			if err == nil {
+				s.exited = exited
+			} else if exited != nil && s.cmd.Process != nil {
+				exited()
 			}
 		}
 		if err != nil {
@@ -308,7 +314,13 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 		})
 	}
 	exited := make(chan error, 1)
-	wg.Go(func() { exited <- s.cmd.Wait() })
+	wg.Go(func() {
+		err := s.cmd.Wait()
+		if s.exited != nil {
+			s.exited()
+		}
+		exited <- err
+	})
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

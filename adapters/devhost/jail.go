@@ -27,8 +27,10 @@ type Jail interface {
 	// the one to start instead. The adapter then calls started exactly once, with
 	// cmd.Start's error: on nil the jail lets the command run, and the adapter kills
 	// it if started fails; on an error the jail only releases what Wrap took.
-	// started is never nil when err is.
-	Wrap(sb JailSandbox, cmd *exec.Cmd) (started func(startErr error) error, err error)
+	// started is never nil when err is. exited, when not nil, is called once the
+	// command that started has been waited for: what the jail keeps for the
+	// command alone (a proxy serving it, say) ends there.
+	Wrap(sb JailSandbox, cmd *exec.Cmd) (started func(startErr error) error, exited func(), err error)
 	// Kill ends every process of sandbox id, including those its commands left
 	// behind. The adapter calls it on Stop and Delete, after killing the commands
 	// it knows of.

@@ -2,6 +2,7 @@ package local
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -27,6 +28,15 @@ func TestParseConfig(t *testing.T) {
 		{"pidsMax fractional", map[string]any{"root": "/r", "pidsMax": 1.5}, Config{}, "pidsMax"},
 		{"pidsMax zero", map[string]any{"root": "/r", "pidsMax": 0}, Config{}, "whole number"},
 		{"unknown key", map[string]any{"root": "/r", "rooot": "/x"}, Config{}, `unknown key "rooot"`},
+		{"egress none", map[string]any{"root": "/r", "egress": "none"}, Config{Root: "/r", Egress: EgressNone}, ""},
+		{"egress allowlist", map[string]any{"root": "/r", "egress": "allowlist", "egressAllow": []any{"pypi.org", "*.github.com:443", "10.0.0.7:8080", "[::1]:9"}},
+			Config{Root: "/r", Egress: EgressAllowlist, EgressAllow: []string{"pypi.org", "*.github.com:443", "10.0.0.7:8080", "[::1]:9"}}, ""},
+		{"egress public is not offered", map[string]any{"root": "/r", "egress": "public"}, Config{}, `"egress"`},
+		{"allowlist without entries", map[string]any{"root": "/r", "egress": "allowlist"}, Config{}, "at least one entry"},
+		{"entries without allowlist", map[string]any{"root": "/r", "egressAllow": []any{"pypi.org"}}, Config{}, "only with egress: allowlist"},
+		{"a URL is not an entry", map[string]any{"root": "/r", "egress": "allowlist", "egressAllow": []any{"https://pypi.org/"}}, Config{}, "https://pypi.org/"},
+		{"port out of range", map[string]any{"root": "/r", "egress": "allowlist", "egressAllow": []any{"pypi.org:70000"}}, Config{}, "port"},
+		{"a bare wildcard", map[string]any{"root": "/r", "egress": "allowlist", "egressAllow": []any{"*.com"}}, Config{}, "*.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +47,7 @@ func TestParseConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
 			}
 		})

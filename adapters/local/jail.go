@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/different-ai/differently/adapters"
@@ -47,6 +48,49 @@ type jail struct {
 	// devNote, when set, says for the description why privateDev is off though
 	// the daemon runs as root.
 	devNote string
+	// egress is the allow-list pool's proxy; nil: no network at all.
+	egress *egressProxy
+	// bridge is the executable bound into each sandbox as its egress bridge.
+	bridge string
+	// sockets is the directory of the commands' proxy sockets (set by setup).
+	sockets string
+	// allow is the allow-list as configured, for the description.
+	allow []string
+}
+
+// setEgress readies an allow-list pool's proxy and bridge.
+func (j *jail) setEgress(c Config) error {
+	if c.Egress != EgressAllowlist {
+		return nil
+	}
+	rules := make([]allowRule, 0, len(c.EgressAllow))
+	for _, e := range c.EgressAllow {
+		r, err := parseAllowRule(e)
+		if err != nil {
+			return adapters.InvalidRequest("local: egressAllow: %v", err)
+		}
+		rules = append(rules, r)
+	}
+	j.bridge = c.Bridge
+	if j.bridge == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return adapters.Unavailable("local: egress: the bridge is this program, whose path is unknown: %v", err)
+		}
+		j.bridge = exe
+	}
+	j.egress = newEgressProxy(rules, c.Dial)
+	j.allow = slices.Clone(c.EgressAllow)
+	return nil
+}
+
+// egressText says what network a sandbox has, for the description.
+func (j *jail) egressText() string {
+	if j.egress == nil {
+		return "no network"
+	}
+	return "no network but HTTP and HTTPS through the adapter's proxy (HTTP_PROXY, HTTPS_PROXY) to " +
+		strings.Join(j.allow, ", ") + " only"
 }
 
 // devNodes are the device nodes a sandbox sees in /dev, with their numbers. When
@@ -88,11 +132,21 @@ func (j *jail) CheckResources(r adapters.Resources) error {
 }
 
 func (j *jail) BaseEnv(fsDir string) map[string]string {
-	return map[string]string{"PATH": sandboxPATH, "HOME": fsDir}
+	env := map[string]string{"PATH": sandboxPATH, "HOME": fsDir}
+	if j.egress != nil {
+		// Both cases: curl reads only the lower-case http_proxy, other clients the upper.
+		proxy := "http://127.0.0.1:" + egressPort
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			env[k] = proxy
+		}
+		env["NO_PROXY"], env["no_proxy"] = egressNoProxy, egressNoProxy
+	}
+	return env
 }
 
-// options are bwrap's options for a command of sb working in dir with env.
-func (j *jail) options(sb devhost.JailSandbox, dir string, env []string) []string {
+// options are bwrap's options for a command of sb working in dir with env; socket,
+// when not empty, is the host path of the command's egress proxy socket.
+func (j *jail) options(sb devhost.JailSandbox, dir string, env []string, socket string) []string {
 	o := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbox",
@@ -139,7 +193,11 @@ func (j *jail) options(sb devhost.JailSandbox, dir string, env []string) []strin
 			o = append(o, "--dev-bind", filepath.Join(dev, n.name), "/dev/"+n.name)
 		}
 	}
-	o = append(o, "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+	o = append(o, "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run")
+	if socket != "" {
+		o = append(o, "--ro-bind", j.bridge, bridgeExe, "--bind", socket, bridgeSocket)
+	}
+	o = append(o,
 		// After /tmp: the tree may lie below it, and then goes on top of the tmpfs.
 		"--bind", sb.Dir, sb.Dir,
 		"--chdir", dir,

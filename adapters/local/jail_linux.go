@@ -2,11 +2,14 @@ package local
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,15 +26,26 @@ import (
 // sandbox's environment is not on bwrap's command line for the host to read, and
 // bwrap itself runs with an empty environment: it runs as the daemon's user,
 // and LD_PRELOAD from a sandbox's env would run the sandbox's code as that user.
-func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, error) {
-	opts := j.options(sb, cmd.Dir, cmd.Env)
+func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, func(), error) {
 	var files []*os.File
-	fail := func(err error) (func(error) error, error) {
+	var proxy *egressServer
+	fail := func(err error) (func(error) error, func(), error) {
 		for _, f := range files {
 			_ = f.Close()
 		}
-		return nil, err
+		if proxy != nil {
+			proxy.close()
+		}
+		return nil, nil, err
 	}
+	var socket string
+	if j.egress != nil {
+		var err error
+		if proxy, socket, err = j.listenEgress(); err != nil {
+			return fail(err)
+		}
+	}
+	opts := j.options(sb, cmd.Dir, cmd.Env, socket)
 	var (
 		infoR, infoW, blockR, blockW *os.File
 		err                          error
@@ -63,7 +77,11 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, e
 	}
 	files = append(files, argsFile)
 
-	cmd.Args = append([]string{j.bwrap, "--args", "3", "--", cmd.Path}, cmd.Args[1:]...)
+	args := []string{j.bwrap, "--args", "3", "--"}
+	if proxy != nil {
+		args = append(args, bridgeExe, bridgeArg, bridgeSocket, "--")
+	}
+	cmd.Args = append(append(args, cmd.Path), cmd.Args[1:]...)
 	cmd.Path = j.bwrap
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{argsFile}
@@ -76,9 +94,16 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, e
 	// Should the daemon die, bwrap dies, and with it the namespace.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 
+	var exited func()
+	if proxy != nil {
+		exited = func() { proxy.close(); _ = os.Remove(socket) }
+	}
 	return func(startErr error) error {
 		// bwrap has its own copies now, or never will.
 		_ = argsFile.Close()
+		if startErr != nil && exited != nil {
+			exited()
+		}
 		if infoW == nil {
 			return nil
 		}
@@ -90,7 +115,24 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, e
 			return nil
 		}
 		return j.enter(name, cmd.Process.Pid, infoR, blockW)
-	}, nil
+	}, exited, nil
+}
+
+// listenEgress starts a command's egress proxy on a socket of its own, which the
+// command's bwrap binds into the sandbox.
+func (j *jail) listenEgress() (*egressServer, string, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	socket := filepath.Join(j.sockets, hex.EncodeToString(b[:])+".sock")
+	// The kernel's limit on a socket's path (sun_path), with its NUL.
+	if len(socket) >= 108 {
+		return nil, "", fmt.Errorf("egress: the socket path %s is too long for a Unix socket; use a shorter root", socket)
+	}
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, "", fmt.Errorf("egress: %w", err)
+	}
+	return serveEgress(j.egress, ln), socket, nil
 }
 
 // infoWait bounds the wait for bwrap to set up the namespaces and report its child.

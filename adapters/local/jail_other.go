@@ -10,6 +10,6 @@ import (
 )
 
 // Wrap implements devhost.Jail: bwrap needs Linux namespaces.
-func (j *jail) Wrap(devhost.JailSandbox, *exec.Cmd) (func(error) error, error) {
-	return nil, errors.New("local: sandboxes need Linux")
+func (j *jail) Wrap(devhost.JailSandbox, *exec.Cmd) (func(error) error, func(), error) {
+	return nil, nil, errors.New("local: sandboxes need Linux")
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -48,22 +49,48 @@ type Config struct {
 	// PidsMax bounds each sandbox's processes where the pids controller is
 	// available; 0 means DefaultPidsMax.
 	PidsMax int `json:"pidsMax,omitempty"`
+	// Egress is EgressNone (also when empty: no network at all) or EgressAllowlist:
+	// HTTP and HTTPS through the adapter's proxy to the hosts of EgressAllow only.
+	Egress string `json:"egress,omitempty"`
+	// EgressAllow are the allow-list's entries: host, *.domain or IP address, each
+	// with an optional :port (without one, 80 and 443).
+	EgressAllow []string `json:"egressAllow,omitempty"`
+	// Bridge is the executable started inside a sandbox as its egress bridge (see
+	// RunBridge); the running program's own when empty.
+	Bridge string `json:"-"`
+	// Dial, when set, replaces the egress proxy's dialer: tests name their
+	// loopback upstreams with it. The allow-list still applies.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 }
 
-// ParseConfig reads a pool's config map: "root" (required), "ignoreResources" and
-// "pidsMax". Any other key is an error, so a typo does not go unnoticed.
+// ParseConfig reads a pool's config map: "root" (required), "ignoreResources",
+// "pidsMax", "egress" and "egressAllow". Any other key is an error, so a typo does
+// not go unnoticed.
 func ParseConfig(cfg map[string]any) (Config, error) {
 	r := poolconfig.Read(Kind, cfg)
 	c := Config{
 		Root:            r.String("root", ""),
 		IgnoreResources: r.Bool("ignoreResources", false),
 		PidsMax:         int(r.Int("pidsMax", 0)),
+		Egress:          r.OneOf("egress", "", EgressNone, EgressAllowlist),
+		EgressAllow:     r.Strings("egressAllow"),
 	}
 	if !r.Has("root") || strings.TrimSpace(c.Root) == "" || strings.ContainsRune(c.Root, 0) {
 		r.Check("root", errors.New("must be a directory path"))
 	}
 	if r.Has("pidsMax") && (c.PidsMax < 1 || c.PidsMax > maxPids) {
 		r.Check("pidsMax", fmt.Errorf("must be a whole number from 1 to %d", maxPids))
+	}
+	switch {
+	case c.Egress == EgressAllowlist && len(c.EgressAllow) == 0:
+		r.Check("egressAllow", errors.New("egress: allowlist needs at least one entry"))
+	case c.Egress != EgressAllowlist && len(c.EgressAllow) > 0:
+		r.Check("egressAllow", errors.New("applies only with egress: allowlist"))
+	}
+	for _, e := range c.EgressAllow {
+		if _, err := parseAllowRule(e); err != nil {
+			r.Check("egressAllow", err)
+		}
 	}
 	if err := r.Err(); err != nil {
 		return Config{}, err
@@ -111,6 +138,9 @@ func New(ctx context.Context, c Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := j.setEgress(c); err != nil {
+		return nil, err
+	}
 	inner, err := devhost.New(c.Root, devhost.WithJail(j))
 	if err != nil {
 		return nil, err
@@ -147,7 +177,7 @@ func (a *Adapter) Info() adapters.Info {
 		Protocol:  adapters.ProtocolVersion,
 		Description: "Each command runs in bwrap as an unprivileged user in its own namespaces: the host's /usr (and /bin, /lib) read-only, " +
 			"a few /etc files, private /tmp, and the sandbox's own directory read-write at its host path as HOME; " +
-			"no network; no view of the daemon's files, environment or processes, nor of other sandboxes. " +
+			a.jail.egressText() + "; no view of the daemon's files, environment or processes, nor of other sandboxes. " +
 			"Processes a command leaves in the background die with it (its PID namespace ends). " +
 			"The only template is " + Template + " (or none). " + a.jail.limitsText() + a.jail.devNote,
 	}
@@ -164,6 +194,8 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 		adapters.FeatureSnapshotsDisk,
 		adapters.FeatureFork,
 		adapters.FeatureContainer,
+		// No network, or the allow-list's hosts only: egress is always held.
+		adapters.FeatureEgressControl,
 	}
 	if a.jail.cg.canFreeze() {
 		features = append(features, adapters.FeaturePauseResume)

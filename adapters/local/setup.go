@@ -44,6 +44,12 @@ func (a *Adapter) setup(ctx context.Context) error {
 	root := a.Root()
 	a.jail.key = keyOf(root)
 	a.jail.etc = filepath.Join(root, "etc")
+	if a.jail.egress != nil {
+		a.jail.sockets = filepath.Join(root, "egress")
+		if err := os.MkdirAll(a.jail.sockets, 0o700); err != nil {
+			return adapters.Unavailable("local: %v", err)
+		}
+	}
 	if err := writeEtc(a.jail.etc); err != nil {
 		return adapters.Unavailable("local: write %s: %v", a.jail.etc, err)
 	}
@@ -87,7 +93,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 		Stdout: &out, Stderr: &out,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	started, err := a.jail.Wrap(devhost.JailSandbox{ID: id, Dir: dir}, cmd)
+	started, exited, err := a.jail.Wrap(devhost.JailSandbox{ID: id, Dir: dir}, cmd)
 	if err != nil {
 		return adapters.Unavailable("local: bwrap probe: %v", err)
 	}
@@ -97,10 +103,19 @@ func (a *Adapter) probe(ctx context.Context) error {
 	} else if serr != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		if exited != nil {
+			exited()
+		}
 		return adapters.Unavailable("local: bwrap probe: %v", serr)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		if exited != nil {
+			exited()
+		}
+		done <- err
+	}()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -111,6 +126,11 @@ func (a *Adapter) probe(ctx context.Context) error {
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
+			if a.jail.egress != nil {
+				return adapters.Unavailable("local: bwrap cannot run sandboxes on this host, or %s cannot be their egress bridge "+
+					"(a program serving pools with egress: allowlist must call local.RunBridge first in main) (%v): %s",
+					a.jail.bridge, err, bytes.TrimSpace(out.Bytes()))
+			}
 			return adapters.Unavailable("local: bwrap cannot run sandboxes on this host (%v): %s", err, bytes.TrimSpace(out.Bytes()))
 		}
 		return adapters.Unavailable("local: bwrap probe: %v", err)

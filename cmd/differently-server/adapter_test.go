@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,5 +272,46 @@ func TestServeDropsStreams(t *testing.T) {
 	}
 	if err := c.Health(ctx); err != nil {
 		t.Fatalf("Health after the drops: %v", err)
+	}
+}
+
+// A local pool that allows egress runs this binary inside each sandbox as its
+// bridge to the proxy: curl there reaches the allowed loopback server through the
+// proxy its environment names, and another port of the same host not at all.
+func TestServeLocalWithEgress(t *testing.T) {
+	if os.Getenv("DIFFERENTLY_SKIP_LOCAL") == "1" {
+		t.Skip("DIFFERENTLY_SKIP_LOCAL=1: this host cannot run bwrap")
+	}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upstream saw %s", r.URL.Path)
+	}))
+	t.Cleanup(upstream.Close)
+	_, port, _ := net.SplitHostPort(upstream.Listener.Addr().String())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := net.SplitHostPort(ln.Addr().String())
+	_ = ln.Close()
+	cfg := fmt.Sprintf(`{"egress": "allowlist", "egressAllow": ["127.0.0.1:%s"]}`, port)
+	url := serve(t, nil, "--adapter", "local", "--root", t.TempDir(), "--config-json", cfg)
+	c, err := adapterhttp.NewClient(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := c.Create(t.Context(), adapters.CreateRequest{ID: "egress", Installation: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), inst.Ref) })
+	// --noproxy '': the sandbox's own NO_PROXY keeps 127.0.0.1 for its own loopback.
+	for cmd, want := range map[string]string{
+		"curl -sS --noproxy '' http://127.0.0.1:" + port + "/through":                          "upstream saw /through",
+		"curl -sS --noproxy '' -o /dev/null -w '%{http_code}' http://127.0.0.1:" + other + "/": "403",
+	} {
+		res, err := c.Exec(t.Context(), inst.Ref, api.ExecRequest{Command: cmd, TimeoutSeconds: 60})
+		if err != nil || res.ExitCode != 0 || res.Stdout != want {
+			t.Errorf("%s: %+v, %v; want stdout %q", cmd, res, err, want)
+		}
 	}
 }

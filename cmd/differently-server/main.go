@@ -18,9 +18,16 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/different-ai/differently/adapters/local"
 )
 
 func main() {
+	// Inside a local sandbox whose pool allows egress, this program is the bridge
+	// to the daemon's proxy (see adapters/local): it must not start as a daemon.
+	if code, ok := local.RunBridge(os.Args); ok {
+		os.Exit(code)
+	}
 	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The first signal starts a graceful stop; from then on the signals are Go's
