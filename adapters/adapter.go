@@ -82,6 +82,21 @@ type ByteStreamer interface {
 	ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (ExitStatus, error)
 }
 
+// StdinStreamer backs exec.stdin: a streamed command whose stdin is fed while it
+// runs, for programs that talk with their caller (a REPL, a prompt, a protocol on
+// stdin and stdout), not one string given up front.
+type StdinStreamer interface {
+	// ExecStdin runs a command like ExecStreamBytes (req.Stdin must be empty) and
+	// writes each piece received from stdin to the command's stdin, in order; when
+	// stdin is closed, the command's stdin is closed (end of file). A command that
+	// ends with stdin still open ends the exec: ExecStdin then stops receiving and
+	// returns without waiting for stdin to close. The caller never blocks for long
+	// in a send: the adapter receives while the command runs, as fast as the
+	// command reads (a command that does not read holds its sender up, as a full
+	// pipe does).
+	ExecStdin(ctx context.Context, ref string, req api.ExecRequest, stdin <-chan []byte, emit func(stream string, data []byte) error) (ExitStatus, error)
+}
+
 // ExitStatus is how a streamed command ended.
 type ExitStatus struct {
 	Code int

@@ -11,6 +11,7 @@ import (
 const (
 	FeatureExec            = "exec"
 	FeatureExecStream      = "exec.stream"
+	FeatureExecStdin       = "exec.stdin"
 	FeatureFiles           = "files"
 	FeatureStopStart       = "lifecycle.stop-start"
 	FeaturePersistenceDisk = "persistence.disk"
@@ -41,6 +42,7 @@ const (
 var featureInterface = map[string]func(ExecutionAdapter) bool{
 	FeatureExec:            func(ExecutionAdapter) bool { return true },
 	FeatureExecStream:      implements[Streamer],
+	FeatureExecStdin:       implements[StdinStreamer],
 	FeatureFiles:           implements[FileSystem],
 	FeatureStopStart:       implements[Lifecycle],
 	FeaturePersistenceDisk: implements[Lifecycle],

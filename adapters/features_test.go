@@ -53,6 +53,12 @@ func (withSnapshots) Snapshot(context.Context, string, adapters.SnapshotKind) (a
 }
 func (withSnapshots) DeleteSnapshot(context.Context, string) error { return nil }
 
+type withStdin struct{ base }
+
+func (withStdin) ExecStdin(context.Context, string, api.ExecRequest, <-chan []byte, func(string, []byte) error) (adapters.ExitStatus, error) {
+	return adapters.ExitStatus{}, nil
+}
+
 type withPauseAndPorts struct{ base }
 
 func (withPauseAndPorts) Pause(context.Context, string) error  { return nil }
@@ -62,7 +68,7 @@ func (withPauseAndPorts) ExposePort(context.Context, string, int) (string, error
 }
 
 var interfaceBacked = []string{
-	adapters.FeatureExecStream, adapters.FeatureFiles, adapters.FeatureStopStart,
+	adapters.FeatureExecStream, adapters.FeatureExecStdin, adapters.FeatureFiles, adapters.FeatureStopStart,
 	adapters.FeaturePersistenceDisk, adapters.FeaturePauseResume, adapters.FeatureSnapshotsDisk,
 	adapters.FeatureSnapshotsMemory, adapters.FeatureFork, adapters.FeaturePortsExpose,
 }
@@ -90,6 +96,7 @@ func TestEffectiveFeatures(t *testing.T) {
 			[]string{"fork", "snapshots.disk", "snapshots.memory"}},
 		{"pause and ports", withPauseAndPorts{}, []string{"ports.expose", "lifecycle.pause-resume", "lifecycle.stop-start"},
 			[]string{"lifecycle.pause-resume", "ports.expose"}},
+		{"stdin without streaming", withStdin{}, []string{"exec.stdin", "exec.stream"}, []string{"exec.stdin"}},
 		{"unknown dropped", withFiles{}, []string{"teleport", "files"}, []string{"files"}},
 		{"sorted and deduplicated", withFiles{}, []string{"gpu", "files", "gpu", "arch.arm64", "files"},
 			[]string{"arch.arm64", "files", "gpu"}},

@@ -115,7 +115,7 @@ func TestInfoCapabilitiesHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"exec", "exec.stream", "files", "fork", "isolation.none", "lifecycle.stop-start",
+	want := []string{"exec", "exec.stdin", "exec.stream", "files", "fork", "isolation.none", "lifecycle.stop-start",
 		"persistence.disk", "snapshots.disk", "arch." + runtime.GOARCH}
 	slices.Sort(want)
 	if !slices.Equal(caps.Features, want) {

@@ -53,7 +53,7 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 			_, _ = stderr.Write(data)
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return api.ExecResult{}, err
 	}
@@ -72,19 +72,31 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
 	return a.run(ctx, ref, req, func(stream string, data []byte) error {
 		return emit(api.ExecEvent{Stream: stream, Data: string(data)})
-	})
+	}, nil)
 }
 
 // ExecStreamBytes implements adapters.ByteStreamer: data is the read buffer itself.
 func (a *Adapter) ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
-	return a.run(ctx, ref, req, emit)
+	return a.run(ctx, ref, req, emit, nil)
+}
+
+// ExecStdin implements adapters.StdinStreamer.
+func (a *Adapter) ExecStdin(ctx context.Context, ref string, req api.ExecRequest, stdin <-chan []byte, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
+	if req.Stdin != "" {
+		return adapters.ExitStatus{}, adapters.InvalidRequest("devhost: a command fed stdin while it runs takes none up front")
+	}
+	if stdin == nil {
+		return adapters.ExitStatus{}, adapters.InvalidRequest("devhost: ExecStdin needs a stdin channel")
+	}
+	return a.run(ctx, ref, req, emit, stdin)
 }
 
 // sink receives output chunks, always from the goroutine that called run.
 type sink func(stream string, data []byte) error
 
-// run is the one implementation behind Exec and ExecStream.
-func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out sink) (adapters.ExitStatus, error) {
+// run is the one implementation behind Exec, ExecStream and ExecStdin; stdin is
+// ExecStdin's, nil for the others.
+func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out sink, stdin <-chan []byte) (adapters.ExitStatus, error) {
 	if err := req.Validate(); err != nil {
 		return adapters.ExitStatus{}, err
 	}
@@ -103,7 +115,7 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 	// so a Stop or Delete either sees this exec (and kills it) or runs first (and the
 	// exec is refused): no command slips past a stop.
 	unlock := a.locks.lock("sbx:" + ref)
-	s, early, err := a.start(ref, req)
+	s, early, err := a.start(ref, req, stdin != nil)
 	unlock()
 	if err != nil {
 		return adapters.ExitStatus{}, err
@@ -116,6 +128,7 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 		return adapters.ExitStatus{Code: early.code}, nil
 	}
 	defer a.procs.remove(ref, s.proc)
+	s.stdinCh = stdin
 	return s.wait(ctx, timeout, out)
 }
 
@@ -133,10 +146,12 @@ type session struct {
 	stdout, stderr *os.File
 	stdin          *os.File // nil when the request has no stdin
 	stdinData      string
-	exited         func() // the jail's, called after Wait; nil without one
+	stdinCh        <-chan []byte // ExecStdin's; nil otherwise
+	exited         func()        // the jail's, called after Wait; nil without one
 }
 
-func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailure, error) {
+// start starts req's command; feed asks for a stdin pipe though req.Stdin is empty.
+func (a *Adapter) start(ref string, req api.ExecRequest, feed bool) (*session, *startFailure, error) {
 	m, err := a.loadMeta(ref)
 	if err != nil {
 		return nil, nil, err
@@ -184,7 +199,7 @@ func (a *Adapter) start(ref string, req api.ExecRequest) (*session, *startFailur
 	s := &session{stdinData: req.Stdin}
 	var outW, errW, inR *os.File
 	if s.stdout, outW, err = pipe(); err == nil {
-		if s.stderr, errW, err = pipe(); err == nil && req.Stdin != "" {
+		if s.stderr, errW, err = pipe(); err == nil && (req.Stdin != "" || feed) {
 			inR, s.stdin, err = pipe()
 		}
 	}
@@ -306,7 +321,14 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 		wg.Go(func() { readPipe(p.f, p.name, chunks) })
 	}
 	var closeStdin sync.Once
-	if s.stdin != nil {
+	// ended is closed once the command has exited: a feeder stops receiving then.
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
+	switch {
+	case s.stdinCh != nil:
+		wg.Go(func() { s.feed(ended, &closeStdin) })
+	case s.stdin != nil:
 		wg.Go(func() {
 			// EPIPE when the command does not read it all is fine.
 			_, _ = s.stdin.WriteString(s.stdinData)
@@ -347,6 +369,7 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 			c.release()
 		case waitErr = <-exited:
 			hasExit = true
+			end()
 			// Background leftovers die with their command; see Info.Description.
 			s.proc.exited()
 			if open > 0 {
@@ -373,6 +396,7 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 	}
 	_ = s.stdout.Close()
 	_ = s.stderr.Close()
+	end()
 	if s.stdin != nil {
 		// Wakes a writer still blocked because a reader escaped the group.
 		closeStdin.Do(func() { _ = s.stdin.Close() })
@@ -395,6 +419,30 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 		return adapters.ExitStatus{Code: 128 + int(ws.Signal())}, nil
 	}
 	return adapters.ExitStatus{Code: ps.ExitCode()}, nil
+}
+
+// feed writes what arrives on s.stdinCh to the command's stdin until the channel
+// closes (then the command's stdin closes: end of file) or the command has ended.
+// Once a write fails (the command closed its stdin), what still arrives is
+// received and dropped, so that the sender is never held up by a reader that is gone.
+func (s *session) feed(ended <-chan struct{}, closeStdin *sync.Once) {
+	defer closeStdin.Do(func() { _ = s.stdin.Close() })
+	broken := false
+	for {
+		select {
+		case b, ok := <-s.stdinCh:
+			if !ok {
+				return
+			}
+			if !broken {
+				if _, err := s.stdin.Write(b); err != nil {
+					broken = true
+				}
+			}
+		case <-ended:
+			return
+		}
+	}
 }
 
 // readPipe sends r's content to ch in chunks, then an eof marker. A multi-byte

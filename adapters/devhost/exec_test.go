@@ -460,3 +460,73 @@ func TestReadPipeBuffers(t *testing.T) {
 	}
 	t.Logf("largest chunk after the first two: %d bytes", largest)
 }
+
+// ExecStdin: a conversation over stdin and stdout, end of file when the channel
+// closes, a command that ends with stdin open, and one that closes its stdin while
+// its caller still sends.
+func TestExecStdin(t *testing.T) {
+	a := newAdapter(t)
+	ctx := context.Background()
+	create(t, a, "sbx_in", nil)
+	dir := a.fsDir("sbx_in")
+
+	t.Run("conversation", func(t *testing.T) {
+		stdin := make(chan []byte, 1)
+		stdin <- []byte("a\n")
+		var out []string
+		st, err := a.ExecStdin(ctx, "sbx_in", api.ExecRequest{Command: `while read l; do echo "got $l"; done; echo bye`}, stdin,
+			func(stream string, data []byte) error {
+				out = append(out, stream+":"+string(data))
+				switch string(data) {
+				case "got a\n":
+					stdin <- []byte("b\n")
+				case "got b\n":
+					close(stdin) // end of file: the loop ends
+				}
+				return nil
+			})
+		want := []string{"stdout:got a\n", "stdout:got b\n", "stdout:bye\n"}
+		if err != nil || st.Code != 0 || strings.Join(out, "|") != strings.Join(want, "|") {
+			t.Fatalf("ExecStdin = %+v, %v; output %q, want %q", st, err, out, want)
+		}
+	})
+
+	t.Run("ends with stdin open", func(t *testing.T) {
+		stdin := make(chan []byte, 1)
+		stdin <- []byte("first\nsecond\n")
+		var out bytes.Buffer
+		st, err := a.ExecStdin(ctx, "sbx_in", api.ExecRequest{Command: "head -n1; exit 4"}, stdin,
+			func(_ string, data []byte) error { out.Write(data); return nil })
+		if err != nil || st.Code != 4 || out.String() != "first\n" {
+			t.Fatalf("ExecStdin = %+v, %v; output %q", st, err, out.String())
+		}
+	})
+
+	t.Run("the command closes its stdin", func(t *testing.T) {
+		stdin := make(chan []byte) // unbuffered: each send waits for the adapter
+		var out bytes.Buffer
+		st, err := a.ExecStdin(ctx, "sbx_in", api.ExecRequest{Command: `mkfifo go; exec 0<&-; echo closed; read x < go; echo "done $x"`}, stdin,
+			func(_ string, data []byte) error {
+				out.Write(data)
+				if string(data) == "closed\n" {
+					// The command waits on the FIFO: these are received and dropped.
+					for range 3 {
+						stdin <- bytes.Repeat([]byte("x"), 1<<16)
+					}
+					return os.WriteFile(filepath.Join(dir, "go"), []byte("ok\n"), 0o600)
+				}
+				return nil
+			})
+		if err != nil || st.Code != 0 || out.String() != "closed\ndone ok\n" {
+			t.Fatalf("ExecStdin = %+v, %v; output %q", st, err, out.String())
+		}
+	})
+
+	t.Run("stdin up front as well", func(t *testing.T) {
+		_, err := a.ExecStdin(ctx, "sbx_in", api.ExecRequest{Command: "cat", Stdin: "x"}, make(chan []byte),
+			func(string, []byte) error { return nil })
+		if !api.IsCode(err, api.CodeInvalidRequest) {
+			t.Fatalf("err = %v, want invalid_request", err)
+		}
+	})
+}

@@ -314,3 +314,32 @@ func TestEgressFromASandbox(t *testing.T) {
 		t.Errorf("sockets left behind: %v", left)
 	}
 }
+
+// A conversation over stdin reaches the command through bwrap, and through the
+// egress bridge too.
+func TestExecStdinThroughTheJail(t *testing.T) {
+	t.Parallel()
+	u := startUpstreams(t)
+	for name, a := range map[string]*Adapter{"plain": newAdapter(t), "egress bridge": newEgressAdapter(t, u)} {
+		t.Run(name, func(t *testing.T) {
+			ref := create(t, a, nil)
+			stdin := make(chan []byte, 1)
+			stdin <- []byte("a\n")
+			var out []string
+			st, err := a.ExecStdin(t.Context(), ref, api.ExecRequest{Command: `while read l; do echo "got $l"; done; echo bye`}, stdin,
+				func(_ string, data []byte) error {
+					out = append(out, string(data))
+					switch string(data) {
+					case "got a\n":
+						stdin <- []byte("b\n")
+					case "got b\n":
+						close(stdin)
+					}
+					return nil
+				})
+			if err != nil || st.Code != 0 || strings.Join(out, "") != "got a\ngot b\nbye\n" {
+				t.Fatalf("ExecStdin = %+v, %v; output %q", st, err, out)
+			}
+		})
+	}
+}

@@ -188,6 +188,7 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 	features := []string{
 		adapters.FeatureExec,
 		adapters.FeatureExecStream,
+		adapters.FeatureExecStdin,
 		adapters.FeatureFiles,
 		adapters.FeatureStopStart,
 		adapters.FeaturePersistenceDisk,

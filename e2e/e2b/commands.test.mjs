@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { CommandExitError } from 'e2b'
-import { needs, withSandbox } from './env.mjs'
+import { features, needs, withSandbox } from './env.mjs'
 
 test('output arrives through onStdout and in the result', needs('exec'), async () => {
   await withSandbox({}, async (sbx) => {
@@ -63,6 +63,38 @@ test('a background command runs until killed', needs('exec'), async () => {
     await assert.rejects(handle.wait(), (err) => {
       assert.ok(err instanceof CommandExitError, `${err} is not a CommandExitError`)
       assert.notEqual(err.exitCode, 0)
+      return true
+    })
+  })
+})
+
+test('stdin is fed while the command runs, and closed', needs('exec', 'stdin'), async () => {
+  await withSandbox({}, async (sbx) => {
+    const seen = []
+    let gotOne
+    const one = new Promise((resolve) => (gotOne = resolve))
+    const handle = await sbx.commands.run('while read l; do echo "got $l"; done; echo bye', {
+      background: true,
+      stdin: true,
+      onStdout: (data) => {
+        seen.push(data)
+        if (seen.join('').includes('got one\n')) gotOne()
+      },
+    })
+    await sbx.commands.sendStdin(handle.pid, 'one\n')
+    await one // the command answered before the next line was sent
+    await handle.sendStdin('two\n')
+    await handle.closeStdin()
+    const result = await handle.wait()
+    assert.equal(result.exitCode, 0)
+    assert.equal(result.stdout, 'got one\ngot two\nbye\n')
+  })
+})
+
+test('stdin on a pool that cannot feed it is refused, naming the pool', { ...needs(), skip: features.has('stdin') ? 'the pool under test feeds stdin' : false }, async () => {
+  await withSandbox({}, async (sbx) => {
+    await assert.rejects(sbx.commands.run('cat', { background: true, stdin: true }), (err) => {
+      assert.match(err.message, /feeding stdin to a running command is not supported by pool \S+/)
       return true
     })
   })

@@ -69,3 +69,28 @@ func (x *Command) Stream(ctx context.Context, out Output) (api.ExecEvent, error)
 	}
 	return final, nil
 }
+
+// CanFeedStdin says whether the command's pool can feed its stdin while it runs
+// (exec.stdin), as StreamStdin needs: nil when it can, unsupported_operation
+// naming the pool when not.
+func (x *Command) CanFeedStdin() error {
+	if _, ok := x.t.view.Adapter.(adapters.StdinStreamer); ok && x.t.view.Supports(adapters.FeatureExecStdin) {
+		return nil
+	}
+	return unsupported("feeding stdin to a running command", x.t.view)
+}
+
+// StreamStdin is Stream with the command's stdin fed from stdin while it runs:
+// each piece received is written to it, and closing stdin closes it (see
+// adapters.StdinStreamer). A pool without exec.stdin refuses with
+// unsupported_operation naming it.
+func (x *Command) StreamStdin(ctx context.Context, stdin <-chan []byte, out Output) (api.ExecEvent, error) {
+	if err := x.CanFeedStdin(); err != nil {
+		return api.ExecEvent{}, err
+	}
+	st, err := x.t.view.Adapter.(adapters.StdinStreamer).ExecStdin(ctx, x.t.sb.BackendRef, x.req, stdin, out.EmitBytes)
+	if err != nil {
+		return api.ExecEvent{}, adapterError(err, "exec", x.t.view)
+	}
+	return api.ExitEvent(st.Code, st.TimedOut), nil
+}

@@ -32,9 +32,12 @@
 // what polling can and cannot see. They are bounded per sandbox and per handler, and
 // end with their stream, by RemoveWatcher, unread for watcherIdle, or by Close.
 //
-// Not served, with unimplemented errors that say why: PTYs and input to a running
-// process (SendInput, StreamInput, CloseStdin; exec takes stdin only up front). The
-// username query parameter and X-Metadata-* upload headers are ignored.
+// A process's stdin (SendInput, StreamInput, CloseStdin) is fed while it runs on
+// pools with exec.stdin; elsewhere a start that asks for stdin is refused, naming
+// the pool, and one that does not ask runs with stdin at end of file.
+//
+// Not served, with unimplemented errors that say why: PTYs. The username query
+// parameter and X-Metadata-* upload headers are ignored.
 package envd
 
 import (

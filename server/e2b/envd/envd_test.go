@@ -338,11 +338,120 @@ func TestCloseKillsProcesses(t *testing.T) {
 	}
 }
 
-func TestStdinIsUnimplemented(t *testing.T) {
+// stdin: input sent while the command runs, by SendInput and in order by
+// StreamInput, end of file by CloseStdin; refusals for a process without stdin, a
+// PTY's input and an unknown process.
+func TestStdin(t *testing.T) {
 	e := newEnv(t)
-	_, err := e.process().SendInput(context.Background(), connect.NewRequest(&processpb.SendInputRequest{}))
-	if connect.CodeOf(err) != connect.CodeUnimplemented || !strings.Contains(err.Error(), "stdin") {
-		t.Fatalf("SendInput: %v, want unimplemented naming stdin", err)
+	ctx := context.Background()
+	yes, no := true, false
+	stream, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", `while read l; do echo "got $l"; done; echo bye`}}, Stdin: &yes}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() || stream.Msg().GetEvent().GetStart() == nil {
+		t.Fatalf("no start event: %v", stream.Err())
+	}
+	sel := &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: stream.Msg().GetEvent().GetStart().GetPid()}}
+	next := func() string {
+		t.Helper()
+		for stream.Receive() {
+			if d := stream.Msg().GetEvent().GetData(); d != nil {
+				return string(d.GetStdout()) + string(d.GetStderr())
+			}
+		}
+		t.Fatalf("the stream ended: %v", stream.Err())
+		return ""
+	}
+	input := func(s string) *processpb.ProcessInput {
+		return &processpb.ProcessInput{Input: &processpb.ProcessInput_Stdin{Stdin: []byte(s)}}
+	}
+
+	if _, err := e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel, Input: input("one\n")})); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != "got one\n" {
+		t.Fatalf("after SendInput: %q", got)
+	}
+	in := e.process().StreamInput(ctx)
+	for _, msg := range []*processpb.StreamInputRequest{
+		{Event: &processpb.StreamInputRequest_Start{Start: &processpb.StreamInputRequest_StartEvent{Process: sel}}},
+		{Event: &processpb.StreamInputRequest_Data{Data: &processpb.StreamInputRequest_DataEvent{Input: input("two\n")}}},
+		{Event: &processpb.StreamInputRequest_Keepalive{Keepalive: &processpb.StreamInputRequest_KeepAlive{}}},
+		{Event: &processpb.StreamInputRequest_Data{Data: &processpb.StreamInputRequest_DataEvent{Input: input("three\n")}}},
+	} {
+		if err := in.Send(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.CloseAndReceive(); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for len(got) < len("got two\ngot three\n") {
+		got += next()
+	}
+	if got != "got two\ngot three\n" {
+		t.Fatalf("after StreamInput: %q", got)
+	}
+	_, err = e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel,
+		Input: &processpb.ProcessInput{Input: &processpb.ProcessInput_Pty{Pty: []byte("x")}}}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented || !strings.Contains(err.Error(), "PTY") {
+		t.Errorf("PTY input: %v, want unimplemented naming the PTY", err)
+	}
+	if _, err := e.process().CloseStdin(ctx, connect.NewRequest(&processpb.CloseStdinRequest{Process: sel})); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != "bye\n" {
+		t.Fatalf("after CloseStdin: %q", got)
+	}
+	var end *processpb.ProcessEvent_EndEvent
+	for stream.Receive() {
+		if end = stream.Msg().GetEvent().GetEnd(); end != nil {
+			break
+		}
+	}
+	if end == nil || end.ExitCode != 0 || !end.Exited {
+		t.Fatalf("end %v, %v; want exit 0", end, stream.Err())
+	}
+	_, err = e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel, Input: input("late\n")}))
+	if connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("input after the end: %v, want not_found", err)
+	}
+
+	// Started with stdin: false, a command reads end of file, and input is refused.
+	cat, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{Process: &processpb.ProcessConfig{Cmd: "cat"}, Stdin: &no}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	end = nil
+	for cat.Receive() {
+		if e := cat.Msg().GetEvent().GetEnd(); e != nil {
+			end = e
+		}
+	}
+	if end == nil || end.ExitCode != 0 {
+		t.Errorf("cat without stdin: %v, %v", end, cat.Err())
+	}
+	s2, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "sleep", Args: []string{"1000"}}, Stdin: &no}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if !s2.Receive() {
+		t.Fatal(s2.Err())
+	}
+	sel2 := &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: s2.Msg().GetEvent().GetStart().GetPid()}}
+	_, err = e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel2, Input: input("x")}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "stdin: true") {
+		t.Errorf("input to a process without stdin: %v", err)
+	}
+	if _, err := e.process().SendSignal(ctx, connect.NewRequest(&processpb.SendSignalRequest{Process: sel2, Signal: processpb.Signal_SIGNAL_SIGKILL})); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -52,6 +52,12 @@ type process struct {
 	ctx     context.Context
 	kill    context.CancelCauseFunc
 
+	// stdin feeds the command's stdin while it runs; nil when it was started
+	// without. stdinMu keeps a close from racing a send: senders hold it shared.
+	stdin       chan []byte
+	stdinMu     sync.RWMutex
+	stdinClosed bool
+
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
 	end  *processpb.ProcessEvent_EndEvent
@@ -67,7 +73,7 @@ type subscriber struct {
 
 // add registers a process about to run in sandbox; max bounds the sandbox's running
 // processes.
-func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string, timeout time.Duration, max int) (*process, error) {
+func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string, timeout time.Duration, max int, stdin bool) (*process, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -99,6 +105,9 @@ func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string
 	}
 	p := &process{pid: r.lastPID, sandbox: sandbox, config: cfg, tag: tag, ctx: ctx, kill: kill,
 		subs: map[*subscriber]struct{}{}, done: make(chan struct{})}
+	if stdin {
+		p.stdin = make(chan []byte)
+	}
 	procs[p.pid] = p
 	r.wg.Add(1)
 	return p, nil
@@ -109,7 +118,13 @@ func (r *registry) run(p *process, cmd *sandboxes.Command) {
 	go func() {
 		defer r.wg.Done()
 		defer p.kill(nil)
-		final, err := cmd.Stream(p.ctx, &output{p: p})
+		var final api.ExecEvent
+		var err error
+		if p.stdin != nil {
+			final, err = cmd.StreamStdin(p.ctx, p.stdin, &output{p: p})
+		} else {
+			final, err = cmd.Stream(p.ctx, &output{p: p})
+		}
 		end := endEvent(final, err, p.ctx.Err() != nil)
 		// Unregistered before its end is told, so that a List after the end event
 		// no longer shows it.
@@ -160,6 +175,44 @@ func (r *registry) close() {
 	r.mu.Unlock()
 	r.cancel(errKilled)
 	r.wg.Wait()
+}
+
+// errNoStdin is the answer to input for a process started without stdin.
+var errNoStdin = connect.NewError(connect.CodeFailedPrecondition, errors.New("the process was started without stdin (start it with stdin: true)"))
+
+// write hands data to the command's stdin, waiting while the command has not read
+// what came before, as a write to a full pipe does.
+func (p *process) write(ctx context.Context, data []byte) error {
+	if p.stdin == nil {
+		return errNoStdin
+	}
+	p.stdinMu.RLock()
+	defer p.stdinMu.RUnlock()
+	if p.stdinClosed {
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("the stdin of process %d is closed", p.pid))
+	}
+	select {
+	case p.stdin <- data:
+		return nil
+	case <-p.done:
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d has ended", p.pid))
+	case <-ctx.Done():
+		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+}
+
+// closeStdin ends the command's stdin: it reads end of file.
+func (p *process) closeStdin() error {
+	if p.stdin == nil {
+		return errNoStdin
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if !p.stdinClosed {
+		p.stdinClosed = true
+		close(p.stdin)
+	}
+	return nil
 }
 
 func (p *process) subscribe() *subscriber {
@@ -338,7 +391,16 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[process
 	if err != nil {
 		return connectError(err)
 	}
-	p, err := h.procs.add(id, cfg, req.Msg.Tag, timeout, h.opts.MaxProcesses)
+	// envd keeps stdin open unless asked not to (the SDKs say stdin: false unless
+	// their caller wants it). Asked for, on a pool that cannot feed a running
+	// command, it is refused; merely not refused, such a pool runs the command with
+	// stdin at end of file, as before the field existed.
+	stdinErr := cmd.CanFeedStdin()
+	if req.Msg.Stdin != nil && *req.Msg.Stdin && stdinErr != nil {
+		return connectError(stdinErr)
+	}
+	feed := stdinErr == nil && (req.Msg.Stdin == nil || *req.Msg.Stdin)
+	p, err := h.procs.add(id, cfg, req.Msg.Tag, timeout, h.opts.MaxProcesses, feed)
 	if err != nil {
 		return err
 	}
@@ -395,18 +457,89 @@ func (s *processService) SendSignal(ctx context.Context, req *connect.Request[pr
 	return connect.NewResponse(&processpb.SendSignalResponse{}), nil
 }
 
-const noStdin = "Differently's exec takes a command's whole stdin when it starts, not while it runs"
-
-func (s *processService) SendInput(context.Context, *connect.Request[processpb.SendInputRequest]) (*connect.Response[processpb.SendInputResponse], error) {
-	return nil, unimplemented("SendInput", noStdin)
+// stdinOf is what a process's input is, as input's oneof: stdin bytes, or a PTY's,
+// which Differently does not have.
+func stdinOf(in *processpb.ProcessInput) ([]byte, error) {
+	switch v := in.GetInput().(type) {
+	case *processpb.ProcessInput_Stdin:
+		return v.Stdin, nil
+	case *processpb.ProcessInput_Pty:
+		return nil, unimplemented("input to a PTY", "Differently's exec runs commands without a terminal")
+	}
+	return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("input (stdin) is required"))
 }
 
-func (s *processService) StreamInput(context.Context, *connect.ClientStream[processpb.StreamInputRequest]) (*connect.Response[processpb.StreamInputResponse], error) {
-	return nil, unimplemented("StreamInput", noStdin)
+func (s *processService) SendInput(ctx context.Context, req *connect.Request[processpb.SendInputRequest]) (*connect.Response[processpb.SendInputResponse], error) {
+	_, id, err := s.h.caller(ctx, req.Header())
+	if err != nil {
+		return nil, connectError(err)
+	}
+	data, err := stdinOf(req.Msg.GetInput())
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.write(ctx, data); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&processpb.SendInputResponse{}), nil
 }
 
-func (s *processService) CloseStdin(context.Context, *connect.Request[processpb.CloseStdinRequest]) (*connect.Response[processpb.CloseStdinResponse], error) {
-	return nil, unimplemented("CloseStdin", noStdin)
+// StreamInput is input in order: a start naming the process, then data, until the
+// client ends the stream (which does not close the command's stdin).
+func (s *processService) StreamInput(ctx context.Context, stream *connect.ClientStream[processpb.StreamInputRequest]) (*connect.Response[processpb.StreamInputResponse], error) {
+	_, id, err := s.h.caller(ctx, stream.RequestHeader())
+	if err != nil {
+		return nil, connectError(err)
+	}
+	var p *process
+	for stream.Receive() {
+		switch ev := stream.Msg().GetEvent().(type) {
+		case *processpb.StreamInputRequest_Start:
+			if p != nil {
+				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a second start event in one input stream"))
+			}
+			if p, err = s.h.procs.find(id, ev.Start.GetProcess()); err != nil {
+				return nil, err
+			}
+		case *processpb.StreamInputRequest_Data:
+			if p == nil {
+				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("data before the start event that names the process"))
+			}
+			data, err := stdinOf(ev.Data.GetInput())
+			if err != nil {
+				return nil, err
+			}
+			if err := p.write(ctx, data); err != nil {
+				return nil, err
+			}
+		case *processpb.StreamInputRequest_Keepalive:
+		default:
+			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("an input stream event is start, data or keepalive"))
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&processpb.StreamInputResponse{}), nil
+}
+
+func (s *processService) CloseStdin(ctx context.Context, req *connect.Request[processpb.CloseStdinRequest]) (*connect.Response[processpb.CloseStdinResponse], error) {
+	_, id, err := s.h.caller(ctx, req.Header())
+	if err != nil {
+		return nil, connectError(err)
+	}
+	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.closeStdin(); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&processpb.CloseStdinResponse{}), nil
 }
 
 func (s *processService) Update(context.Context, *connect.Request[processpb.UpdateRequest]) (*connect.Response[processpb.UpdateResponse], error) {
