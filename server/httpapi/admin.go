@@ -14,7 +14,6 @@ import (
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/apierr"
-	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
@@ -108,78 +107,23 @@ type trustEntry = struct {
 }
 
 func (s *Server) GetTrustReport(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	policy, err := s.st.GetPolicy(ctx)
+	rep, err := s.poolSvc.Trust(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	stored, err := s.st.ListPools(ctx)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	byName := map[string]store.Pool{}
-	for _, p := range stored {
-		byName[p.Name] = p
-	}
-	views := map[string]pools.View{}
-	for _, v := range s.pools.Views() {
-		views[v.Pool.Name] = v
-		if _, ok := byName[v.Pool.Name]; !ok {
-			byName[v.Pool.Name] = v.Pool
-		}
-	}
-	out := TrustReport{AllowExternal: policy.AllowExternal, ExternalPools: ptr(nonNil(slices.Clone(policy.ExternalPools)))}
-	out.Pools = []trustEntry{}
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		p := byName[name]
-		listed := slices.Contains(policy.ExternalPools, name)
-		e := trustEntry{Name: name, Adapter: p.Adapter, Trust: string(p.Trust),
-			ReceivesWork: p.Trust != api.TrustExternal || policy.AllowExternal && listed}
-		var note string
-		if v, ok := views[name]; ok && v.Adapter != nil {
-			e.AdapterClaim = strPtr(string(v.Info.Trust))
-			e.Isolation = strPtr(v.Info.Isolation)
-			if v.Info.Trust != "" && v.Info.Trust != p.Trust {
-				note = fmt.Sprintf("the adapter claims %s; the operator's setting (%s) applies", v.Info.Trust, p.Trust)
-			}
-		} else {
-			note = "adapter not built or not probed yet"
-		}
-		if p.Trust == api.TrustExternal {
-			switch {
-			case !policy.AllowExternal:
-				note = joinNote(note, "external, and the policy does not allow external placement")
-			case !listed:
-				note = joinNote(note, "external, and not listed in externalPools")
-			}
-		}
-		e.Note = strPtr(note)
-		out.Pools = append(out.Pools, e)
+	out := TrustReport{AllowExternal: rep.AllowExternal, ExternalPools: ptr(nonNil(rep.ExternalPools))}
+	out.Pools = make([]trustEntry, 0, len(rep.Pools))
+	for _, p := range rep.Pools {
+		out.Pools = append(out.Pools, trustEntry{Name: p.Name, Adapter: p.Adapter, Trust: string(p.Trust),
+			AdapterClaim: strPtr(p.AdapterClaim), Isolation: strPtr(p.Isolation), ReceivesWork: p.ReceivesWork,
+			Note: strPtr(p.Note)})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
 func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
-	if s.rec == nil {
-		s.writeError(w, r, api.Errorf(api.CodeProviderUnavailable, "the reconciler is not running on this replica"))
-		return
-	}
-	rep, err := s.rec.Reconcile(r.Context())
-	if errors.Is(err, reconcile.ErrPassRunning) {
-		// Passes never overlap; this one may run as soon as the other replica's ends.
-		if e := api.AsError(err); e != nil {
-			err = retryAfter(e, int(reconcile.PassRetryAfter/time.Second))
-		}
-	}
+	rep, err := s.reconcile(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -189,6 +133,22 @@ func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
 	}
 	// reconcile.Report's JSON is the ReconcileReport schema.
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// reconcile runs one pass on this replica's reconciler, for the API and the front
+// doors (Backend.Reconcile).
+func (s *Server) reconcile(ctx context.Context) (reconcile.Report, error) {
+	if s.rec == nil {
+		return reconcile.Report{}, api.Errorf(api.CodeProviderUnavailable, "the reconciler is not running on this replica")
+	}
+	rep, err := s.rec.Reconcile(ctx)
+	if errors.Is(err, reconcile.ErrPassRunning) {
+		// Passes never overlap; this one may run as soon as the other replica's ends.
+		if e := api.AsError(err); e != nil {
+			err = retryAfter(e, int(reconcile.PassRetryAfter/time.Second))
+		}
+	}
+	return rep, err
 }
 
 func (s *Server) ListTokens(w http.ResponseWriter, r *http.Request) {

@@ -1,12 +1,11 @@
 package httpapi
 
 import (
+	"github.com/different-ai/differently/server/pools"
+	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
 	"math"
 	"slices"
-	"time"
-
-	"github.com/different-ai/differently/server/pools"
-	"github.com/different-ai/differently/server/store"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -64,41 +63,17 @@ func (s *Server) toSandbox(sb store.Sandbox) Sandbox {
 			out.Placement.Regions = ptr(slices.Clone(pl.Regions))
 		}
 	}
-	if sb.Pool != "" {
-		if v, ok := s.pools.View(sb.Pool); ok {
-			out.Cost = ptr(estimateCost(sb, v.Pool.CostModel, s.now()))
-		}
+	if c, ok := s.svc.Cost(sb); ok {
+		out.Cost = ptr(c)
 	}
 	return out
 }
 
-// estimateCost prices a sandbox from its pool's current cost model and its requested
-// resources, for every hour since it was created (queueing included, which keeps the
-// figure simple and never under the truth) until it reached a terminal state. It is an
-// estimate: a changed cost model reprices the whole life of the sandbox, and a backend
-// that bills by real usage will differ.
-func estimateCost(sb store.Sandbox, m store.CostModel, now time.Time) float64 {
-	end := now
-	if sb.State.IsTerminal() {
-		end = sb.StateChangedAt
-	}
-	hours := end.Sub(sb.CreatedAt).Hours()
-	if hours <= 0 {
-		return 0
-	}
-	perHour := m.CPUHour*sb.Resources.CPU + m.MemoryGiBHour*float64(sb.Resources.MemoryMiB)/1024
-	return saturate(hours * perHour)
-}
-
-// saturate keeps a figure the API answers finite, which JSON requires: past the
-// largest float64 it is that. Only rows stored before the bounds of api/limits.go,
-// or an extravagant cost model, come near it.
-func saturate(f float64) float64 {
-	if f > math.MaxFloat64 {
-		return math.MaxFloat64
-	}
-	return f
-}
+// estimateCost and saturate are the sandbox service's, which the console shares.
+var (
+	estimateCost = sandboxes.EstimateCost
+	saturate     = func(f float64) float64 { return min(f, math.MaxFloat64) }
+)
 
 func toSnapshot(sn store.Snapshot) Snapshot {
 	return Snapshot{

@@ -12,19 +12,18 @@ import (
 
 // ListSandboxEvents answers one sandbox's history, a page at a time.
 func (s *Server) ListSandboxEvents(w http.ResponseWriter, r *http.Request, id SandboxID, params ListSandboxEventsParams) {
-	ctx := r.Context()
-	sb, err := s.loadSandbox(ctx, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	f, err := eventFilter(params.Type, params.Limit, params.Cursor)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	f.Org, f.Project, f.SandboxID = sb.Org, sb.Project, sb.ID
-	s.writeEvents(w, r, f)
+	ctx := r.Context()
+	items, next, err := s.svc.Events(ctx, callerOf(ctx), id, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeEventList(w, items, next)
 }
 
 // ListEvents answers the events of every sandbox the token may see, a page at a time
@@ -66,6 +65,10 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, f store.Eve
 		s.writeError(w, r, err)
 		return
 	}
+	writeEventList(w, items, next)
+}
+
+func writeEventList(w http.ResponseWriter, items []store.Event, next string) {
 	out := EventList{Items: make([]Event, 0, len(items)), NextCursor: next}
 	for _, e := range items {
 		out.Items = append(out.Items, toEvent(e))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
+	"github.com/different-ai/differently/server/pooladmin"
+	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
@@ -19,6 +21,13 @@ import (
 type Backend struct {
 	// Sandboxes is the sandbox service behind this API's sandbox routes.
 	Sandboxes *sandboxes.Service
+	// Pools is the pool service behind the admin pool routes. It does not check
+	// the caller: a front door lends it to admins only.
+	Pools *pooladmin.Service
+	// Reconcile runs one reconcile pass now, as POST /v1/admin/reconcile does (the
+	// same errors: provider_unavailable when no reconciler runs on this replica,
+	// reconcile.ErrPassRunning while another pass runs). Admins only.
+	Reconcile func(ctx context.Context) (reconcile.Report, error)
 	// Authenticate is the caller holding a token secret, checked exactly as a
 	// Bearer token on this API (through the same cache, marking the token used).
 	// A secret naming no usable token is an unauthenticated *api.Error.
@@ -45,6 +54,8 @@ type FrontDoor struct {
 func (s *Server) backend() Backend {
 	return Backend{
 		Sandboxes: s.svc,
+		Pools:     s.poolSvc,
+		Reconcile: s.reconcile,
 		Authenticate: func(ctx context.Context, secret string) (sandboxes.Caller, error) {
 			p, err := s.principalOf(ctx, secret, api.Errorf(api.CodeUnauthenticated, "a valid API key is required"))
 			return p.caller(), err
