@@ -33,6 +33,7 @@ type Config struct {
 	Files     Files        `yaml:"files"`
 	Events    Events       `yaml:"events"`
 	E2B       E2B          `yaml:"e2b"`
+	Console   Console      `yaml:"console"`
 	Pools     []PoolConfig `yaml:"pools"`
 	// PoolCredentials restricts which of the daemon's variables pools may name as
 	// their credential, whether they come from this file or the admin API.
@@ -164,6 +165,14 @@ type E2B struct {
 	Enabled bool `yaml:"enabled"`
 }
 
+// Console is the operator console in the browser, served under /ui
+// (docs/console.md).
+type Console struct {
+	// Enabled serves it. On by default: it signs in only with a valid token, shows
+	// a token only what the API would show it, and loads nothing from elsewhere.
+	Enabled bool `yaml:"enabled"`
+}
+
 // EnvE2BTokenSecret holds the secret that signs the E2B front door's per-sandbox
 // envd access tokens. Every replica of one installation needs the same; left unset,
 // each start makes a random one, which suits a single replica (tokens given out
@@ -260,7 +269,8 @@ func Default() *Config {
 			LargeTransferBytes: defaults.LargeTransferBytes},
 		Events: Events{KeepPerSandbox: defaults.EventsPerSandbox,
 			KeepAfterTerminalSeconds: int(defaults.EventsAfterTerminal / time.Second)},
-		E2B: E2B{Enabled: true},
+		E2B:     E2B{Enabled: true},
+		Console: Console{Enabled: true},
 	}
 }
 

@@ -198,6 +198,19 @@ func TestE2BEnabled(t *testing.T) {
 	}
 }
 
+// The console is on unless the file turns it off.
+func TestConsoleEnabled(t *testing.T) {
+	for yaml, want := range map[string]bool{"": true, "console: {}\n": true, "console:\n  enabled: false\n": false, "console:\n  enabled: true\n": true} {
+		cfg, err := Parse([]byte(yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", yaml, err)
+		}
+		if cfg.Console.Enabled != want {
+			t.Errorf("%q: console.enabled = %v, want %v", yaml, cfg.Console.Enabled, want)
+		}
+	}
+}
+
 func TestLoadNamesFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	src := "database:\n  url: x.db\npools:\n  - name: lab\n    adapter: remote\n    region: r\n    maxConcurency: 3\n"

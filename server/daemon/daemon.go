@@ -36,6 +36,7 @@ import (
 	"github.com/different-ai/differently/internal/safeurl"
 	"github.com/different-ai/differently/server/changes"
 	"github.com/different-ai/differently/server/config"
+	"github.com/different-ai/differently/server/console"
 	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/e2b"
 	"github.com/different-ai/differently/server/e2b/envd"
@@ -435,11 +436,15 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 	return nil
 }
 
-// frontDoors are the API's front doors for other protocols: E2B's, under /e2b,
-// unless e2b.enabled is false.
+// frontDoors are the API's front doors: the console under /ui unless
+// console.enabled is false, and E2B's protocol under /e2b unless e2b.enabled is false.
 func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
+	var doors []httpapi.FrontDoor
+	if d.cfg.Console.Enabled {
+		doors = append(doors, d.consoleDoor())
+	}
 	if !d.cfg.E2B.Enabled {
-		return nil, nil
+		return doors, nil
 	}
 	secret := []byte(d.opts.Getenv(config.EnvE2BTokenSecret))
 	switch {
@@ -453,7 +458,7 @@ func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
 			len(secret), config.MinE2BTokenSecretBytes)
 	}
 	log := d.opts.Logger
-	return []httpapi.FrontDoor{{Prefix: "/e2b", Build: func(b httpapi.Backend) (http.Handler, error) {
+	return append(doors, httpapi.FrontDoor{Prefix: "/e2b", Build: func(b httpapi.Backend) (http.Handler, error) {
 		// The envd front door owns the processes started through it; Run stops them
 		// once the API has drained.
 		d.envd = envd.NewHandler(b.Sandboxes, e2b.EnvdVerifier{Secret: secret, Sandboxes: b.Sandboxes},
@@ -467,7 +472,22 @@ func (d *Daemon) frontDoors() ([]httpapi.FrontDoor, error) {
 			return nil, err
 		}
 		return http.StripPrefix("/e2b", h), nil
-	}}}, nil
+	}}), nil
+}
+
+// consoleDoor serves the operator console under /ui (server/console) with the API's
+// services and token check.
+func (d *Daemon) consoleDoor() httpapi.FrontDoor {
+	return httpapi.FrontDoor{Prefix: console.Prefix, Build: func(b httpapi.Backend) (http.Handler, error) {
+		c, err := console.New(console.Options{
+			Sandboxes: b.Sandboxes, Authenticate: b.Authenticate, Pools: b.Pools, Reconcile: b.Reconcile,
+			Clock: d.opts.Clock, Logger: d.opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}}
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
