@@ -69,7 +69,8 @@ func (dd *devDaemon) sandbox(t *testing.T, project string, labels map[string]str
 	t.Helper()
 	pool := "fake"
 	body := client.SandboxCreate{Project: &project, Labels: &labels,
-		Placement: &client.Placement{AllowedPools: &[]string{pool}}}
+		Placement: &client.Placement{AllowedPools: &[]string{pool}},
+		Resources: &client.Resources{CPU: 1, MemoryMiB: 1024}}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	sb, err := dd.c.CreateSandboxAndWait(ctx, body, "")
@@ -134,7 +135,9 @@ func (b *browser) do(method, path string, form url.Values, origin string) (*http
 	return resp, string(data)
 }
 
-func (b *browser) get(path string) (*http.Response, string) { return b.do(http.MethodGet, path, nil, "") }
+func (b *browser) get(path string) (*http.Response, string) {
+	return b.do(http.MethodGet, path, nil, "")
+}
 
 // post sends a form from the console's own origin.
 func (b *browser) post(path string, form url.Values) (*http.Response, string) {

@@ -129,6 +129,8 @@ func serveStatic(w http.ResponseWriter, r *http.Request) {
 	switch path.Ext(name) {
 	case ".js":
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	case ".svg":
+		w.Header().Set("Content-Type", "image/svg+xml")
 	case ".css":
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	default:
