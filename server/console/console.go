@@ -316,6 +316,11 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, "signin", nil, map[string]any{"Error": msg})
 		return
 	}
+	// A browser signing in again leaves its old session behind, ended: the new
+	// session gets a new ID, so an ID known before sign-in is worth nothing after.
+	if old, ok := c.session(r); ok {
+		c.sessions.end(old.id)
+	}
 	ses, err := c.sessions.start(secret, c.clock.Now())
 	if err != nil {
 		c.fail(w, r, nil, err)

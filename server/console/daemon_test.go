@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
 )
 
@@ -23,11 +24,15 @@ type devDaemon struct {
 	c          *client.Client
 }
 
-func startDaemon(t *testing.T) *devDaemon {
+func startDaemon(t *testing.T) *devDaemon { return startDaemonWith(t, nil) }
+
+// startDaemonWith starts a development daemon with cfg as its config file (nil:
+// none).
+func startDaemonWith(t *testing.T, cfg *config.Config) *devDaemon {
 	t.Helper()
 	dataDir := t.TempDir()
 	d, err := daemon.New(t.Context(), daemon.Options{
-		Dev: true, DataDir: dataDir, Listen: "127.0.0.1:0",
+		Dev: true, DataDir: dataDir, Listen: "127.0.0.1:0", Config: cfg,
 		Getenv: func(string) string { return "" }, Stdout: io.Discard,
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/different-ai/differently/client"
 )
 
 // The console's security properties, checked over plain HTTP against a real
@@ -96,6 +98,30 @@ func TestConsoleHTTP(t *testing.T) {
 		}
 		if resp, _ := replay.get("/ui/sandboxes/rows"); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a fragment without a session: %d, want 401", resp.StatusCode)
+		}
+	})
+
+	t.Run("revoked token", func(t *testing.T) {
+		project := "delta"
+		org := "default"
+		tok, err := dd.c.CreateToken(t.Context(), client.TokenCreate{Scope: "project", Org: &org, Project: &project})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBrowser(t, dd.url)
+		b.signIn(tok.Secret)
+		if resp, _ := b.get("/ui/sandboxes"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("signed in: %d", resp.StatusCode)
+		}
+		// A token deleted through the API ends its sessions at their next request.
+		if err := dd.c.DeleteToken(t.Context(), tok.Token.Id); err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := b.get("/ui/sandboxes"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/signin" {
+			t.Errorf("after the token's deletion: %d %s, want the sign-in page", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, _ := b.get("/ui/sandboxes/rows"); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a fragment after the token's deletion: %d, want 401", resp.StatusCode)
 		}
 	})
 
