@@ -134,6 +134,55 @@ func checkStreamBytes(ctx context.Context, s *suite) error {
 
 var errStopStream = errors.New("conformance: the consumer stopped reading")
 
+// checkStdin: input fed while a command runs reaches it in order, an answer can
+// come before the next input is sent, closing the channel is end of file, and a
+// command that ends with stdin open ends the exec.
+func checkStdin(ctx context.Context, s *suite) error {
+	if err := s.requireFeature(adapters.FeatureExecStdin); err != nil {
+		return err
+	}
+	if s.opts.SimulatedExec {
+		return skipf("commands are simulated")
+	}
+	ss := s.a.(adapters.StdinStreamer)
+	main, err := s.mainInstance(ctx)
+	if err != nil {
+		return err
+	}
+	stdin := make(chan []byte, 1)
+	stdin <- []byte("a\n")
+	var out strings.Builder
+	status, err := ss.ExecStdin(ctx, main.Ref, api.ExecRequest{Command: `while read l; do echo "got $l"; done; echo bye`}, stdin,
+		func(stream string, data []byte) error {
+			if stream != api.StreamStdout {
+				return nil
+			}
+			out.Write(data)
+			switch out.String() {
+			case "got a\n":
+				stdin <- []byte("b\n") // only after the answer to the first line
+			case "got a\ngot b\n":
+				close(stdin)
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("ExecStdin: %w", err)
+	}
+	if out.String() != "got a\ngot b\nbye\n" || status.Code != 0 {
+		return fmt.Errorf("ExecStdin: stdout %q exit %d, want %q 0", out.String(), status.Code, "got a\ngot b\nbye\n")
+	}
+	open := make(chan []byte, 1)
+	open <- []byte("first\nsecond\n")
+	out.Reset()
+	status, err = ss.ExecStdin(ctx, main.Ref, api.ExecRequest{Command: "head -n1; exit 3"}, open,
+		func(_ string, data []byte) error { out.Write(data); return nil })
+	if err != nil || out.String() != "first\n" || status.Code != 3 {
+		return fmt.Errorf("a command that ends with stdin open: stdout %q exit %d, %v; want %q 3", out.String(), status.Code, err, "first\n")
+	}
+	return nil
+}
+
 // checkStreamEmitError: a consumer that goes away must stop the command. An adapter
 // that keeps running it hangs until the check's deadline.
 func checkStreamEmitError(ctx context.Context, s *suite) error {
@@ -461,6 +510,16 @@ func checkUndeclared(ctx context.Context, s *suite) error {
 				return false, nil
 			}
 			_, err := st.ExecStream(ctx, ref, api.ExecRequest{Command: "true"}, func(api.ExecEvent) error { return nil })
+			return true, err
+		}},
+		{adapters.FeatureExecStdin, func() (bool, error) {
+			ss, ok := s.a.(adapters.StdinStreamer)
+			if !ok {
+				return false, nil
+			}
+			in := make(chan []byte)
+			close(in)
+			_, err := ss.ExecStdin(ctx, ref, api.ExecRequest{Command: "true"}, in, func(string, []byte) error { return nil })
 			return true, err
 		}},
 		{adapters.FeatureFiles, func() (bool, error) {
