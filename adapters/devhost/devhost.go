@@ -226,7 +226,8 @@ func (a *Adapter) Info() adapters.Info {
 }
 
 // Capabilities implements adapters.ExecutionAdapter.
-func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
+func (a *Adapter) Capabilities(context.Context) (_ adapters.Capabilities, err error) {
+	defer a.rename(&err)
 	features := []string{
 		adapters.FeatureExec,
 		adapters.FeatureExecStream,
@@ -252,13 +253,15 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 
 // Capacity implements adapters.ExecutionAdapter. The host's load is not tracked; the
 // pool's maxConcurrency is the only limit.
-func (a *Adapter) Capacity(context.Context) (adapters.Capacity, error) {
+func (a *Adapter) Capacity(context.Context) (_ adapters.Capacity, err error) {
+	defer a.rename(&err)
 	return adapters.Capacity{Bounded: false}, nil
 }
 
 // Health implements adapters.ExecutionAdapter. Writing a probe file is the honest
 // test: a root that exists but sits on a full or read-only filesystem cannot take work.
-func (a *Adapter) Health(context.Context) error {
+func (a *Adapter) Health(context.Context) (err error) {
+	defer a.rename(&err)
 	fi, err := os.Stat(a.root)
 	if err != nil {
 		return adapters.Unavailable("devhost: root directory: %v", err)

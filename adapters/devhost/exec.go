@@ -43,7 +43,8 @@ const (
 )
 
 // Exec implements adapters.ExecutionAdapter.
-func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (api.ExecResult, error) {
+func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (_ api.ExecResult, err error) {
+	defer a.rename(&err)
 	var stdout, stderr adapters.OutputBuffer
 	began := time.Now()
 	st, err := a.run(ctx, ref, req, func(stream string, data []byte) error {
@@ -69,19 +70,22 @@ func (a *Adapter) Exec(ctx context.Context, ref string, req api.ExecRequest) (ap
 
 // ExecStream implements adapters.Streamer. An error returned by emit is returned
 // unchanged, as the contract asks, after the command has been killed.
-func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (adapters.ExitStatus, error) {
+func (a *Adapter) ExecStream(ctx context.Context, ref string, req api.ExecRequest, emit func(api.ExecEvent) error) (_ adapters.ExitStatus, err error) {
+	defer a.rename(&err)
 	return a.run(ctx, ref, req, func(stream string, data []byte) error {
 		return emit(api.ExecEvent{Stream: stream, Data: string(data)})
 	}, nil)
 }
 
 // ExecStreamBytes implements adapters.ByteStreamer: data is the read buffer itself.
-func (a *Adapter) ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
+func (a *Adapter) ExecStreamBytes(ctx context.Context, ref string, req api.ExecRequest, emit func(stream string, data []byte) error) (_ adapters.ExitStatus, err error) {
+	defer a.rename(&err)
 	return a.run(ctx, ref, req, emit, nil)
 }
 
 // ExecStdin implements adapters.StdinStreamer.
-func (a *Adapter) ExecStdin(ctx context.Context, ref string, req api.ExecRequest, stdin <-chan []byte, emit func(stream string, data []byte) error) (adapters.ExitStatus, error) {
+func (a *Adapter) ExecStdin(ctx context.Context, ref string, req api.ExecRequest, stdin <-chan []byte, emit func(stream string, data []byte) error) (_ adapters.ExitStatus, err error) {
+	defer a.rename(&err)
 	if req.Stdin != "" {
 		return adapters.ExitStatus{}, adapters.InvalidRequest("devhost: a command fed stdin while it runs takes none up front")
 	}

@@ -103,7 +103,8 @@ func (a *Adapter) openTree(ref string) (*os.Root, error) {
 }
 
 // ReadFile implements adapters.FileSystem.
-func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
+func (a *Adapter) ReadFile(ctx context.Context, ref, p string) (_ []byte, err error) {
+	defer a.rename(&err)
 	f, size, err := a.OpenFile(ctx, ref, p)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,8 @@ func (a *Adapter) ReadFile(ctx context.Context, ref, p string) ([]byte, error) {
 
 // OpenFile implements adapters.FileStreamer. The reader fails, rather than ends,
 // should the file grow past api.MaxFileBytes while it is read.
-func (a *Adapter) OpenFile(_ context.Context, ref, p string) (io.ReadCloser, int64, error) {
+func (a *Adapter) OpenFile(_ context.Context, ref, p string) (_ io.ReadCloser, _ int64, err error) {
+	defer a.rename(&err)
 	rel, err := cleanPath(a.fsDir(ref), p, false)
 	if err != nil {
 		return nil, 0, err
@@ -159,7 +161,8 @@ func (a *Adapter) OpenFile(_ context.Context, ref, p string) (io.ReadCloser, int
 }
 
 // WriteFile implements adapters.FileSystem.
-func (a *Adapter) WriteFile(ctx context.Context, ref, p string, data []byte) error {
+func (a *Adapter) WriteFile(ctx context.Context, ref, p string, data []byte) (err error) {
+	defer a.rename(&err)
 	if len(data) > api.MaxFileBytes {
 		return adapters.TooLarge("devhost: write %q: %d bytes is over the limit of %d", p, len(data), api.MaxFileBytes)
 	}
@@ -186,7 +189,8 @@ func (s sourceReader) Read(p []byte) (int, error) {
 // WriteFileFrom implements adapters.FileStreamer. The content goes to a temporary
 // file that is renamed over the target once all of it has come, so readers never see
 // a partial file and a failed upload leaves the old file (or none) in place.
-func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Reader) error {
+func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Reader) (err error) {
+	defer a.rename(&err)
 	rel, err := cleanPath(a.fsDir(ref), p, false)
 	if err != nil {
 		return err
@@ -236,7 +240,8 @@ func (a *Adapter) WriteFileFrom(_ context.Context, ref, p string, content io.Rea
 
 // ListFiles implements adapters.FileSystem. Entries are described as they are
 // (symlinks as links, not their targets) and Mode holds permission bits only.
-func (a *Adapter) ListFiles(_ context.Context, ref, p string) ([]adapters.FileInfo, error) {
+func (a *Adapter) ListFiles(_ context.Context, ref, p string) (_ []adapters.FileInfo, err error) {
+	defer a.rename(&err)
 	rel, err := cleanPath(a.fsDir(ref), p, true)
 	if err != nil {
 		return nil, err

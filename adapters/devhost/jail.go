@@ -2,8 +2,10 @@ package devhost
 
 import (
 	"os/exec"
+	"strings"
 
 	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
 )
 
 // Jail confines the commands of an Adapter's sandboxes. Without one (the default)
@@ -14,6 +16,8 @@ import (
 // With a jail, the adapter leaves the killing of a sandbox's processes to it: it
 // neither marks commands' environments nor sweeps /proc nor makes cgroups of its own.
 type Jail interface {
+	// Kind names the adapter in its errors, in place of "devhost".
+	Kind() string
 	// Template is the one template the adapter offers, in place of Template.
 	Template() string
 	// CheckResources says whether a sandbox may ask for r: nil when the jail
@@ -54,4 +58,21 @@ type JailSandbox struct {
 // WithJail has the adapter run its sandboxes' commands through j.
 func WithJail(j Jail) Option {
 	return func(a *Adapter) { a.jail = j }
+}
+
+// rename makes an error of a jailed adapter's say its kind rather than devhost's:
+// the messages are written once, here, for both.
+func (a *Adapter) rename(err *error) {
+	if a.jail == nil || *err == nil {
+		return
+	}
+	e, ok := (*err).(*api.Error)
+	if !ok {
+		return
+	}
+	if rest, found := strings.CutPrefix(e.Message, "devhost: "); found {
+		c := *e
+		c.Message = a.jail.Kind() + ": " + rest
+		*err = &c
+	}
 }

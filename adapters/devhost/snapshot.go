@@ -51,7 +51,8 @@ func (a *Adapter) readSnapshotMeta(ref string) (*snapshotMeta, error) {
 
 // Snapshot implements adapters.Snapshotter. Only disk snapshots exist here: there is
 // no memory to capture, the "instance" being a directory.
-func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.SnapshotKind) (adapters.Snapshot, error) {
+func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.SnapshotKind) (_ adapters.Snapshot, err error) {
+	defer a.rename(&err)
 	if err := kind.Validate(); err != nil {
 		return adapters.Snapshot{}, err
 	}
@@ -73,7 +74,7 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 	now := a.now()
 	m := &snapshotMeta{Ref: ids.At("snap", now), Kind: adapters.SnapshotDisk, SandboxID: ref, CreatedAt: now.UTC()}
 	stage := stagingName(a.snapshotsDir(), m.Ref)
-	err := os.Mkdir(stage, 0o700)
+	err = os.Mkdir(stage, 0o700)
 	if err == nil {
 		m.SizeBytes, err = copyTree(a.fsDir(ref), filepath.Join(stage, "fs"))
 	}
@@ -91,7 +92,8 @@ func (a *Adapter) Snapshot(ctx context.Context, ref string, kind adapters.Snapsh
 }
 
 // DeleteSnapshot implements adapters.Snapshotter.
-func (a *Adapter) DeleteSnapshot(_ context.Context, snapshotRef string) error {
+func (a *Adapter) DeleteSnapshot(_ context.Context, snapshotRef string) (err error) {
+	defer a.rename(&err)
 	if !validID(snapshotRef) {
 		return nil // names no snapshot, so there is nothing to delete
 	}

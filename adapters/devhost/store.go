@@ -123,7 +123,8 @@ func randomSuffix() string {
 }
 
 // Create implements adapters.ExecutionAdapter.
-func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (adapters.Instance, error) {
+func (a *Adapter) Create(ctx context.Context, req adapters.CreateRequest) (_ adapters.Instance, err error) {
+	defer a.rename(&err)
 	if err := req.Validate(); err != nil {
 		return adapters.Instance{}, err
 	}
@@ -222,7 +223,8 @@ func (a *Adapter) assemble(stage string, m *meta) error {
 }
 
 // Get implements adapters.ExecutionAdapter.
-func (a *Adapter) Get(_ context.Context, ref string) (adapters.Instance, error) {
+func (a *Adapter) Get(_ context.Context, ref string) (_ adapters.Instance, err error) {
+	defer a.rename(&err)
 	m, err := a.loadMeta(ref)
 	if err != nil {
 		return adapters.Instance{}, err
@@ -232,7 +234,8 @@ func (a *Adapter) Get(_ context.Context, ref string) (adapters.Instance, error) 
 
 // List implements adapters.ExecutionAdapter. Any directory it cannot read fails the
 // whole call: the reconciler would take a missing instance for a lost one.
-func (a *Adapter) List(ctx context.Context, installation string) ([]adapters.Instance, error) {
+func (a *Adapter) List(ctx context.Context, installation string) (_ []adapters.Instance, err error) {
+	defer a.rename(&err)
 	entries, err := os.ReadDir(a.sandboxesDir())
 	if err != nil {
 		return nil, adapters.Unavailable("devhost: list instances: %v", err)
@@ -261,11 +264,12 @@ func (a *Adapter) List(ctx context.Context, installation string) ([]adapters.Ins
 
 // Delete implements adapters.ExecutionAdapter. A ref that is not a valid ID names no
 // instance, so deleting it succeeds like deleting any other missing instance.
-func (a *Adapter) Delete(_ context.Context, ref string) error {
+func (a *Adapter) Delete(_ context.Context, ref string) (err error) {
+	defer a.rename(&err)
 	if !validID(ref) {
 		return nil
 	}
-	err := a.delete(ref)
+	err = a.delete(ref)
 	// After the lock on ref is released: pruneCgroups takes other sandboxes' locks,
 	// and holding two at once could deadlock with a Delete of one of those.
 	a.pruneCgroups()
@@ -313,12 +317,14 @@ func (a *Adapter) delete(ref string) error {
 
 // Stop implements adapters.Lifecycle. The instance has no process of its own, so
 // stopping means refusing new execs and killing the running ones.
-func (a *Adapter) Stop(_ context.Context, ref string) error {
+func (a *Adapter) Stop(_ context.Context, ref string) (err error) {
+	defer a.rename(&err)
 	return a.setState(ref, adapters.StateStopped)
 }
 
 // Start implements adapters.Lifecycle.
-func (a *Adapter) Start(_ context.Context, ref string) error {
+func (a *Adapter) Start(_ context.Context, ref string) (err error) {
+	defer a.rename(&err)
 	return a.setState(ref, adapters.StateRunning)
 }
 
@@ -365,7 +371,8 @@ func (a *Adapter) killSandbox(ref string) {
 // adapter whose Jail can freeze; see package local. A paused sandbox refuses
 // execs; Stop and Delete still work, and Start resumes it. Both directions are
 // idempotent; pausing a stopped sandbox is invalid_state.
-func (a *Adapter) SetPaused(ref string, paused bool) error {
+func (a *Adapter) SetPaused(ref string, paused bool) (err error) {
+	defer a.rename(&err)
 	if a.jail == nil {
 		return adapters.Unsupported("pause")
 	}

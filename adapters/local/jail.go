@@ -105,6 +105,8 @@ var devNodes = []struct {
 
 var _ devhost.Jail = (*jail)(nil)
 
+func (j *jail) Kind() string { return Kind }
+
 func (j *jail) Template() string { return Template }
 
 func (j *jail) cgroupName(id string) string { return j.key + "-" + id }

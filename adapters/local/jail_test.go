@@ -219,3 +219,18 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("exec after: %+v, %v", res, err)
 	}
 }
+
+// Errors name this adapter, not devhost whose code serves both.
+func TestErrorsSayLocal(t *testing.T) {
+	t.Parallel()
+	a := newAdapter(t)
+	ref := create(t, a, nil)
+	_, err := a.ListFiles(t.Context(), ref, "../../etc")
+	if !api.IsCode(err, api.CodeInvalidRequest) || !strings.HasPrefix(api.Message(err), "local: ") {
+		t.Errorf("ListFiles outside the sandbox: %v, want invalid_request starting local:", err)
+	}
+	_, err = a.Get(t.Context(), "nosuch")
+	if !api.IsCode(err, api.CodeNotFound) || !strings.HasPrefix(api.Message(err), "local: ") {
+		t.Errorf("Get of a missing instance: %v, want not_found starting local:", err)
+	}
+}
