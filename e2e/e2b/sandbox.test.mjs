@@ -1,7 +1,7 @@
 // The sandbox lifecycle through the SDK: create, connect, list by metadata, timeout and kill.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Sandbox } from 'e2b'
+import { Sandbox, Template } from 'e2b'
 import { create, features, needs, run, template, testTimeout, withSandbox } from './env.mjs'
 
 test('create with metadata and envs, then read both back', needs('exec'), async () => {
@@ -118,4 +118,10 @@ test('pause on a pool that cannot is refused, naming the pool', testTimeout, asy
     await assert.rejects(sbx.pause(), /pause/)
     assert.equal((await sbx.getInfo()).state, 'running')
   })
+})
+
+test('Template.exists sees the profiles a create may name', testTimeout, async () => {
+  assert.equal(await Template.exists(template), true)
+  assert.equal(await Template.exists('base'), true)
+  assert.equal(await Template.exists(`no-such-template-${run}`), false)
 })

@@ -3,7 +3,7 @@
 // template missing, as it would for a 404 (docs/e2b.md, "What differs").
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Sandbox, SandboxError, SandboxNotFoundError, Template } from 'e2b'
+import { Sandbox, SandboxError, SandboxNotFoundError } from 'e2b'
 import { testTimeout, withSandbox } from './env.mjs'
 
 function unserved(what) {
@@ -26,6 +26,3 @@ test('metrics and network updates answer not served', testTimeout, async () => {
   })
 })
 
-test('Template.exists answers not served rather than false', testTimeout, async () => {
-  await assert.rejects(Template.exists('anything'), unserved(/profiles/))
-})

@@ -455,6 +455,15 @@ func TestControlPlane(t *testing.T) {
 		e.send("GET", "/e2b/snapshots?sandboxID="+id, other, nil, 404, nil)
 		e.send("POST", "/e2b/v2/sandboxes", other, map[string]any{"templateID": first.SnapshotID}, 400, nil)
 		e.send("DELETE", "/e2b/templates/"+first.SnapshotID, other, nil, 404, nil)
+		e.send("GET", "/e2b/templates/aliases/"+first.SnapshotID, other, nil, 404, nil)
+		var alias struct {
+			TemplateID string `json:"templateID"`
+			Public     bool   `json:"public"`
+		}
+		e.e2b("GET", "/templates/aliases/"+first.SnapshotID, nil, 200, &alias)
+		if alias.TemplateID != first.SnapshotID || alias.Public {
+			t.Fatalf("a snapshot's alias: %+v", alias)
+		}
 
 		// deleteSnapshot is DELETE /templates/{id}.
 		e.e2b("DELETE", "/templates/"+second.SnapshotID, nil, 204, nil)
@@ -492,6 +501,33 @@ func TestControlPlane(t *testing.T) {
 		e.e2b("POST", "/sandboxes/nosuchsandbox/fork", nil, 404, nil)
 	})
 
+	t.Run("template aliases", func(t *testing.T) {
+		e := e.with(t)
+		// Template.exists: base and profiles exist; any other name does not.
+		type aliasResponse struct {
+			TemplateID string `json:"templateID"`
+			Public     bool   `json:"public"`
+		}
+		for _, tt := range []struct {
+			alias  string
+			status int
+			want   aliasResponse
+		}{
+			{"fakebox", 200, aliasResponse{TemplateID: "fakebox"}},
+			{"base", 200, aliasResponse{TemplateID: "base", Public: true}},
+			{"nosuchprofile", 404, aliasResponse{}},
+			{"Not_A_Name", 404, aliasResponse{}},
+			{"snap_nosuchsnapshot", 404, aliasResponse{}},
+		} {
+			var got aliasResponse
+			e.e2b("GET", "/templates/aliases/"+tt.alias, nil, tt.status, &got)
+			if tt.status == 200 && got != tt.want {
+				t.Errorf("%s: %+v, want %+v", tt.alias, got, tt.want)
+			}
+		}
+		e.send("GET", "/e2b/templates/aliases/fakebox", nil, nil, 401, nil)
+	})
+
 	t.Run("unserved", func(t *testing.T) {
 		e := e.with(t)
 		// What E2B publishes and the front door does not serve is 501, saying why,
@@ -503,7 +539,6 @@ func TestControlPlane(t *testing.T) {
 			{"GET", "/sandboxes/metrics", "metrics"},
 			{"GET", "/v2/sandboxes/" + sb.SandboxID + "/logs", "logs"},
 			{"PUT", "/sandboxes/" + sb.SandboxID + "/network", "network"},
-			{"GET", "/templates/aliases/fakebox", "profiles"},
 			{"POST", "/v3/templates", "profiles"},
 			{"DELETE", "/templates/tags", "profiles"},
 			{"GET", "/teams", "tokens"},

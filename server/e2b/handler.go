@@ -73,6 +73,8 @@ type Sandboxes interface {
 	Snapshots(ctx context.Context, c sandboxes.Caller, sandboxID string) ([]store.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, c sandboxes.Caller, id string) error
 	Fork(ctx context.Context, c sandboxes.Caller, id string, req sandboxes.ForkRequest) (store.Sandbox, error)
+	Snapshot(ctx context.Context, c sandboxes.Caller, id string) (store.Snapshot, error)
+	ProfileExists(ctx context.Context, name string) (bool, error)
 }
 
 // Options wires the front door.
@@ -159,6 +161,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		r.Post("/sandboxes/{id}/fork", h.fork)
 		r.Get("/snapshots", h.listSnapshots)
 		r.Delete("/templates/{template}", h.deleteTemplate)
+		r.Get("/templates/aliases/{alias}", h.templateAlias)
 		r.Get("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 		routeUnserved(r)
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/store"
 )
@@ -113,4 +114,40 @@ func (h *handler) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// templateAliasResponse is E2B's TemplateAliasResponse.
+type templateAliasResponse struct {
+	TemplateID string `json:"templateID"`
+	Public     bool   `json:"public"`
+}
+
+// templateAlias answers whether a templateID names something a create can start
+// from (the SDK's Template.exists): base, a profile, or a snapshot of the caller's
+// project. Profiles are the operator's, shared by all projects, so not public.
+func (h *handler) templateAlias(w http.ResponseWriter, r *http.Request) {
+	alias := chi.URLParam(r, "alias")
+	ctx := r.Context()
+	switch {
+	case alias == BaseTemplate:
+		writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias, Public: true})
+		return
+	case isSnapshotID(alias):
+		if _, err := h.svc.Snapshot(ctx, callerOf(ctx), alias); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias})
+		return
+	}
+	ok, err := h.svc.ProfileExists(ctx, alias)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if !ok {
+		h.writeError(w, r, api.Errorf(api.CodeNotFound, "template %q not found: no profile has that name", alias))
+		return
+	}
+	writeJSON(w, http.StatusOK, templateAliasResponse{TemplateID: alias})
 }

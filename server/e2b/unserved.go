@@ -48,7 +48,6 @@ var unservedRoutes = []struct{ method, pattern, why string }{
 	{"POST", "/templates/tags", whyTemplates},
 	{"DELETE", "/templates/tags", whyTemplates},
 	{"GET", "/templates/{template}/tags", whyTemplates},
-	{"GET", "/templates/aliases/{alias}", whyTemplates},
 	{"GET", "/teams", whyTeams},
 	{"GET", "/api-keys", whyTeams},
 	{"POST", "/api-keys", whyTeams},

@@ -36,6 +36,23 @@ func ValidPoolName(name string) error {
 	return nil
 }
 
+// ProfileExists reports whether a create may name profile name. Profiles are the
+// operator's, shared by every project, so any caller may ask: a create that names
+// one tells as much.
+func (s *Service) ProfileExists(ctx context.Context, name string) (bool, error) {
+	if !api.ValidName(name) {
+		return false, nil
+	}
+	_, err := s.st.GetProfile(ctx, name)
+	if api.IsCode(err, api.CodeNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // PutProfile checks a profile and stores it, replacing the one of the same name.
 // Its capabilities are checked, sorted and deduplicated the way a create's are
 // (adapters.ValidateRequestedFeatures): an unknown one is reported to the admin
