@@ -2,14 +2,12 @@ package client_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/daemon/daemontest"
 	"github.com/different-ai/differently/server/scheduler"
 )
 
@@ -22,38 +20,16 @@ type devDaemon struct {
 
 func startDaemon(t *testing.T) *devDaemon {
 	t.Helper()
-	dataDir := t.TempDir()
 	dd := &devDaemon{passes: make(chan scheduler.Result, 64)}
-	d, err := daemon.New(t.Context(), daemon.Options{
-		Dev:     true,
-		DataDir: dataDir,
-		Listen:  "127.0.0.1:0",
-		Getenv:  func(string) string { return "" },
-		OnSchedulerPass: func(scheduler.Result) {
+	d := daemontest.Start(t, func(o *daemon.Options) {
+		o.OnSchedulerPass = func(scheduler.Result) {
 			select {
 			case dd.passes <- scheduler.Result{}:
 			default: // nobody waiting: never block the scheduler
 			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd.url = d.URL()
-	tok, err := os.ReadFile(filepath.Join(dataDir, daemon.AdminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd.token = strings.TrimSpace(string(tok))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon Run: %v", err)
 		}
 	})
+	dd.url, dd.token = d.URL, d.Token
 	return dd
 }
 

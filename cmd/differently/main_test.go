@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/client"
-	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/daemon/daemontest"
 )
 
 // binary is the differently command built once for these tests: they run the real
@@ -51,35 +51,8 @@ type devDaemon struct {
 
 func startDaemon(t *testing.T) *devDaemon {
 	t.Helper()
-	dataDir := t.TempDir()
-	d, err := daemon.New(t.Context(), daemon.Options{
-		Dev:     true,
-		DataDir: dataDir,
-		Listen:  "127.0.0.1:0",
-		Getenv:  func(string) string { return "" },
-		Stdout:  io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := os.ReadFile(filepath.Join(dataDir, daemon.AdminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd := &devDaemon{url: d.URL(), token: strings.TrimSpace(string(tok)), dataDir: dataDir}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon Run: %v", err)
-		}
-	})
-	if dd.c, err = client.New(dd.url, dd.token); err != nil {
-		t.Fatal(err)
-	}
-	return dd
+	d := daemontest.Start(t, nil)
+	return &devDaemon{url: d.URL, token: d.Token, dataDir: d.DataDir, c: d.Client}
 }
 
 // devPools names the pools the daemon has, read through the API rather than the

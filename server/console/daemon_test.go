@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/daemon/daemontest"
 )
 
 // devDaemon is a development daemon (SQLite, the devhost and fake pools) serving on
@@ -30,32 +29,8 @@ func startDaemon(t *testing.T) *devDaemon { return startDaemonWith(t, nil) }
 // none).
 func startDaemonWith(t *testing.T, cfg *config.Config) *devDaemon {
 	t.Helper()
-	dataDir := t.TempDir()
-	d, err := daemon.New(t.Context(), daemon.Options{
-		Dev: true, DataDir: dataDir, Listen: "127.0.0.1:0", Config: cfg,
-		Getenv: func(string) string { return "" }, Stdout: io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := os.ReadFile(filepath.Join(dataDir, daemon.AdminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dd := &devDaemon{url: d.URL(), token: strings.TrimSpace(string(tok))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon Run: %v", err)
-		}
-	})
-	if dd.c, err = client.New(dd.url, dd.token); err != nil {
-		t.Fatal(err)
-	}
-	return dd
+	d := daemontest.Start(t, func(o *daemon.Options) { o.Config = cfg })
+	return &devDaemon{url: d.URL, token: d.Token, c: d.Client}
 }
 
 // projectToken makes a token of org/project through the admin API.
