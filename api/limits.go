@@ -26,6 +26,10 @@ const (
 	MaxTemplateBytes = 1024
 	// MaxRegionBytes bounds each region a placement names.
 	MaxRegionBytes = 255
+	// MaxInitCommands and MaxInitCommandBytes bound the init commands a create
+	// records: the daemon keeps them with the sandbox and returns them on every read.
+	MaxInitCommands     = 100
+	MaxInitCommandBytes = 65536
 )
 
 // Bounds on the resources one sandbox (or a profile) may ask for, far above any one

@@ -491,11 +491,14 @@ type Sandbox struct {
 	Capabilities []string `json:"capabilities"`
 
 	// Cost Accrued cost from the pool's cost model and the requested resources.
-	Cost         *float64          `json:"cost,omitempty"`
-	CreatedAt    time.Time         `json:"createdAt"`
-	ExpiresAt    *time.Time        `json:"expiresAt,omitempty"`
-	FromSnapshot *string           `json:"fromSnapshot,omitempty"`
-	Id           string            `json:"id"`
+	Cost         *float64   `json:"cost,omitempty"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	ExpiresAt    *time.Time `json:"expiresAt,omitempty"`
+	FromSnapshot *string    `json:"fromSnapshot,omitempty"`
+	Id           string     `json:"id"`
+
+	// InitCommands What the create recorded in initCommands; absent when it recorded none.
+	InitCommands *[]string         `json:"initCommands,omitempty"`
 	Labels       map[string]string `json:"labels"`
 	Org          string            `json:"org"`
 	Placement    *Placement        `json:"placement,omitempty"`
@@ -523,7 +526,10 @@ type SandboxCreate struct {
 	Env *map[string]string `json:"env,omitempty"`
 
 	// FromSnapshot A snapshot ID to restore from.
-	FromSnapshot *string            `json:"fromSnapshot,omitempty"`
+	FromSnapshot *string `json:"fromSnapshot,omitempty"`
+
+	// InitCommands Commands the client runs in the sandbox once it is running (the Terraform provider's init_commands), recorded so that a client importing the sandbox can read them back. The daemon stores them and never runs them.
+	InitCommands *[]string          `json:"initCommands,omitempty"`
 	Labels       *map[string]string `json:"labels,omitempty"`
 
 	// Org Admin tokens only: the organisation (default "default").

@@ -24,6 +24,10 @@ func (m *sandboxModel) toCreate(ctx context.Context, envWO types.Map, diags *dia
 	if caps := stringsOf(ctx, m.Capabilities, diags); caps != nil {
 		body.Capabilities = &caps
 	}
+	// The daemon records them, without running them, so that an import reads them back.
+	if cmds := m.initCommands(ctx, diags); len(cmds) > 0 {
+		body.InitCommands = &cmds
+	}
 	if env := createEnv(ctx, m.Env, envWO, diags); env != nil {
 		body.Env = &env
 	}
@@ -79,7 +83,8 @@ func (m *sandboxModel) initCommands(ctx context.Context, diags *diag.Diagnostics
 }
 
 // fromAPI copies what the daemon reports into the model. Attributes the daemon never
-// returns (env, init_commands, timeouts) keep their planned or prior values, and the
+// returns (env, timeouts) keep their planned or prior values, as do init_commands
+// when the daemon recorded none (a sandbox made before it recorded them), and the
 // desired state is only updated from settled states: a sandbox still queued or
 // provisioning is on its way to running.
 func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *diag.Diagnostics) {
@@ -129,7 +134,10 @@ func (m *sandboxModel) fromAPI(ctx context.Context, sb *client.Sandbox, diags *d
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = types.ObjectNull(timeoutsTypes)
 	}
-	if m.InitCommands.IsUnknown() {
+	switch cmds := deref(sb.InitCommands); {
+	case len(cmds) > 0:
+		m.InitCommands = stringList(m.InitCommands, cmds)
+	case m.InitCommands.IsUnknown():
 		m.InitCommands = types.ListNull(types.StringType)
 	}
 	if m.Env.IsUnknown() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,7 +103,9 @@ func TestAccSandbox(t *testing.T) {
 				ResourceName:            addr,
 				ImportState:             true,
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env", "init_commands", "timeouts"},
+				// init_commands are read back; env is write-only on the daemon and the
+				// timeouts are Terraform's alone.
+				ImportStateVerifyIgnore: []string{"env", "timeouts"},
 			},
 			{
 				// Labels and the TTL change in place.
@@ -289,5 +292,78 @@ func TestAccSandboxImportMarkEndsWithTheFirstUpdate(t *testing.T) {
 			{Config: r.config(`labels = { team = "ci" }
   env = { GREETING = "hello" }`), ConfigPlanChecks: r.expect(plancheck.ResourceActionDestroyBeforeCreate)},
 		},
+	})
+}
+
+// TestAccSandboxImportInitCommands: the daemon records a sandbox's init_commands, so
+// an import reads every argument of a sandbox made with them back, and the plan
+// after an import is empty: no update adding init_commands, no replacement.
+func TestAccSandboxImportInitCommands(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.init"
+	cmds := []string{"echo one > one.txt", "test -s one.txt"}
+	cfg := d.importConfig(`
+resource "differently_sandbox" "init" {
+  placement     = { allowed_pools = ["devhost"] }
+  capabilities  = ["exec"]
+  labels        = { team = "ci" }
+  init_commands = ["echo one > one.txt", "test -s one.txt"]
+}`)
+	t.Run("made by Terraform", func(t *testing.T) {
+		var id string
+		accTest(t, resource.TestCase{
+			CheckDestroy: d.sandboxesGone,
+			Steps: []resource.TestStep{
+				{
+					Config: cfg,
+					Check: resource.ComposeAggregateTestCheckFunc(
+						sandboxID(addr, &id),
+						func(*terraform.State) error {
+							sb, err := d.c.GetSandbox(context.Background(), id)
+							if err != nil {
+								return err
+							}
+							if got := deref(sb.InitCommands); !slices.Equal(got, cmds) {
+								return fmt.Errorf("the daemon recorded init commands %q", got)
+							}
+							return nil
+						},
+					),
+				},
+				// Every attribute, init_commands among them, reads back as created.
+				{Config: cfg, ResourceName: addr, ImportState: true, ImportStateVerify: true},
+			},
+		})
+	})
+	t.Run("imported into a new state", func(t *testing.T) {
+		// Made as the provider makes it: the create records the commands.
+		sb, err := d.c.CreateSandboxAndWait(t.Context(), client.SandboxCreate{
+			Placement:    &client.Placement{AllowedPools: &[]string{"devhost"}},
+			Capabilities: &[]string{"exec"},
+			Labels:       &map[string]string{"team": "ci"},
+			TtlSeconds:   ptr(int64(0)),
+			InitCommands: &cmds,
+		}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		accTest(t, resource.TestCase{
+			CheckDestroy: d.sandboxesGone,
+			Steps: []resource.TestStep{
+				{Config: cfg, ResourceName: addr, ImportState: true, ImportStateId: sb.Id, ImportStatePersist: true},
+				{
+					Config: cfg,
+					ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectEmptyPlan(),
+					}},
+					Check: resource.ComposeAggregateTestCheckFunc(
+						resource.TestCheckResourceAttr(addr, "id", sb.Id),
+						resource.TestCheckResourceAttr(addr, "init_commands.#", "2"),
+						resource.TestCheckResourceAttr(addr, "init_commands.1", "test -s one.txt"),
+					),
+				},
+				{Config: cfg, PlanOnly: true},
+			},
+		})
 	})
 }

@@ -213,8 +213,9 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"init_commands": schema.ListAttribute{
 				MarkdownDescription: "Shell commands (`/bin/sh -c`) run once, in order, when the sandbox first runs. " +
 					"A non-zero exit fails the create with the command's output; the sandbox is then tainted and " +
-					"replaced by the next apply. Changing the list replaces the sandbox; after an import the first plan " +
-					"records the configured list in place, without running it.",
+					"replaced by the next apply. Changing the list replaces the sandbox. The daemon records the list with " +
+					"the sandbox (it never runs it), so an import reads it back; for a sandbox made before the daemon " +
+					"recorded it, the first plan after an import records the configured list in place, without running it.",
 				Optional:    true,
 				ElementType: types.StringType,
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,6 +195,38 @@ func TestDocumentedBounds(t *testing.T) {
 			t.Errorf("%s.template: maxLength %v, want %d", schema, n, api.MaxTemplateBytes)
 		}
 	}
+	if p := schemas["SandboxCreate"].Value.Properties["initCommands"].Value; p.MaxItems == nil || *p.MaxItems != api.MaxInitCommands ||
+		p.Items.Value.MaxLength == nil || *p.Items.Value.MaxLength != api.MaxInitCommandBytes {
+		t.Errorf("SandboxCreate.initCommands: maxItems %v, items' maxLength %v; want %d and %d",
+			p.MaxItems, p.Items.Value.MaxLength, api.MaxInitCommands, api.MaxInitCommandBytes)
+	}
+}
+
+// TestInitCommands: a create records its init commands, within bounds, and every
+// read returns them; a sandbox created without them has none to return.
+func TestInitCommands(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		pl := map[string]any{"allowedPools": []string{"fake"}}
+		var got httpapi.Sandbox
+		cmds := []string{"make deps", `echo "$GREETING" > init.txt`}
+		e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": pl, "initCommands": cmds}).
+			want(t, http.StatusAccepted).decode(t, &got)
+		var read httpapi.Sandbox
+		e.do(e.admin, "GET", "/v1/sandboxes/"+got.Id, nil).want(t, http.StatusOK).decode(t, &read)
+		if !reflect.DeepEqual(deref(read.InitCommands), cmds) || !reflect.DeepEqual(deref(got.InitCommands), cmds) {
+			t.Fatalf("init commands: created %v, read %v; want %v", got.InitCommands, read.InitCommands, cmds)
+		}
+		e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": pl}).
+			want(t, http.StatusAccepted).decode(t, &got)
+		if got.InitCommands != nil {
+			t.Fatalf("init commands of a create without: %v", *got.InitCommands)
+		}
+		wantField(t, e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": pl,
+			"initCommands": make([]string, api.MaxInitCommands+1)}), "initCommands")
+		wantField(t, e.do(e.admin, "POST", "/v1/sandboxes", map[string]any{"placement": pl,
+			"initCommands": []string{strings.Repeat("x", api.MaxInitCommandBytes+1)}}), "initCommands")
+	})
 }
 
 // usageFails is a store whose usage sums fail.

@@ -18,6 +18,14 @@ func strPtr(s string) *string {
 	return &s
 }
 
+// nilIfEmpty leaves an empty list out of an answer, as strPtr does a string.
+func nilIfEmpty[T any](s []T) *[]T {
+	if len(s) == 0 {
+		return nil
+	}
+	return ptr(slices.Clone(s))
+}
+
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -42,6 +50,7 @@ func (s *Server) toSandbox(sb store.Sandbox) Sandbox {
 		Labels:       map[string]string{},
 		ExpiresAt:    sb.ExpiresAt,
 		FromSnapshot: strPtr(sb.FromSnapshot),
+		InitCommands: nilIfEmpty(sb.InitCommands),
 		Attempts:     sb.Attempts,
 		Reason:       strPtr(sb.Reason),
 		CreatedAt:    sb.CreatedAt,

@@ -55,6 +55,7 @@ func (s *Server) CreateSandbox(w http.ResponseWriter, r *http.Request, params Cr
 		Env:            deref(body.Env),
 		TTLSeconds:     deref(body.TtlSeconds),
 		FromSnapshot:   deref(body.FromSnapshot),
+		InitCommands:   deref(body.InitCommands),
 		IdempotencyKey: key,
 	}
 	if key != "" {

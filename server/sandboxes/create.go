@@ -312,6 +312,9 @@ func validate(sb *store.Sandbox) error {
 	if err := checkPlacement(sb.Placement); err != nil {
 		return err
 	}
+	if err := checkInitCommands(sb.InitCommands); err != nil {
+		return err
+	}
 	return validateEnv(sb.Env)
 }
 
@@ -452,4 +455,17 @@ func (s *Service) directPools(ctx context.Context, ranked []string, req placemen
 		return nil, false, nil
 	}
 	return d.Pools, true, nil
+}
+
+// checkInitCommands bounds what a create records for its client to run.
+func checkInitCommands(cmds []string) error {
+	if len(cmds) > api.MaxInitCommands {
+		return apierr.Invalid("initCommands has %d commands, more than %d", len(cmds), api.MaxInitCommands)
+	}
+	for i, c := range cmds {
+		if len(c) > api.MaxInitCommandBytes {
+			return apierr.Invalid("initCommands[%d] is longer than %d bytes", i, api.MaxInitCommandBytes)
+		}
+	}
+	return nil
 }

@@ -133,7 +133,12 @@ type Sandbox struct {
 	// httpapi's createRequestHash), so that a create repeating IdempotencyKey with
 	// another request can be told apart from a retry. Empty for sandboxes stored
 	// before it was kept; set at creation and never changed.
-	RequestHash    string    `json:"-"`
+	RequestHash string `json:"-"`
+	// InitCommands are the commands the client that made the sandbox runs in it once
+	// it is running (the Terraform provider's init_commands), recorded so that an
+	// import can read them back. The daemon never runs them; set at creation and
+	// never changed.
+	InitCommands   []string  `json:"initCommands,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StateChangedAt time.Time `json:"stateChangedAt"`

@@ -199,6 +199,7 @@ func ApplyUpdate(cur Sandbox, now time.Time, fn func(*Sandbox) error) (Sandbox, 
 	}
 	now = Timestamp(now)
 	next.ID, next.CreatedAt, next.RequestHash = cur.ID, cur.CreatedAt, cur.RequestHash
+	next.InitCommands = cur.InitCommands
 	next.Version = cur.Version + 1
 	next.UpdatedAt = now
 	next.StateChangedAt = cur.StateChangedAt

@@ -83,7 +83,7 @@ const updateColumnCount = 30
 var updateSandboxesEventsSQL = `WITH ev AS (` + eventsInsert(updateColumnCount+1, "") + `) ` + updateSandboxesSQL
 
 // sandboxParamCount is the number of parameters of sandboxArgs.
-const sandboxParamCount = 32
+const sandboxParamCount = 33
 
 // withEvents makes a sandbox insert (sandboxArgs' parameters, RETURNING
 // sandboxColumns) also append the events bound after them, in the same statement and

@@ -16,37 +16,40 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash, init_commands`
 
 const sandboxParams = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32`
+	$18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33`
 
 func scanSandbox(row pgx.Row) (store.Sandbox, error) {
 	var sb store.Sandbox
-	var caps, labels, env, placement []byte
+	var caps, labels, env, placement, initCommands []byte
 	err := row.Scan(&sb.ID, &sb.Org, &sb.Project, &sb.State, &sb.Pool, &sb.Region, &sb.BackendRef,
 		&sb.Template, &sb.Profile, &caps, &sb.Resources.CPU, &sb.Resources.MemoryMiB,
 		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, &sb.ExpiresAt, &sb.FromSnapshot,
 		&placement, &sb.Attempts, &sb.Reason, &sb.NextAttemptAt, &sb.ClaimedBy, &sb.ClaimExpiresAt,
 		&sb.IdempotencyKey, &sb.CreatedAt, &sb.UpdatedAt, &sb.StateChangedAt, &sb.Version,
-		&sb.AvoidPool, &sb.AvoidUntil, &sb.RequestHash)
+		&sb.AvoidPool, &sb.AvoidUntil, &sb.RequestHash, &initCommands)
 	if err != nil {
 		return sb, err
 	}
 	for _, f := range []struct {
 		b []byte
 		v any
-	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}} {
+	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}, {initCommands, &sb.InitCommands}} {
 		if err := store.UnmarshalJSON(f.b, f.v); err != nil {
 			return sb, err
 		}
+	}
+	if len(sb.InitCommands) == 0 {
+		sb.InitCommands = nil // [] in the column, none either way
 	}
 	return store.NormalizeSandboxTimes(sb), nil
 }
 
 func sandboxArgs(sb store.Sandbox) ([]any, error) {
-	var js [4][]byte
-	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement} {
+	var js [5][]byte
+	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement, nonNilStrings(sb.InitCommands)} {
 		b, err := store.MarshalJSON(v)
 		if err != nil {
 			return nil, err
@@ -57,7 +60,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		sb.Template, sb.Profile, js[0], sb.Resources.CPU, sb.Resources.MemoryMiB, sb.Resources.DiskGiB,
 		js[1], js[2], sb.TTLSeconds, sb.ExpiresAt, sb.FromSnapshot, js[3], sb.Attempts, sb.Reason,
 		sb.NextAttemptAt, sb.ClaimedBy, sb.ClaimExpiresAt, sb.IdempotencyKey, sb.CreatedAt,
-		sb.UpdatedAt, sb.StateChangedAt, sb.Version, sb.AvoidPool, sb.AvoidUntil, sb.RequestHash}, nil
+		sb.UpdatedAt, sb.StateChangedAt, sb.Version, sb.AvoidPool, sb.AvoidUntil, sb.RequestHash, js[4]}, nil
 }
 
 func collectSandboxes(rows pgx.Rows, err error) ([]store.Sandbox, error) {
@@ -359,7 +362,7 @@ func statesArg(states []store.State) []string {
 }
 
 // updateSandboxesSQL writes many sandboxes in one statement, every column but
-// created_at and request_hash, which never change, from arrays with a row's values
+// created_at, request_hash and init_commands, which never change, from arrays with a row's values
 // at each index ($1 the IDs): one plan and one executor for a whole batch where a
 // statement per row pays for its own. Only the IDs are unnested; the other arrays
 // are read by subscript, since an unnest of n arrays is n function scans, each
@@ -716,4 +719,13 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		s.notify.sandbox(out)
 	}
 	return out, created, nil
+}
+
+// nonNilStrings stores a sandbox without init commands as [] rather than null, as
+// the column's default does for the sandboxes stored before it.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -16,35 +16,42 @@ import (
 const sandboxColumns = `id, org, project, state, pool, region, backend_ref, template, profile,
 	capabilities, cpu, memory_mib, disk_gib, labels, env, ttl_seconds, expires_at, from_snapshot,
 	placement, attempts, reason, next_attempt_at, claimed_by, claim_expires_at, idempotency_key,
-	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash`
+	created_at, updated_at, state_changed_at, version, avoid_pool, avoid_until, request_hash, init_commands`
 
 func scanSandbox(row scanner) (store.Sandbox, error) {
 	var sb store.Sandbox
-	var caps, labels, env, placement string
+	var caps, labels, env, placement, initCommands string
 	err := row.Scan(&sb.ID, &sb.Org, &sb.Project, &sb.State, &sb.Pool, &sb.Region, &sb.BackendRef,
 		&sb.Template, &sb.Profile, &caps, &sb.Resources.CPU, &sb.Resources.MemoryMiB,
 		&sb.Resources.DiskGiB, &labels, &env, &sb.TTLSeconds, nullTimeCol{&sb.ExpiresAt}, &sb.FromSnapshot,
 		&placement, &sb.Attempts, &sb.Reason, timeCol{&sb.NextAttemptAt}, &sb.ClaimedBy,
 		nullTimeCol{&sb.ClaimExpiresAt}, &sb.IdempotencyKey, timeCol{&sb.CreatedAt},
 		timeCol{&sb.UpdatedAt}, timeCol{&sb.StateChangedAt}, &sb.Version, &sb.AvoidPool,
-		nullTimeCol{&sb.AvoidUntil}, &sb.RequestHash)
+		nullTimeCol{&sb.AvoidUntil}, &sb.RequestHash, &initCommands)
 	if err != nil {
 		return sb, err
 	}
 	for _, f := range []struct {
 		s string
 		v any
-	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}} {
+	}{{caps, &sb.Capabilities}, {labels, &sb.Labels}, {env, &sb.Env}, {placement, &sb.Placement}, {initCommands, &sb.InitCommands}} {
 		if err := store.UnmarshalJSON([]byte(f.s), f.v); err != nil {
 			return sb, err
 		}
+	}
+	if len(sb.InitCommands) == 0 {
+		sb.InitCommands = nil // [] in the column, none either way
 	}
 	return sb, nil
 }
 
 func sandboxArgs(sb store.Sandbox) ([]any, error) {
-	var js [4]string
-	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement} {
+	var js [5]string
+	initCommands := sb.InitCommands
+	if initCommands == nil {
+		initCommands = []string{} // as the column's default has it
+	}
+	for i, v := range []any{sb.Capabilities, sb.Labels, sb.Env, sb.Placement, initCommands} {
 		s, err := jsonText(v)
 		if err != nil {
 			return nil, err
@@ -56,7 +63,7 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 		js[1], js[2], sb.TTLSeconds, microsPtr(sb.ExpiresAt), sb.FromSnapshot, js[3], sb.Attempts,
 		sb.Reason, micros(sb.NextAttemptAt), sb.ClaimedBy, microsPtr(sb.ClaimExpiresAt),
 		sb.IdempotencyKey, micros(sb.CreatedAt), micros(sb.UpdatedAt), micros(sb.StateChangedAt),
-		sb.Version, sb.AvoidPool, microsPtr(sb.AvoidUntil), sb.RequestHash}, nil
+		sb.Version, sb.AvoidPool, microsPtr(sb.AvoidUntil), sb.RequestHash, js[4]}, nil
 }
 
 func collectSandboxes(rows *sql.Rows, err error) ([]store.Sandbox, error) {
@@ -304,9 +311,9 @@ func updateSandbox(ctx context.Context, tx *sql.Tx, id string, now time.Time, fn
 	if err != nil {
 		return cur, cur, err, nil
 	}
-	// Every column but id (args[0], the key, last here), created_at (args[25]) and
-	// request_hash (the last), which never change.
-	set := append(append(append([]any{}, args[1:25]...), args[26:len(args)-1]...), id)
+	// Every column but id (args[0], the key, last here), created_at (args[25]),
+	// request_hash and init_commands (the last two), which never change.
+	set := append(append(append([]any{}, args[1:25]...), args[26:len(args)-2]...), id)
 	out, err := scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET org = ?, project = ?, state = ?,
 		pool = ?, region = ?, backend_ref = ?, template = ?, profile = ?, capabilities = ?,
 		cpu = ?, memory_mib = ?, disk_gib = ?, labels = ?, env = ?, ttl_seconds = ?,

@@ -53,6 +53,7 @@ func fullSandbox() store.Sandbox {
 		ClaimExpiresAt: ptr(t0.Add(30 * time.Second)),
 		IdempotencyKey: "key-1",
 		RequestHash:    "sha256:0123abcd",
+		InitCommands:   []string{"make deps", "echo \"$GREETING\" > init.txt"},
 		AvoidPool:      "gamma",
 		AvoidUntil:     ptr(t0.Add(time.Minute)),
 	}
@@ -296,6 +297,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 		x.ClaimedBy, x.ClaimExpiresAt, x.IdempotencyKey = "replica-2", ptr(t3.Add(time.Hour)), "key-2"
 		x.AvoidPool, x.AvoidUntil = "delta", ptr(t3.Add(2*time.Minute))
 		x.RequestHash = "sha256:changed" // never changes: it names the create request
+		x.InitCommands = []string{"changed"} // never changes: the create recorded them
 		return nil
 	}))
 	want = got
@@ -310,6 +312,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 	want.ClaimedBy, want.ClaimExpiresAt, want.IdempotencyKey = "replica-2", ptr(ts(t3.Add(time.Hour))), "key-2"
 	want.AvoidPool, want.AvoidUntil = "delta", ptr(ts(t3.Add(2*time.Minute)))
 	want.ID, want.CreatedAt, want.UpdatedAt, want.StateChangedAt, want.Version = sb.ID, sb.CreatedAt, ts(t3), ts(t3), 4
+	want.RequestHash, want.InitCommands = sb.RequestHash, sb.InitCommands
 	equal(t, "every column", got, want)
 	equal(t, "stored after every column", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
 
