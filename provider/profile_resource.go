@@ -231,7 +231,7 @@ func (r *profileResource) Create(ctx context.Context, req resource.CreateRequest
 			"Import it with\n\n  terraform import <address> "+name+"\n\nto manage it from this configuration.")
 		return
 	case !client.IsNotFound(err):
-		resp.Diagnostics.AddError("Reading profile "+name, apiError(err))
+		resp.Diagnostics.AddError("Creating profile "+name+": checking that it does not exist yet", apiError(err))
 		return
 	}
 	p, err := r.c.PutProfile(ctx, name, spec)

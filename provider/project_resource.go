@@ -199,7 +199,7 @@ func (r *projectResource) Create(ctx context.Context, req resource.CreateRequest
 	// destroy would remove it): refuse, as a POST of an existing object would.
 	existing, err := r.c.GetProject(ctx, org, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Reading project "+id, apiError(err))
+		resp.Diagnostics.AddError("Declaring project "+id+": checking for an existing declaration", apiError(err))
 		return
 	}
 	if existing.Declared {

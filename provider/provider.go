@@ -6,10 +6,13 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -17,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/different-ai/differently/adapters"
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
 )
 
@@ -70,8 +74,9 @@ func (p *differentlyProvider) Schema(_ context.Context, _ provider.SchemaRequest
 	}
 }
 
-// Configure builds the API client and makes one cheap call, so that a wrong endpoint
-// is reported once, at the provider, rather than as a confusing error on every resource.
+// Configure builds the API client and makes two cheap calls, readiness and one that
+// needs the token, so that a wrong endpoint or token is reported once, at the
+// provider, rather than as a confusing error on every resource.
 func (p *differentlyProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	var cfg providerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
@@ -123,8 +128,37 @@ func (p *differentlyProvider) Configure(ctx context.Context, req provider.Config
 			fmt.Sprintf("GET %s/readyz answered %d: %s", endpoint, r.StatusCode(), body))
 		return
 	}
+	resp.Diagnostics.Append(checkToken(ctx, c, endpoint, token)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.ResourceData = c
 	resp.DataSourceData = c
+	resp.EphemeralResourceData = c
+}
+
+// checkToken makes one authenticated call, a list of at most one sandbox, which an
+// admin and a project token may both make, so that a wrong or revoked token fails
+// the plan here, once, rather than as an error on the first resource that reads.
+// No diagnostic quotes the token: the daemon's answer is redacted too.
+func checkToken(ctx context.Context, c *client.Client, endpoint, token string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	_, err := c.ListSandboxes(ctx, &client.ListSandboxesParams{Limit: ptr(1)})
+	if err == nil {
+		return diags
+	}
+	redact := adapters.NewRedactor(token)
+	var e *client.APIError
+	if errors.As(err, &e) && (e.Status == http.StatusUnauthorized || e.Code == api.CodeUnauthenticated) {
+		diags.AddAttributeError(path.Root("token"), "Differently token rejected",
+			fmt.Sprintf("The daemon at %s did not accept the token (the provider's token argument, else the %s "+
+				"environment variable): %s. Check that it is a token of this daemon and has not been revoked.",
+				endpoint, EnvToken, redact.String(e.Message)))
+		return diags
+	}
+	diags.AddError("Checking the Differently token",
+		fmt.Sprintf("Listing sandboxes at %s to check the token failed: %s", endpoint, redact.String(apiError(err))))
+	return diags
 }
 
 func (p *differentlyProvider) Resources(context.Context) []func() resource.Resource {

@@ -170,7 +170,7 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	// the plan may come from a refresh taken a while ago.
 	sb, err := r.c.GetSandbox(ctx, id)
 	if err != nil {
-		resp.Diagnostics.AddError("Reading sandbox "+id, apiError(err))
+		resp.Diagnostics.AddError("Updating sandbox "+id+": reading its current state", apiError(err))
 		return
 	}
 	want := plan.State.ValueString()
@@ -195,7 +195,7 @@ func (r *sandboxResource) importedWithTTL(ctx context.Context, id string, prior,
 	}
 	sb, err := r.c.GetSandbox(ctx, id)
 	if err != nil {
-		diags.AddError("Reading sandbox "+id, apiError(err))
+		diags.AddError("Updating sandbox "+id+": reading its TTL", apiError(err))
 		return false
 	}
 	return deref(sb.TtlSeconds) == plan.ValueInt64()
@@ -230,7 +230,7 @@ func (r *sandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 // ImportState takes the sandbox ID. Arguments the daemon never returns (env,
-// init_commands, timeouts) stay unset after an import.
+// timeouts) stay unset after an import; init_commands are read back.
 func (r *sandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), types.ObjectNull(timeoutsTypes))...)
