@@ -100,9 +100,9 @@ func TestAccSandbox(t *testing.T) {
 				),
 			},
 			{
-				ResourceName:            addr,
-				ImportState:             true,
-				ImportStateVerify:       true,
+				ResourceName:      addr,
+				ImportState:       true,
+				ImportStateVerify: true,
 				// init_commands are read back; env is write-only on the daemon and the
 				// timeouts are Terraform's alone.
 				ImportStateVerifyIgnore: []string{"env", "timeouts"},

@@ -296,7 +296,7 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 		x.Attempts, x.Reason, x.NextAttemptAt = 7, "ünïcode reason", t3.Add(time.Second)
 		x.ClaimedBy, x.ClaimExpiresAt, x.IdempotencyKey = "replica-2", ptr(t3.Add(time.Hour)), "key-2"
 		x.AvoidPool, x.AvoidUntil = "delta", ptr(t3.Add(2*time.Minute))
-		x.RequestHash = "sha256:changed" // never changes: it names the create request
+		x.RequestHash = "sha256:changed"     // never changes: it names the create request
 		x.InitCommands = []string{"changed"} // never changes: the create recorded them
 		return nil
 	}))
