@@ -21,6 +21,7 @@ func (d *poolDataSource) Metadata(_ context.Context, req datasource.MetadataRequ
 }
 
 func (d *poolDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	warm, warmStatus := warmDataSourceAttributes()
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One pool by name, with its health and effective features: for pools declared in the " +
 			"daemon's config file, or managed elsewhere. Needs an admin token.",
@@ -56,6 +57,8 @@ func (d *poolDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 			"effective_features": schema.SetAttribute{
 				MarkdownDescription: "Features the pool really offers.", Computed: true, ElementType: types.StringType,
 			},
+			"warm":        warm,
+			"warm_status": warmStatus,
 		},
 	}
 }

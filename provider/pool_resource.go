@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -45,6 +46,8 @@ type poolModel struct {
 	Source            types.String  `tfsdk:"source"`
 	Healthy           types.Bool    `tfsdk:"healthy"`
 	EffectiveFeatures types.Set     `tfsdk:"effective_features"`
+	Warm              types.List    `tfsdk:"warm"`
+	WarmStatus        types.List    `tfsdk:"warm_status"`
 }
 
 var costModelTypes = map[string]attr.Type{"cpu_hour": types.Float64Type, "memory_gib_hour": types.Float64Type}
@@ -167,6 +170,8 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Computed:            true,
 				ElementType:         types.StringType,
 			},
+			"warm":        warmAttribute(),
+			"warm_status": warmStatusAttribute(),
 		},
 	}
 }
@@ -209,6 +214,7 @@ func (m *poolModel) spec(ctx context.Context, diags *diag.Diagnostics) client.Po
 		cfg = map[string]any{}
 	}
 	s.Config = &cfg
+	s.Warm = warmSpec(ctx, m.Warm, diags)
 	return s
 }
 
@@ -240,6 +246,8 @@ func (m *poolModel) fromAPI(p *client.Pool, diags *diag.Diagnostics) {
 	m.Source = types.StringValue(string(deref(p.Source)))
 	m.Healthy = types.BoolValue(deref(p.Healthy))
 	m.EffectiveFeatures = computedStringSet(deref(p.EffectiveFeatures))
+	m.Warm = warmValue(m.Warm, deref(p.Warm))
+	m.WarmStatus = warmStatusValue(deref(p.WarmStatus))
 }
 
 func (r *poolResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -308,6 +316,9 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	name := state.Name.ValueString()
+	if !r.emptyWarm(ctx, state, &resp.Diagnostics) {
+		return
+	}
 	// Not forced: a pool that still carries sandboxes is refused (409) rather than
 	// having sandboxes Terraform may not manage terminated behind the user's back.
 	err := r.c.DeletePool(ctx, name, false)
@@ -320,4 +331,65 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 func (r *poolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// warmDrainPoll is how often Delete looks whether a pool's warm sandboxes are gone.
+const warmDrainPoll = 500 * time.Millisecond
+
+// emptyWarm removes a pool's warm shapes before it is deleted, which the daemon
+// refuses while warm sandboxes remain, and waits (at most defaultDeleteTimeout) for
+// their sandboxes to be gone. A pool that also carries other sandboxes is left for
+// the delete to refuse, saying so, without the wait. It reports whether the delete
+// may go on.
+func (r *poolResource) emptyWarm(ctx context.Context, state poolModel, diags *diag.Diagnostics) bool {
+	name := state.Name.ValueString()
+	p, err := r.c.GetPool(ctx, name)
+	switch {
+	case client.IsNotFound(err):
+		return true
+	case err != nil:
+		diags.AddError("Deleting pool "+name+": reading its warm sandboxes", apiError(err))
+		return false
+	case len(deref(p.Warm)) == 0:
+		return true
+	}
+	warm := 0
+	for _, s := range deref(p.WarmStatus) {
+		warm += s.Ready + s.Starting
+	}
+	if deref(p.Sandboxes) > warm {
+		return true
+	}
+	spec := state.spec(ctx, diags)
+	spec.Warm = &[]client.WarmShape{}
+	if diags.HasError() {
+		return false
+	}
+	if _, err := r.c.PutPool(ctx, name, spec); err != nil {
+		diags.AddError("Deleting pool "+name+": removing its warm shapes", apiError(err))
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, defaultDeleteTimeout)
+	defer cancel()
+	tick := time.NewTicker(warmDrainPoll)
+	defer tick.Stop()
+	for {
+		p, err := r.c.GetPool(ctx, name)
+		switch {
+		case client.IsNotFound(err):
+			return true
+		case err != nil:
+			diags.AddError("Deleting pool "+name+": waiting for its warm sandboxes to be gone", apiError(err))
+			return false
+		case deref(p.Sandboxes) == 0:
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			diags.AddError("Deleting pool "+name+": waiting for its warm sandboxes to be gone",
+				fmt.Sprintf("%d sandboxes were still on the pool after %s.", deref(p.Sandboxes), defaultDeleteTimeout))
+			return false
+		case <-tick.C:
+		}
+	}
 }

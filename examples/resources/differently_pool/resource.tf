@@ -21,4 +21,13 @@ resource "differently_pool" "ci" {
   }
 
   features = ["exec", "exec.stream", "files", "lifecycle.stop-start"]
+
+  # Two sandboxes of this shape kept running for creates that ask for exactly it;
+  # each is replaced after an hour of waiting.
+  warm = [{
+    template        = "ubuntu-24.04"
+    resources       = { cpu = 1, memory_mib = 1024 }
+    size            = 2
+    max_age_seconds = 3600
+  }]
 }

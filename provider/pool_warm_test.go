@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/different-ai/differently/client"
+)
+
+func warmPool(warm string) string {
+	return fmt.Sprintf(`
+resource "differently_pool" "warm" {
+  name    = "acc-warm"
+  adapter = "fake"
+  config  = { templates = ["ubuntu", "alpine"] }
+  %s
+}
+
+data "differently_pool" "warm" {
+  name = differently_pool.warm.name
+}`, warm)
+}
+
+// wantWarm checks the daemon's shapes of the pool: each shape's template and size.
+func (d *testDaemon) wantWarm(want ...any) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		p, err := d.c.GetPool(context.Background(), "acc-warm")
+		if err != nil {
+			return err
+		}
+		var got []any
+		for _, w := range deref(p.Warm) {
+			got = append(got, deref(w.Template), w.Size)
+		}
+		if fmt.Sprint(got...) != fmt.Sprint(want...) {
+			return fmt.Errorf("the daemon's warm shapes are %v, want %v", got, want)
+		}
+		return nil
+	}
+}
+
+// TestAccPoolWarm: a pool's warm shapes are created, resized, put back after a change
+// through the admin API, removed, and emptied before the pool is destroyed.
+func TestAccPoolWarm(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_pool.warm"
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+	}}
+	shape := func(size int) string {
+		return fmt.Sprintf(`warm = [{
+    template        = "ubuntu"
+    resources       = { cpu = 1, memory_mib = 512 }
+    size            = %d
+    max_age_seconds = 3600
+  }]`, size)
+	}
+	accTest(t, resource.TestCase{
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := d.c.GetPool(context.Background(), "acc-warm"); !client.IsNotFound(err) {
+				return fmt.Errorf("pool acc-warm still exists (err %v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: d.config(warmPool(shape(2))),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					d.wantWarm("ubuntu", 2),
+					resource.TestCheckResourceAttr(addr, "warm.#", "1"),
+					resource.TestCheckResourceAttr(addr, "warm.0.size", "2"),
+					resource.TestCheckResourceAttr(addr, "warm.0.resources.memory_mib", "512"),
+					// Left out, and 0 on the daemon: still left out.
+					resource.TestCheckNoResourceAttr(addr, "warm.0.resources.disk_gib"),
+					resource.TestCheckNoResourceAttr(addr, "warm.0.profile"),
+					resource.TestCheckResourceAttr(addr, "warm_status.#", "1"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.target", "2"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.template", "ubuntu"),
+					resource.TestCheckResourceAttr("data.differently_pool.warm", "warm.0.size", "2"),
+					resource.TestCheckResourceAttr("data.differently_pool.warm", "warm.0.max_age_seconds", "3600"),
+				),
+			},
+			{Config: d.config(warmPool(shape(2))), PlanOnly: true},
+			{
+				Config:           d.config(warmPool(shape(3))),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					d.wantWarm("ubuntu", 3),
+					resource.TestCheckResourceAttr(addr, "warm.0.size", "3"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.target", "3"),
+				),
+			},
+			{
+				// Resized and given a second shape through the admin API: the plan puts
+				// the configured list back.
+				PreConfig: func() {
+					_, err := d.c.PatchPool(context.Background(), "acc-warm", client.PoolPatch{Warm: &[]client.WarmShape{
+						{Template: ptr("ubuntu"), Resources: &client.Resources{CPU: 1, MemoryMiB: 512}, Size: 1, MaxAgeSeconds: ptr(int64(3600))},
+						{Template: ptr("alpine"), Size: 1},
+					}})
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:           d.config(warmPool(shape(3))),
+				ConfigPlanChecks: update,
+				Check:            d.wantWarm("ubuntu", 3),
+			},
+			{
+				Config:           d.config(warmPool("")),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					d.wantWarm(),
+					resource.TestCheckNoResourceAttr(addr, "warm.#"),
+					resource.TestCheckResourceAttr(addr, "warm_status.#", "0"),
+				),
+			},
+			{Config: d.config(warmPool("")), PlanOnly: true},
+			{
+				// Destroyed with a shape: its sandboxes are emptied first.
+				Config: d.config(warmPool(shape(1))),
+				Check:  d.wantWarm("ubuntu", 1),
+			},
+			{ResourceName: addr, ImportState: true, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"warm_status"}},
+		},
+	})
+}
+
+// Shapes the daemon would refuse fail the plan.
+func TestAccPoolWarmValidation(t *testing.T) {
+	d := startDaemon(t)
+	for _, tc := range []struct{ name, warm, want string }{
+		{"size above the bound", `warm = [{ size = 1001 }]`, `between 0 and 1000`},
+		{"negative size", `warm = [{ size = -1 }]`, `between 0 and 1000`},
+		{"max age too short", `warm = [{ size = 1, max_age_seconds = 30 }]`, `max_age_seconds`},
+		{"bad profile name", `warm = [{ size = 1, profile = "Not A Name" }]`, `Invalid name`},
+		{"the same shape twice", `warm = [{ template = "ubuntu", size = 1 }, { template = "ubuntu", size = 2 }]`, `Repeated warm shape`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			accTest(t, resource.TestCase{Steps: []resource.TestStep{{
+				Config:      d.config(warmPool(tc.warm)),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(tc.want),
+			}}})
+		})
+	}
+}
