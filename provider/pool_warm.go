@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -316,7 +316,9 @@ func (distinctWarmShapes) Description(context.Context) string {
 	return "no two shapes may have the same template, profile and resources"
 }
 
-func (v distinctWarmShapes) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v distinctWarmShapes) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 
 func (distinctWarmShapes) ValidateList(ctx context.Context, req validator.ListRequest, resp *validator.ListResponse) {
 	seen := map[string]int{}
