@@ -605,7 +605,10 @@ type Status struct {
 
 // Token defines model for Token.
 type Token struct {
-	CreatedAt  time.Time  `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ExpiresAt When the token stops being accepted; absent: never.
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
 	Id         string     `json:"id"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	Name       *string    `json:"name,omitempty"`
@@ -623,6 +626,9 @@ type TokenCreate struct {
 	Org     *string          `json:"org,omitempty"`
 	Project *string          `json:"project,omitempty"`
 	Scope   TokenCreateScope `json:"scope"`
+
+	// TtlSeconds The token stops being accepted this many seconds after it is made (at most ten years); left out or 0: never. An expired token answers 401 like an unknown one, and stays listed until it is revoked.
+	TtlSeconds *int64 `json:"ttlSeconds,omitempty"`
 }
 
 // TokenCreateScope defines model for TokenCreate.Scope.

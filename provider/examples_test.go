@@ -18,6 +18,7 @@ func TestAccExamples(t *testing.T) {
 		"../examples/complete/*.tf",
 		"../examples/resources/*/resource.tf",
 		"../examples/data-sources/*/data-source.tf",
+		"../examples/ephemeral-resources/*/ephemeral-resource.tf",
 	} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -34,13 +35,17 @@ const (
 	EnvToken    = "DIFFERENTLY_TOKEN"
 )
 
+var _ provider.ProviderWithEphemeralResources = (*differentlyProvider)(nil)
+
 // New returns a constructor for the provider at the given version.
 func New(version string) func() provider.Provider {
-	return func() provider.Provider { return &differentlyProvider{version: version} }
+	return func() provider.Provider { return &differentlyProvider{version: version, minted: &mintedTokens{}} }
 }
 
 type differentlyProvider struct {
 	version string
+	// minted outlives each Configure: see mintedTokens.
+	minted *mintedTokens
 }
 
 type providerModel struct {
@@ -134,7 +139,7 @@ func (p *differentlyProvider) Configure(ctx context.Context, req provider.Config
 	}
 	resp.ResourceData = c
 	resp.DataSourceData = c
-	resp.EphemeralResourceData = c
+	resp.EphemeralResourceData = ephemeralData{c: c, minted: p.minted}
 }
 
 // checkToken makes one authenticated call, a list of at most one sandbox, which an
@@ -171,6 +176,11 @@ func (p *differentlyProvider) Resources(context.Context) []func() resource.Resou
 		newProjectResource,
 		newProfileResource,
 	}
+}
+
+// EphemeralResources are the values Terraform never stores (Terraform 1.10 or later).
+func (p *differentlyProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
+	return []func() ephemeral.EphemeralResource{newProjectTokenEphemeral}
 }
 
 func (p *differentlyProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -202,6 +202,13 @@ func (s *Server) CreateToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierr.Invalid("name is longer than 255 bytes"))
 		return
 	}
+	switch ttl := deref(body.TtlSeconds); {
+	case ttl < 0 || ttl > api.MaxTTLSeconds:
+		s.writeError(w, r, apierr.Invalid("ttlSeconds must be between 0 (no expiry) and %d", api.MaxTTLSeconds))
+		return
+	case ttl > 0:
+		tok.ExpiresAt = ptr(s.now().Add(time.Duration(ttl) * time.Second))
+	}
 	secret, err := tokens.New()
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("generate secret: %w", err))

@@ -226,6 +226,45 @@ func TestTokens(t *testing.T) {
 	})
 }
 
+// TestTokenExpiry: a token made with ttlSeconds is accepted until then and answers
+// 401, as an unknown one does, from then on; it stays listed, with its expiry, until
+// it is revoked. Out-of-range TTLs are refused.
+func TestTokenExpiry(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(t, st)
+		var created httpapi.TokenCreated
+		e.do(e.admin, "POST", "/v1/admin/tokens", map[string]any{"scope": "project", "project": "web", "ttlSeconds": 600}).
+			want(t, http.StatusCreated).decode(t, &created)
+		want := e.clk.Now().Add(10 * time.Minute)
+		if created.Token.ExpiresAt == nil || !created.Token.ExpiresAt.Equal(want) {
+			t.Fatalf("expiresAt %v, want %v", created.Token.ExpiresAt, want)
+		}
+		e.do(created.Secret, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK)
+		e.clk.Advance(10*time.Minute - time.Second)
+		e.do(created.Secret, "GET", "/v1/sandboxes", nil).want(t, http.StatusOK)
+		e.clk.Advance(time.Second)
+		e.do(created.Secret, "GET", "/v1/sandboxes", nil).want(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+
+		var tl httpapi.TokenList
+		e.do(e.admin, "GET", "/v1/admin/tokens", nil).want(t, http.StatusOK).decode(t, &tl)
+		found := false
+		for _, tok := range tl.Items {
+			if tok.Id == created.Token.Id {
+				found = tok.ExpiresAt != nil && tok.ExpiresAt.Equal(want)
+			} else if tok.ExpiresAt != nil {
+				t.Fatalf("token %s made without a TTL expires at %v", tok.Id, tok.ExpiresAt)
+			}
+		}
+		if !found {
+			t.Fatalf("the expired token is not listed with its expiry: %+v", tl.Items)
+		}
+		for _, ttl := range []int64{-1, api.MaxTTLSeconds + 1} {
+			e.do(e.admin, "POST", "/v1/admin/tokens", map[string]any{"scope": "project", "project": "web", "ttlSeconds": ttl}).
+				want(t, http.StatusBadRequest, api.CodeInvalidRequest)
+		}
+	})
+}
+
 func TestOperations(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(t, st)

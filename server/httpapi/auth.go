@@ -115,6 +115,11 @@ func (s *Server) principalOf(ctx context.Context, secret string, unauth *api.Err
 	if subtle.ConstantTimeCompare(tok.Hash, hash) != 1 {
 		return principal{}, unauth
 	}
+	// An expired token is as good as an unknown one: the same answer, so that the
+	// caller learns nothing about the secret from it.
+	if tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt) {
+		return principal{}, unauth
+	}
 	s.touch(ctx, tok.ID)
 	p := principal{tokenID: tok.ID, admin: tok.Scope == store.ScopeAdmin}
 	if !p.admin {

@@ -168,5 +168,6 @@ func toToken(t store.Token) Token {
 		Name:       strPtr(t.Name),
 		CreatedAt:  t.CreatedAt,
 		LastUsedAt: t.LastUsedAt,
+		ExpiresAt:  t.ExpiresAt,
 	}
 }

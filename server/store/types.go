@@ -225,6 +225,8 @@ type Token struct {
 	Name       string     `json:"name,omitempty"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// ExpiresAt, when set, is when the token stops being accepted.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // Policy is the global placement policy, a singleton document.

@@ -72,12 +72,13 @@ func (s *Store) deleteOne(ctx context.Context, q, kind, id string) error {
 	return nil
 }
 
-const tokenColumns = `id, hash, scope, org, project, name, created_at, last_used_at`
+const tokenColumns = `id, hash, scope, org, project, name, created_at, last_used_at, expires_at`
 
 func scanToken(row pgx.Row) (store.Token, error) {
 	var t store.Token
-	err := row.Scan(&t.ID, &t.Hash, &t.Scope, &t.Org, &t.Project, &t.Name, &t.CreatedAt, &t.LastUsedAt)
+	err := row.Scan(&t.ID, &t.Hash, &t.Scope, &t.Org, &t.Project, &t.Name, &t.CreatedAt, &t.LastUsedAt, &t.ExpiresAt)
 	t.CreatedAt, t.LastUsedAt = store.Timestamp(t.CreatedAt), store.TimestampPtr(t.LastUsedAt)
+	t.ExpiresAt = store.TimestampPtr(t.ExpiresAt)
 	return t, err
 }
 
@@ -87,8 +88,9 @@ func (s *Store) CreateToken(ctx context.Context, now time.Time, t store.Token) (
 		return store.Token{}, err
 	}
 	out, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO tokens (`+tokenColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+tokenColumns,
-		t.ID, t.Hash, t.Scope, t.Org, t.Project, t.Name, store.Timestamp(now), store.TimestampPtr(t.LastUsedAt)))
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+tokenColumns,
+		t.ID, t.Hash, t.Scope, t.Org, t.Project, t.Name, store.Timestamp(now), store.TimestampPtr(t.LastUsedAt),
+		store.TimestampPtr(t.ExpiresAt)))
 	return out, translate(err, "token", t.ID)
 }
 

@@ -93,11 +93,12 @@ func (s *Store) exec(ctx context.Context, check func(int64) error, q string, arg
 	})
 }
 
-const tokenColumns = `id, hash, scope, org, project, name, created_at, last_used_at`
+const tokenColumns = `id, hash, scope, org, project, name, created_at, last_used_at, expires_at`
 
 func scanToken(row scanner) (store.Token, error) {
 	var t store.Token
-	err := row.Scan(&t.ID, &t.Hash, &t.Scope, &t.Org, &t.Project, &t.Name, timeCol{&t.CreatedAt}, nullTimeCol{&t.LastUsedAt})
+	err := row.Scan(&t.ID, &t.Hash, &t.Scope, &t.Org, &t.Project, &t.Name, timeCol{&t.CreatedAt}, nullTimeCol{&t.LastUsedAt},
+		nullTimeCol{&t.ExpiresAt})
 	return t, err
 }
 
@@ -110,8 +111,8 @@ func (s *Store) CreateToken(ctx context.Context, now time.Time, t store.Token) (
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = scanToken(tx.QueryRowContext(ctx, `INSERT INTO tokens (`+tokenColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+tokenColumns,
-			t.ID, t.Hash, t.Scope, t.Org, t.Project, t.Name, micros(now), microsPtr(t.LastUsedAt)))
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+tokenColumns,
+			t.ID, t.Hash, t.Scope, t.Org, t.Project, t.Name, micros(now), microsPtr(t.LastUsedAt), microsPtr(t.ExpiresAt)))
 		return translate(err, "token", t.ID)
 	})
 	return out, err

@@ -53,10 +53,10 @@ func testTokens(t *testing.T, d Driver) {
 	s := d.New(t)
 	hash := sha256.Sum256([]byte("secret-1"))
 	in := store.Token{ID: ids.At("tok", t0), Hash: hash[:], Scope: store.ScopeProject, Org: "org1",
-		Project: "proj1", Name: "ci"}
+		Project: "proj1", Name: "ci", ExpiresAt: ptr(t0.Add(90 * time.Minute))}
 	out := must[store.Token](t)(s.CreateToken(ctx, t0, in))
 	want := in
-	want.CreatedAt = ts(t0)
+	want.CreatedAt, want.ExpiresAt = ts(t0), ptr(ts(*in.ExpiresAt))
 	equal(t, "created token", out, want)
 	equal(t, "token by hash", must[store.Token](t)(s.TokenByHash(ctx, hash[:])), want)
 
