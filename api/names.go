@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// namePattern is a DNS label: 1 to 63 lowercase letters, digits and dashes, starting
+// NamePattern is a DNS label: 1 to 63 lowercase letters, digits and dashes, starting
 // and ending with a letter or digit.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// The Terraform provider's plan-time validators match it too.
+var NamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // ValidName reports whether s may name a pool or a profile. The daemon (API and
 // config file) and the Terraform provider check with it alike.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+func ValidName(s string) bool { return NamePattern.MatchString(s) }
 
 // envName is what a pool's credentials variable may be called.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

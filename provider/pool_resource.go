@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -82,7 +85,7 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				MarkdownDescription: "Unique name: 1 to 63 lowercase letters, digits and dashes. Changing it replaces the pool.",
 				Required:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{nameValidator{}},
+				Validators:          nameValidators(),
 			},
 			"adapter": schema.StringAttribute{
 				MarkdownDescription: "Adapter kind, such as `opensandbox`, `daytona`, `freestyle`, `remote`, or in " +
@@ -96,7 +99,7 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Optional:   true,
 				Computed:   true,
 				Default:    stringdefault.StaticString("private"),
-				Validators: []validator.String{oneOf("private", "external")},
+				Validators: []validator.String{stringvalidator.OneOf("private", "external")},
 			},
 			"region": schema.StringAttribute{
 				MarkdownDescription: "Region the pool serves, matched against a sandbox's `placement.regions`.",
@@ -107,7 +110,7 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Optional:            true,
 				Computed:            true,
 				Default:             int64default.StaticInt64(0),
-				Validators:          []validator.Int64{atLeast(0)},
+				Validators:          []validator.Int64{int64validator.AtLeast(0)},
 			},
 			"max_starting": schema.Int64Attribute{
 				MarkdownDescription: "Most sandboxes being provisioned on the pool at once, per daemon replica; 0 (the " +
@@ -115,7 +118,7 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Optional:   true,
 				Computed:   true,
 				Default:    int64default.StaticInt64(0),
-				Validators: []validator.Int64{atLeast(0)},
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
 			},
 			"cost_model": schema.SingleNestedAttribute{
 				MarkdownDescription: "Prices used to estimate a sandbox's cost from its requested resources. Defaults to zero prices.",
@@ -128,12 +131,12 @@ func (r *poolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 					"cpu_hour": schema.Float64Attribute{
 						MarkdownDescription: "Price of one vCPU for one hour. Defaults to 0.",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
-						Validators: []validator.Float64{nonNegativeFloat{}},
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
 					},
 					"memory_gib_hour": schema.Float64Attribute{
 						MarkdownDescription: "Price of one GiB of memory for one hour. Defaults to 0.",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
-						Validators: []validator.Float64{nonNegativeFloat{}},
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
 					},
 				},
 			},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -73,7 +74,7 @@ func warmAttribute() schema.ListNestedAttribute {
 				"profile": schema.StringAttribute{
 					MarkdownDescription: "Profile the warm sandboxes are made from; a create naming it matches.",
 					Optional:            true,
-					Validators:          []validator.String{nameValidator{}},
+					Validators:          nameValidators(),
 				},
 				"resources": schema.SingleNestedAttribute{
 					MarkdownDescription: "Resources of the warm sandboxes; a value left out is 0, the pool's default.",
@@ -81,7 +82,7 @@ func warmAttribute() schema.ListNestedAttribute {
 					Attributes: map[string]schema.Attribute{
 						"cpu": schema.Float64Attribute{
 							MarkdownDescription: "vCPUs.", Optional: true,
-							Validators: []validator.Float64{nonNegativeFloat{}},
+							Validators: []validator.Float64{float64validator.Between(0, api.MaxCPU)},
 						},
 						"memory_mib": schema.Int64Attribute{
 							MarkdownDescription: "Memory in MiB.", Optional: true,

@@ -139,7 +139,7 @@ func TestAccPoolWarmValidation(t *testing.T) {
 		{"size above the bound", `warm = [{ size = 1001 }]`, `between 0 and 1000`},
 		{"negative size", `warm = [{ size = -1 }]`, `between 0 and 1000`},
 		{"max age too short", `warm = [{ size = 1, max_age_seconds = 30 }]`, `max_age_seconds`},
-		{"bad profile name", `warm = [{ size = 1, profile = "Not A Name" }]`, `Invalid name`},
+		{"bad profile name", `warm = [{ size = 1, profile = "Not A Name" }]`, `must be 1 to 63 lowercase`},
 		{"the same shape twice", `warm = [{ template = "ubuntu", size = 1 }, { template = "ubuntu", size = 2 }]`, `Repeated warm shape`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

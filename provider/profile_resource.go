@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -16,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
 )
 
@@ -53,7 +56,6 @@ func (r *profileResource) Metadata(_ context.Context, req resource.MetadataReque
 }
 
 func (r *profileResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	nonNegative := []validator.Int64{atLeast(0)}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A profile: a named bundle of sandbox settings managed by operators. A sandbox created " +
 			"with `profile = <name>` gets the profile's capabilities added to its own, and its resources (field by " +
@@ -72,7 +74,7 @@ func (r *profileResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"with a letter or digit. Changing it replaces the profile.",
 				Required:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{nameValidator{}},
+				Validators:    nameValidators(),
 			},
 			"capabilities": schema.SetAttribute{
 				MarkdownDescription: "Features added to every sandbox created from the profile, such as `exec` or " +
@@ -90,15 +92,17 @@ func (r *profileResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"cpu": schema.Float64Attribute{
 						MarkdownDescription: "vCPUs. Defaults to 0 (not set by the profile).",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
-						Validators: []validator.Float64{float64AtLeastZero{}},
+						Validators: []validator.Float64{float64validator.Between(0, api.MaxCPU)},
 					},
 					"memory_mib": schema.Int64Attribute{
 						MarkdownDescription: "Memory in MiB. Defaults to 0 (not set by the profile).",
-						Optional:            true, Computed: true, Default: int64default.StaticInt64(0), Validators: nonNegative,
+						Optional:            true, Computed: true, Default: int64default.StaticInt64(0),
+						Validators: []validator.Int64{int64validator.Between(0, api.MaxMemoryMiB)},
 					},
 					"disk_gib": schema.Int64Attribute{
 						MarkdownDescription: "Disk in GiB. Defaults to 0 (not set by the profile).",
-						Optional:            true, Computed: true, Default: int64default.StaticInt64(0), Validators: nonNegative,
+						Optional:            true, Computed: true, Default: int64default.StaticInt64(0),
+						Validators: []validator.Int64{int64validator.Between(0, api.MaxDiskGiB)},
 					},
 				},
 			},
@@ -128,7 +132,7 @@ func (r *profileResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Optional:   true,
 				Computed:   true,
 				Default:    int64default.StaticInt64(0),
-				Validators: nonNegative,
+				Validators: []validator.Int64{int64validator.Between(0, api.MaxTTLSeconds)},
 			},
 		},
 	}

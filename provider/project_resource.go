@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -21,6 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
 )
 
@@ -75,7 +78,6 @@ func (r *projectResource) Metadata(_ context.Context, req resource.MetadataReque
 
 func (r *projectResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
-	nonNegative := []validator.Int64{atLeast(0)}
 	usage := func(what string) string {
 		return what + " of the project's sandboxes that are not terminated or failed, at the last refresh."
 	}
@@ -118,20 +120,23 @@ func (r *projectResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Attributes: map[string]schema.Attribute{
 					"sandboxes": schema.Int64Attribute{
 						MarkdownDescription: "Most sandboxes at once. 0 (the default) is unlimited.",
-						Optional:            true, Computed: true, Default: int64default.StaticInt64(0), Validators: nonNegative,
+						Optional:            true, Computed: true, Default: int64default.StaticInt64(0),
+						Validators: []validator.Int64{int64validator.Between(0, api.MaxQuotaSandboxes)},
 					},
 					"cpu": schema.Float64Attribute{
 						MarkdownDescription: "Most vCPUs requested together. 0 (the default) is unlimited.",
 						Optional:            true, Computed: true, Default: float64default.StaticFloat64(0),
-						Validators: []validator.Float64{float64AtLeastZero{}},
+						Validators: []validator.Float64{float64validator.Between(0, api.MaxQuotaCPU)},
 					},
 					"memory_mib": schema.Int64Attribute{
 						MarkdownDescription: "Most memory requested together, in MiB. 0 (the default) is unlimited.",
-						Optional:            true, Computed: true, Default: int64default.StaticInt64(0), Validators: nonNegative,
+						Optional:            true, Computed: true, Default: int64default.StaticInt64(0),
+						Validators: []validator.Int64{int64validator.Between(0, api.MaxQuotaMemoryMiB)},
 					},
 					"disk_gib": schema.Int64Attribute{
 						MarkdownDescription: "Most disk requested together, in GiB. 0 (the default) is unlimited.",
-						Optional:            true, Computed: true, Default: int64default.StaticInt64(0), Validators: nonNegative,
+						Optional:            true, Computed: true, Default: int64default.StaticInt64(0),
+						Validators: []validator.Int64{int64validator.Between(0, api.MaxQuotaDiskGiB)},
 					},
 				},
 			},
@@ -312,23 +317,4 @@ func describeQuota(q client.ProjectQuota) string {
 		return "unlimited"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// float64AtLeastZero refuses a negative number.
-type float64AtLeastZero struct{}
-
-func (float64AtLeastZero) Description(context.Context) string { return "value must be at least 0" }
-
-func (v float64AtLeastZero) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (float64AtLeastZero) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if req.ConfigValue.ValueFloat64() < 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid value",
-			fmt.Sprintf("%g is less than 0.", req.ConfigValue.ValueFloat64()))
-	}
 }

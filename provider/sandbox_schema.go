@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -16,6 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/different-ai/differently/api"
 )
 
 type sandboxModel struct {
@@ -123,19 +128,19 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 						MarkdownDescription: "vCPUs.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-						Validators:    []validator.Float64{nonNegativeFloat{}},
+						Validators:    []validator.Float64{float64validator.Between(0, api.MaxCPU)},
 					},
 					"memory_mib": schema.Int64Attribute{
 						MarkdownDescription: "Memory in MiB.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-						Validators:    []validator.Int64{atLeast(0)},
+						Validators:    []validator.Int64{int64validator.Between(0, api.MaxMemoryMiB)},
 					},
 					"disk_gib": schema.Int64Attribute{
 						MarkdownDescription: "Disk in GiB.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-						Validators:    []validator.Int64{atLeast(0)},
+						Validators:    []validator.Int64{int64validator.Between(0, api.MaxDiskGiB)},
 					},
 				},
 			},
@@ -185,7 +190,7 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"from the state on the next refresh. After an import, a configured TTL the sandbox already has is " +
 					"recorded without restarting it.",
 				Optional:   true,
-				Validators: []validator.Int64{atLeast(0)},
+				Validators: []validator.Int64{int64validator.Between(0, api.MaxTTLSeconds)},
 			},
 			"placement": schema.SingleNestedAttribute{
 				MarkdownDescription: "Where the sandbox may run. Changing it replaces the sandbox (after an import " +
@@ -229,7 +234,7 @@ func (r *sandboxResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Optional:   true,
 				Computed:   true,
 				Default:    stringdefault.StaticString(wantRunning),
-				Validators: []validator.String{oneOf(wantRunning, wantStopped, wantPaused)},
+				Validators: []validator.String{stringvalidator.OneOf(wantRunning, wantStopped, wantPaused)},
 			},
 			"pool": schema.StringAttribute{
 				MarkdownDescription: "Pool the sandbox was placed on.",
