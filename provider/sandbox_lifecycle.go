@@ -52,13 +52,22 @@ func reasonSuffix(sb *client.Sandbox) string {
 	return ""
 }
 
-// waitError explains a failed wait; a deadline names the timeout to raise.
+// waitError explains a failed wait; a deadline names the timeout to raise and what
+// became of the sandbox in the state.
 func waitError(err error, timeout time.Duration, which string) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("%s\n\nThe %s timeout (%s) passed. Raise timeouts.%s if the pool is slow; the sandbox's ID "+
-			"is kept in the state, so the next apply replaces it rather than orphaning it.", err, which, timeout, which)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return apiError(err)
 	}
-	return apiError(err)
+	var kept string
+	switch which {
+	case "create":
+		kept = "the sandbox's ID is kept in the state (tainted), so the next apply replaces it rather than orphaning it."
+	case "update":
+		kept = "the sandbox stays in the state as it was, and the next plan shows the change again."
+	default:
+		kept = "the daemon goes on terminating the sandbox, and the next refresh removes it from the state."
+	}
+	return fmt.Sprintf("%s\n\nThe %s timeout (%s) passed. Raise timeouts.%s if the pool is slow; %s", err, which, timeout, which, kept)
 }
 
 // execTimeout is the timeoutSeconds of an init command: what is left of ctx's

@@ -163,7 +163,7 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 			return
 		}
 	}
-	timeout := timeoutOf(ctx, plan.Timeouts, "create", defaultCreateTimeout, &resp.Diagnostics)
+	timeout := timeoutOf(ctx, plan.Timeouts, "update", defaultCreateTimeout, &resp.Diagnostics)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// The actual state, not the one in the prior state, decides the transition:
@@ -175,7 +175,7 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	want := plan.State.ValueString()
 	if sb, err = transition(ctx, r.c, sb, want); err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), waitError(err, timeout, "create"))
+		resp.Diagnostics.AddError(fmt.Sprintf("Sandbox %s could not be %s", id, want), waitError(err, timeout, "update"))
 		return
 	}
 	plan.fromAPI(ctx, sb, &resp.Diagnostics)

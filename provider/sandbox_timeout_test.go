@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -97,6 +101,103 @@ resource "differently_sandbox" "slow" {
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
 					plancheck.ExpectResourceAction("differently_pool.slow", plancheck.ResourceActionNoop),
 				}},
+			},
+		},
+	})
+}
+
+// TestTimeoutOf: each operation's timeout, with its fallbacks: update falls back to
+// create (which bounded updates before update existed), then the default.
+func TestTimeoutOf(t *testing.T) {
+	obj := func(create, update, del string) types.Object {
+		v := func(s string) attr.Value {
+			if s == "" {
+				return types.StringNull()
+			}
+			return types.StringValue(s)
+		}
+		return types.ObjectValueMust(timeoutsTypes, map[string]attr.Value{"create": v(create), "update": v(update), "delete": v(del)})
+	}
+	const def = 7 * time.Minute
+	for _, c := range []struct {
+		obj  types.Object
+		name string
+		want time.Duration
+	}{
+		{types.ObjectNull(timeoutsTypes), "create", def},
+		{types.ObjectNull(timeoutsTypes), "update", def},
+		{obj("30s", "", ""), "create", 30 * time.Second},
+		{obj("30s", "", ""), "update", 30 * time.Second},
+		{obj("30s", "", ""), "delete", def},
+		{obj("30s", "2m", "5m"), "update", 2 * time.Minute},
+		{obj("30s", "2m", "5m"), "delete", 5 * time.Minute},
+		{obj("", "2m", ""), "create", def},
+		{obj("", "", "1h"), "update", def},
+	} {
+		var diags diag.Diagnostics
+		if got := timeoutOf(context.Background(), c.obj, c.name, def, &diags); got != c.want || diags.HasError() {
+			t.Errorf("%v %s: %v (%v), want %v", c.obj, c.name, got, diags, c.want)
+		}
+	}
+}
+
+// TestAccSandboxDeleteTimeout: a destroy whose delete timeout passes before the
+// sandbox is terminated fails naming the timeout; the daemon goes on terminating
+// it, and the next refresh removes it from the state. The sandbox is deleted while
+// its create (a minute long) is still running, which the daemon can only finish
+// once that create returns.
+func TestAccSandboxDeleteTimeout(t *testing.T) {
+	d := startDaemon(t)
+	addr := "differently_sandbox.slow"
+	cfg := d.config(`
+resource "differently_pool" "slow" {
+  name    = "slow"
+  adapter = "fake"
+  config  = { createLatencyMs = 60000 }
+}
+
+resource "differently_sandbox" "slow" {
+  placement = { allowed_pools = [differently_pool.slow.name] }
+  timeouts  = { create = "2s", delete = "2s" }
+}`)
+	accTest(t, resource.TestCase{
+		CheckDestroy: d.sandboxesGone,
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg,
+				ExpectError: regexp.MustCompile(`(?s)did not start.*The\s+create\s+timeout\s+\(2s\)\s+passed.*tainted`),
+			},
+			{
+				Config:  cfg,
+				Destroy: true,
+				ExpectError: regexp.MustCompile(`(?s)was not terminated.*The\s+delete\s+timeout\s+\(2s\)\s+passed.*` +
+					`goes\s+on\s+terminating`),
+			},
+			{
+				// The failed destroy left the sandbox terminating; once the daemon has
+				// terminated it, a refresh drops it from the state and the pool can go.
+				PreConfig: func() {
+					l, err := d.c.ListSandboxes(context.Background(), &client.ListSandboxesParams{Pool: ptr("slow")})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(l.Items) != 1 || l.Items[0].State != client.Terminating {
+						t.Fatalf("after the failed destroy the pool has %+v, want one sandbox terminating", l.Items)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					defer cancel()
+					if _, err := d.c.WaitForState(ctx, l.Items[0].Id, client.Terminated); err != nil {
+						t.Fatal(err)
+					}
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true, // the configuration asks for the sandbox again
+				Check: func(s *terraform.State) error {
+					if _, ok := s.RootModule().Resources[addr]; ok {
+						return fmt.Errorf("%s is still in the state once terminated", addr)
+					}
+					return nil
+				},
 			},
 		},
 	})

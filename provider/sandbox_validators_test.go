@@ -27,6 +27,8 @@ func TestSandboxValidators(t *testing.T) {
 		{"timeouts.create", "30s", true},
 		{"timeouts.create", "0s", false},
 		{"timeouts.create", "soon", false},
+		{"timeouts.update", "5m", true},
+		{"timeouts.update", "5", false},
 		{"timeouts.delete", "10m", true},
 		{"timeouts.delete", "-1m", false},
 	})

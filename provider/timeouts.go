@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
-// The `timeouts = { create = "30m", delete = "10m" }` attribute, written here because
+// The `timeouts = { create = "30m", update = "30m", delete = "10m" }` attribute, written here because
 // terraform-plugin-framework-timeouts is not a dependency of the module. It is a
 // nested attribute rather than the block that library offers, as the issue asks for
 // nested attributes throughout.
@@ -21,7 +21,7 @@ const (
 	defaultDeleteTimeout = 10 * time.Minute
 )
 
-var timeoutsTypes = map[string]attr.Type{"create": types.StringType, "delete": types.StringType}
+var timeoutsTypes = map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType}
 
 func timeoutsAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
@@ -34,8 +34,15 @@ func timeoutsAttribute() schema.SingleNestedAttribute {
 				Optional:   true,
 				Validators: []validator.String{durationValidator{}},
 			},
+			"update": schema.StringAttribute{
+				MarkdownDescription: "Longest wait for an update to bring the sandbox to its configured `state` " +
+					"(default: `create`'s value, else `20m`). When it passes the sandbox stays in the state as it was.",
+				Optional:   true,
+				Validators: []validator.String{durationValidator{}},
+			},
 			"delete": schema.StringAttribute{
-				MarkdownDescription: "Longest wait for the sandbox to be terminated (default `10m`).",
+				MarkdownDescription: "Longest wait for the sandbox to be terminated (default `10m`). When it passes the " +
+					"destroy fails, the daemon goes on terminating the sandbox, and the next refresh removes it from the state.",
 				Optional:            true,
 				Validators:          []validator.String{durationValidator{}},
 			},
@@ -43,26 +50,39 @@ func timeoutsAttribute() schema.SingleNestedAttribute {
 	}
 }
 
-// timeoutOf reads one of the timeouts, falling back to def when unset.
+// timeoutOf reads one of the timeouts, falling back to def when unset. An unset
+// update timeout is the create timeout, which bounded updates before update was one.
 func timeoutOf(ctx context.Context, obj types.Object, name string, def time.Duration, diags *diag.Diagnostics) time.Duration {
 	if obj.IsNull() || obj.IsUnknown() {
 		return def
 	}
 	var t struct {
 		Create types.String `tfsdk:"create"`
+		Update types.String `tfsdk:"update"`
 		Delete types.String `tfsdk:"delete"`
 	}
 	diags.Append(obj.As(ctx, &t, objectAsOptions)...)
-	v := t.Create
-	if name == "delete" {
-		v = t.Delete
+	parse := func(v types.String) (time.Duration, bool) {
+		if v.IsNull() || v.IsUnknown() {
+			return 0, false
+		}
+		d, err := time.ParseDuration(v.ValueString())
+		return d, err == nil && d > 0
 	}
-	if v.IsNull() || v.IsUnknown() {
-		return def
+	switch name {
+	case "delete":
+		if d, ok := parse(t.Delete); ok {
+			return d
+		}
+	case "update":
+		if d, ok := parse(t.Update); ok {
+			return d
+		}
+		fallthrough
+	default:
+		if d, ok := parse(t.Create); ok {
+			return d
+		}
 	}
-	d, err := time.ParseDuration(v.ValueString())
-	if err != nil || d <= 0 {
-		return def
-	}
-	return d
+	return def
 }
