@@ -43,8 +43,8 @@ func timeoutsAttribute() schema.SingleNestedAttribute {
 			"delete": schema.StringAttribute{
 				MarkdownDescription: "Longest wait for the sandbox to be terminated (default `10m`). When it passes the " +
 					"destroy fails, the daemon goes on terminating the sandbox, and the next refresh removes it from the state.",
-				Optional:            true,
-				Validators:          []validator.String{durationValidator{}},
+				Optional:   true,
+				Validators: []validator.String{durationValidator{}},
 			},
 		},
 	}
