@@ -32,6 +32,7 @@ type sandboxDataModel struct {
 	TTLSeconds   types.Int64   `tfsdk:"ttl_seconds"`
 	ExpiresAt    types.String  `tfsdk:"expires_at"`
 	FromSnapshot types.String  `tfsdk:"from_snapshot"`
+	InitCommands types.List    `tfsdk:"init_commands"`
 	Reason       types.String  `tfsdk:"reason"`
 	Cost         types.Float64 `tfsdk:"cost"`
 	CreatedAt    types.String  `tfsdk:"created_at"`
@@ -70,6 +71,11 @@ func (d *sandboxDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"ttl_seconds":   schema.Int64Attribute{MarkdownDescription: "Lifetime in seconds; null for none.", Computed: true},
 			"expires_at":    str("When the sandbox expires (RFC 3339), if it does."),
 			"from_snapshot": str("Snapshot it was restored from."),
+			"init_commands": schema.ListAttribute{
+				MarkdownDescription: "The commands its creator recorded to run once it runs (a `differently_sandbox`'s " +
+					"`init_commands`); null when it recorded none.",
+				Computed: true, ElementType: types.StringType,
+			},
 			"reason":        str("Why the sandbox waits or failed, in words."),
 			"cost":          schema.Float64Attribute{MarkdownDescription: "Estimated cost so far, from the pool's cost model.", Computed: true},
 			"created_at":    str("When it was created (RFC 3339)."),
@@ -100,6 +106,7 @@ func (d *sandboxDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	m.Org, m.Project, m.Pool, m.Region, m.BackendRef = rm.Org, rm.Project, rm.Pool, rm.Region, rm.BackendRef
 	m.State = types.StringValue(string(sb.State))
 	m.Resources, m.Labels, m.FromSnapshot = rm.Resources, rm.Labels, rm.FromSnapshot
+	m.InitCommands = stringList(types.ListNull(types.StringType), deref(sb.InitCommands))
 	m.Template = optString(types.StringNull(), sb.Template)
 	m.Capabilities = stringSet(types.SetNull(types.StringType), sb.Capabilities)
 	m.TTLSeconds = types.Int64Null()

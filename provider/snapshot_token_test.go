@@ -183,8 +183,9 @@ func TestAccDataSources(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: d.config(`
 resource "differently_sandbox" "s" {
-  placement = { allowed_pools = ["fake"] }
-  labels    = { purpose = "data-source-test" }
+  placement     = { allowed_pools = ["fake"] }
+  labels        = { purpose = "data-source-test" }
+  init_commands = ["true"]
 }
 
 data "differently_pool" "devhost" {
@@ -228,6 +229,8 @@ data "differently_sandbox" "from_profile" {
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "state", "running"),
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "pool", "fake"),
 				resource.TestCheckResourceAttr("data.differently_sandbox.s", "labels.purpose", "data-source-test"),
+				resource.TestCheckResourceAttr("data.differently_sandbox.s", "init_commands.0", "true"),
+				resource.TestCheckNoResourceAttr("data.differently_sandbox.from_profile", "init_commands.#"),
 				// What the profile filled in is what the sandbox has.
 				resource.TestCheckResourceAttr("data.differently_sandbox.from_profile", "template", "ubuntu"),
 				resource.TestCheckResourceAttr("data.differently_sandbox.from_profile", "ttl_seconds", "3600"),
