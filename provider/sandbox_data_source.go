@@ -76,9 +76,9 @@ func (d *sandboxDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 					"`init_commands`); null when it recorded none.",
 				Computed: true, ElementType: types.StringType,
 			},
-			"reason":        str("Why the sandbox waits or failed, in words."),
-			"cost":          schema.Float64Attribute{MarkdownDescription: "Estimated cost so far, from the pool's cost model.", Computed: true},
-			"created_at":    str("When it was created (RFC 3339)."),
+			"reason":     str("Why the sandbox waits or failed, in words."),
+			"cost":       schema.Float64Attribute{MarkdownDescription: "Estimated cost so far, from the pool's cost model.", Computed: true},
+			"created_at": str("When it was created (RFC 3339)."),
 		},
 	}
 }
