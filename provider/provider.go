@@ -71,7 +71,8 @@ func (p *differentlyProvider) Schema(_ context.Context, _ provider.SchemaRequest
 			"token": schema.StringAttribute{
 				MarkdownDescription: "Bearer token for the API. Pools, policy, projects, profiles, tokens and the trust report need an " +
 					"admin token; sandboxes and snapshots work with a project token too. " +
-					"Falls back to the `DIFFERENTLY_TOKEN` environment variable.",
+					"Falls back to the `DIFFERENTLY_TOKEN` environment variable. Checked when the provider is configured, " +
+					"so a wrong or revoked token fails the plan at once.",
 				Optional:  true,
 				Sensitive: true,
 			},
