@@ -1,7 +1,7 @@
 // Package provider is the Terraform provider for Differently
 // (registry.terraform.io/different-ai/differently): pools, the placement policy,
-// projects and their quotas, profiles, project tokens, snapshots and long-lived
-// sandboxes with drift detection.
+// projects and their quotas, profiles, project tokens (and short-lived ones that
+// Terraform never stores), snapshots and long-lived sandboxes with drift detection.
 package provider
 
 import (
@@ -158,7 +158,7 @@ func checkToken(ctx context.Context, c *client.Client, endpoint, token string) d
 	if errors.As(err, &e) && (e.Status == http.StatusUnauthorized || e.Code == api.CodeUnauthenticated) {
 		diags.AddAttributeError(path.Root("token"), "Differently token rejected",
 			fmt.Sprintf("The daemon at %s did not accept the token (the provider's token argument, else the %s "+
-				"environment variable): %s. Check that it is a token of this daemon and has not been revoked.",
+				"environment variable): %s. Check that it is a token of this daemon, not revoked and not expired.",
 				endpoint, EnvToken, redact.String(e.Message)))
 		return diags
 	}
