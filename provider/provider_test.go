@@ -1,11 +1,8 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -15,6 +12,7 @@ import (
 	"github.com/different-ai/differently/client"
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
+	"github.com/different-ai/differently/server/daemon/daemontest"
 )
 
 func TestMain(m *testing.M) {
@@ -45,35 +43,8 @@ func startDaemonWith(t *testing.T, cfg *config.Config) *testDaemon {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skip("acceptance tests run with TF_ACC=1 (make test or make testacc)")
 	}
-	dataDir := t.TempDir()
-	d, err := daemon.New(t.Context(), daemon.Options{
-		Dev:     true,
-		DataDir: dataDir,
-		Listen:  "127.0.0.1:0",
-		Config:  cfg,
-		Getenv:  func(string) string { return "" },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := os.ReadFile(filepath.Join(dataDir, daemon.AdminTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon Run: %v", err)
-		}
-	})
-	td := &testDaemon{url: d.URL(), token: strings.TrimSpace(string(tok))}
-	if td.c, err = client.New(td.url, td.token); err != nil {
-		t.Fatal(err)
-	}
-	return td
+	d := daemontest.Start(t, func(o *daemon.Options) { o.Config = cfg })
+	return &testDaemon{url: d.URL, token: d.Token, c: d.Client}
 }
 
 // config prefixes a configuration with a provider block pointing at the daemon.
