@@ -110,3 +110,42 @@ func TestWarmPool(t *testing.T) {
 		})
 	}
 }
+
+// A pool whose only sandboxes are warm is deleted in one call, its warm sandboxes
+// ended with it; a tenant's sandbox, even one served warm, still refuses the delete,
+// and the pool keeps its warm shape meanwhile.
+func TestDeletePoolWithWarm(t *testing.T) {
+	for _, st := range []struct{ name, url string }{{"sqlite", ""}, {"postgres", pgtest.SchemaURL(t)}} {
+		t.Run(st.name, func(t *testing.T) {
+			r := start(t, t.TempDir(), st.url)
+			r.call("POST", "/v1/admin/pools", map[string]any{
+				"name": "warmdel", "adapter": "fake", "trust": "private",
+				"warm": []map[string]any{{"template": "python", "resources": map[string]any{"cpu": 1}, "size": 2}},
+			}, 201, nil)
+			r.waitWarm("warmdel", 2)
+			var sb warmSandbox
+			r.call("POST", "/v1/sandboxes", map[string]any{"template": "python", "resources": map[string]any{"cpu": 1},
+				"placement": map[string]any{"allowedPools": []string{"warmdel"}}}, 202, &sb)
+			if sb.Labels["differently.dev/warm"] != "true" {
+				t.Fatalf("create matching the warm shape: %+v, want it served warm", sb)
+			}
+			r.waitWarm("warmdel", 2)
+
+			var refused struct {
+				Error struct {
+					Details map[string]any `json:"details"`
+				} `json:"error"`
+			}
+			r.call("DELETE", "/v1/admin/pools/warmdel", nil, 409, &refused)
+			if refused.Error.Details["sandboxes"] != float64(1) {
+				t.Fatalf("delete with a tenant's sandbox: %+v, want details.sandboxes 1", refused)
+			}
+			r.waitWarm("warmdel", 2)
+
+			r.call("DELETE", "/v1/sandboxes/"+sb.ID, nil, 202, nil)
+			r.waitState(sb.ID, "terminated")
+			r.call("DELETE", "/v1/admin/pools/warmdel", nil, 204, nil)
+			r.call("GET", "/v1/admin/pools/warmdel", nil, 404, nil)
+		})
+	}
+}

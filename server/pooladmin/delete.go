@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/different-ai/differently/adapters"
@@ -26,14 +27,20 @@ var errUnchanged = errors.New("unchanged")
 
 // Delete removes a pool. Its sandboxes' instances can only be deleted through the
 // pool's adapter, so the pool stays until none is left: without force a pool with
-// sandboxes is invalid_state; with force every live sandbox is marked terminating
-// (recorded as c's doing) and the scheduler is woken, and the delete answers
-// invalid_state (details.terminating) until the scheduler has finished them. An
-// operator retries the same call. A config file's pool is refused first, forced or
-// not, so that nothing of it is terminated for a delete that cannot happen; the
-// store refuses it again under the delete's lock.
+// tenants' sandboxes is invalid_state; with force every live sandbox is marked
+// terminating (recorded as c's doing) and the scheduler is woken, and the delete
+// answers invalid_state (details.terminating) until the scheduler has finished them.
+// An operator retries the same call. Warm sandboxes (store.WarmOrg) are the pool's
+// own, not a tenant's: they never hold a delete back. Once no tenant's sandbox stands
+// in the way, the pool's warm shapes are cleared, so that no filler starts another,
+// and its warm sandboxes are ended here (endWarm); only those still starting are left
+// to the scheduler, and the delete answers invalid_state (details.terminating) until
+// they are gone too. A config file's pool is refused first, forced or not, so that
+// nothing of it is terminated for a delete that cannot happen; the store refuses it
+// again under the delete's lock.
 func (s *Service) Delete(ctx context.Context, c sandboxes.Caller, name string, force bool) error {
-	if _, err := s.apiPool(ctx, name); err != nil {
+	p, err := s.apiPool(ctx, name)
+	if err != nil {
 		return err
 	}
 	n, err := s.countSandboxes(ctx, name)
@@ -43,17 +50,29 @@ func (s *Service) Delete(ctx context.Context, c sandboxes.Caller, name string, f
 	if n > 0 && !force {
 		return apierr.Conflict("pool has %d sandboxes; use force=true to terminate them", n).WithDetail("sandboxes", n)
 	}
+	if err := s.clearWarm(ctx, p); err != nil {
+		return err
+	}
+	left, err := s.endWarm(ctx, c, name)
+	if err != nil {
+		return err
+	}
 	if n > 0 {
 		if err := s.terminate(ctx, c, name); err != nil {
 			return err
 		}
+	}
+	if n+left > 0 {
 		s.sched.Notify()
 		if n, err = s.countSandboxes(ctx, name); err != nil {
 			return err
 		}
-		if n > 0 {
-			return apierr.Conflict("terminating %d sandboxes; retry the delete when they are gone", n).
-				WithDetail("terminating", n)
+		if left, err = s.countWarm(ctx, name); err != nil {
+			return err
+		}
+		if n+left > 0 {
+			return apierr.Conflict("terminating %d sandboxes; retry the delete when they are gone", n+left).
+				WithDetail("terminating", n+left)
 		}
 	}
 	if err := s.emptyBackend(ctx, name, force); err != nil {
@@ -64,6 +83,111 @@ func (s *Service) Delete(ctx context.Context, c sandboxes.Caller, name string, f
 	}
 	s.refresh(ctx)
 	return nil
+}
+
+// clearWarm removes p's warm shapes, so that no replica's filler starts another warm
+// sandbox for a pool being deleted, and rebuilds the views at once so that this
+// replica's does not either. A filler whose views are older may still start one:
+// it is queued for no pool, and the filler ends it as the warm sandbox of a shape no
+// pool declares, or countWarm finds it and the delete is retried.
+func (s *Service) clearWarm(ctx context.Context, p store.Pool) error {
+	if len(p.Warm) == 0 {
+		return nil
+	}
+	p.Warm = nil
+	if _, err := s.st.UpdatePool(ctx, s.now(), p); err != nil {
+		return fmt.Errorf("clear the warm shapes of pool %s: %w", p.Name, err)
+	}
+	s.refresh(ctx)
+	return nil
+}
+
+// isWarmOf says whether sb is one of pool's warm sandboxes: placed on it, or still
+// queued in one of its shapes' projects (named pool.shape; a pool's name has no dot).
+func isWarmOf(sb store.Sandbox, pool string) bool {
+	return sb.Org == store.WarmOrg && (sb.Pool == pool || sb.Pool == "" && strings.HasPrefix(sb.Project, pool+"."))
+}
+
+// warmOf lists pool's warm sandboxes in states.
+func (s *Service) warmOf(ctx context.Context, pool string, states []store.State) ([]store.Sandbox, error) {
+	var out []store.Sandbox
+	err := s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, States: states}, func(sb store.Sandbox) error {
+		if isWarmOf(sb, pool) {
+			out = append(out, sb)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the warm sandboxes of pool %s: %w", pool, err)
+	}
+	return out, nil
+}
+
+// countWarm counts pool's warm sandboxes that have not ended.
+func (s *Service) countWarm(ctx context.Context, pool string) (int, error) {
+	sbs, err := s.warmOf(ctx, pool, store.NonTerminalStates)
+	return len(sbs), err
+}
+
+// endWarm ends pool's warm sandboxes through server/lifecycle, as c's doing: each
+// is marked terminating; a running one's instance is deleted through the pool's
+// adapter and the sandbox marked terminated, so that a pool of ready warm sandboxes
+// is deleted in one call. A queued or provisioning one (a Create may be under way)
+// and one whose instance could not be deleted are left terminating, for the
+// scheduler, which is woken. left counts those.
+func (s *Service) endWarm(ctx context.Context, c sandboxes.Caller, pool string) (left int, err error) {
+	sbs, err := s.warmOf(ctx, pool, store.NonTerminalStates)
+	if err != nil || len(sbs) == 0 {
+		return 0, err
+	}
+	v, hasView := s.pools.View(pool)
+	reason := "pool " + pool + " is being deleted"
+	for _, sb := range sbs {
+		var was store.State
+		cur, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+			if !isWarmOf(*cur, pool) {
+				// Claimed meanwhile: a tenant's now, which countSandboxes sees.
+				return errUnchanged
+			}
+			was = cur.State
+			if cur.State == store.StateTerminating {
+				return nil
+			}
+			if cur.State.IsTerminal() {
+				return errUnchanged
+			}
+			return lifecycle.Terminate(cur, reason, s.now(), c.Actor())
+		})
+		switch {
+		case errors.Is(err, errUnchanged) || api.IsCode(err, api.CodeNotFound):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("terminate warm sandbox %s: %w", sb.ID, err)
+		}
+		if was != store.StateRunning || cur.BackendRef == "" || !hasView || v.Adapter == nil {
+			left++
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err = adapters.DeleteInstance(dctx, v.Adapter, cur.BackendRef)
+		cancel()
+		if err != nil {
+			s.log.Warn("delete the instance of a warm sandbox of a pool being deleted", "pool", pool, "sandbox", sb.ID, "error", err)
+			left++
+			continue
+		}
+		_, err = s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+			if cur.State != store.StateTerminating {
+				// The scheduler ended it meanwhile.
+				return errUnchanged
+			}
+			return lifecycle.Terminated(cur, reason, c.Actor())
+		})
+		if err != nil && !errors.Is(err, errUnchanged) && !api.IsCode(err, api.CodeNotFound) {
+			return 0, fmt.Errorf("end warm sandbox %s: %w", sb.ID, err)
+		}
+	}
+	return left, nil
 }
 
 // emptyBackend checks, before a pool is deleted, that its backend holds no instance
@@ -107,13 +231,25 @@ func (s *Service) emptyBackend(ctx context.Context, name string, force bool) err
 	return nil
 }
 
-// countSandboxes counts the pool's sandboxes that have not ended.
+// countSandboxes counts the pool's tenants' sandboxes that have not ended: its
+// warm sandboxes (countWarm) are not a tenant's.
 func (s *Service) countSandboxes(ctx context.Context, name string) (int, error) {
 	counts, err := s.st.CountSandboxesByPool(ctx, store.NonTerminalStates)
 	if err != nil {
 		return 0, fmt.Errorf("count sandboxes: %w", err)
 	}
-	return counts[name], nil
+	if counts[name] == 0 {
+		return 0, nil
+	}
+	warm := 0
+	err = s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, Pool: name, States: store.NonTerminalStates},
+		func(store.Sandbox) error { warm++; return nil })
+	if err != nil {
+		return 0, fmt.Errorf("count warm sandboxes: %w", err)
+	}
+	// A claim between the two reads makes this one too few: the store's DeletePool
+	// then refuses, under its lock, what this let through.
+	return max(counts[name]-warm, 0), nil
 }
 
 // terminate marks every live sandbox of the pool terminating, a page at a time. A

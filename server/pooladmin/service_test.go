@@ -526,3 +526,142 @@ func TestNew(t *testing.T) {
 		t.Fatal("New without a store and pools succeeded")
 	}
 }
+
+// warmSandbox stores a warm sandbox of pool's shape w in state: placed on the pool,
+// with an instance of the fake adapter behind it, unless queued.
+func (f *fixture) warmSandbox(t *testing.T, id, pool string, w store.WarmShape, state store.State) store.Sandbox {
+	t.Helper()
+	ctx := context.Background()
+	sb := store.Sandbox{ID: id, Org: store.WarmOrg, Project: store.WarmProject(pool, w), State: state,
+		Template: w.Template, Resources: w.Resources}
+	if state != store.StateQueued {
+		sb.Pool = pool
+		inst, err := f.adapter.Create(ctx, adapters.CreateRequest{ID: id, Installation: installation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.BackendRef = inst.Ref
+	}
+	out, _, err := f.st.CreateSandbox(ctx, f.clk.Now(), sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A pool's warm sandboxes never hold its delete back: the delete clears its shapes
+// and ends them (a ready one at once, its instance deleted; a starting one through
+// the scheduler, the delete answering terminating until it is gone), but a tenant's
+// sandbox still refuses an unforced delete, with nothing warm touched.
+func TestDeleteWarm(t *testing.T) {
+	w := store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 3}
+	for _, tc := range []struct {
+		name    string
+		tenant  bool // a tenant's running sandbox on the pool
+		queued  bool // a warm sandbox not yet placed
+		force   bool
+		code    api.Code
+		details map[string]any
+		// ended: the ready warm sandboxes were terminated and their instances deleted.
+		ended bool
+		gone  bool
+	}{
+		{name: "ready warm sandboxes", ended: true, gone: true},
+		{name: "a starting warm sandbox", queued: true, ended: true,
+			code: api.CodeInvalidState, details: map[string]any{"terminating": 1}},
+		{name: "a tenant's sandbox", tenant: true, code: api.CodeInvalidState, details: map[string]any{"sandboxes": 1}},
+		{name: "a tenant's sandbox, forced", tenant: true, force: true, ended: true,
+			code: api.CodeInvalidState, details: map[string]any{"terminating": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fake.Config{})
+			ctx := context.Background()
+			p, err := f.st.GetPool(ctx, "fake")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Warm = []store.WarmShape{w}
+			if _, err := f.st.UpdatePool(ctx, f.clk.Now(), p); err != nil {
+				t.Fatal(err)
+			}
+			// Another pool's warm sandbox, whose project begins like this pool's.
+			other := f.warmSandbox(t, "sbx_other", "fake2", w, store.StateQueued)
+			ready := []store.Sandbox{f.warmSandbox(t, "sbx_w1", "fake", w, store.StateRunning),
+				f.warmSandbox(t, "sbx_w2", "fake", w, store.StateRunning)}
+			var queued store.Sandbox
+			if tc.queued {
+				queued = f.warmSandbox(t, "sbx_wq", "fake", w, store.StateQueued)
+			}
+			if tc.tenant {
+				f.sandbox(t, "sbx_tenant", "fake", store.StateRunning, false)
+			}
+
+			err = f.svc.Delete(ctx, admin, "fake", tc.force)
+			wantCode(t, err, tc.code)
+			for k, v := range tc.details {
+				if got := detail(t, err, k); got != v {
+					t.Fatalf("details.%s = %v, want %v (%v)", k, got, v, err)
+				}
+			}
+			stored, gerr := f.st.GetPool(ctx, "fake")
+			if gone := api.IsCode(gerr, api.CodeNotFound); gone != tc.gone {
+				t.Fatalf("pool gone = %v (%v), want %v", gone, gerr, tc.gone)
+			}
+			if !tc.gone && (len(stored.Warm) == 0) != tc.ended {
+				t.Fatalf("warm shapes after the delete: %+v, want them cleared: %v", stored.Warm, tc.ended)
+			}
+			wantInstances := 0
+			if !tc.ended {
+				wantInstances = len(ready)
+			}
+			if n := f.instances(t); n != wantInstances {
+				t.Fatalf("%d instances left, want %d", n, wantInstances)
+			}
+			for _, sb := range ready {
+				got := f.get(t, sb.ID)
+				if !tc.ended {
+					if got.State != store.StateRunning {
+						t.Fatalf("warm sandbox %s is %s after a refused delete", sb.ID, got.State)
+					}
+					continue
+				}
+				events, _, err := f.st.ListEvents(ctx, store.EventFilter{SandboxID: sb.ID,
+					Types: []store.EventType{store.EventTerminating, store.EventTerminated}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != store.StateTerminated || len(events) != 2 ||
+					events[0].Actor != string(lifecycle.Token("tok_admin")) || events[1].Message != "pool fake is being deleted" {
+					t.Fatalf("warm sandbox %s: %s, events %+v", sb.ID, got.State, events)
+				}
+			}
+			if got := f.get(t, other.ID); got.State != store.StateQueued {
+				t.Fatalf("another pool's warm sandbox is %s", got.State)
+			}
+			if !tc.queued {
+				return
+			}
+			if got := f.get(t, queued.ID); got.State != store.StateTerminating {
+				t.Fatalf("the starting warm sandbox is %s, want it left terminating to the scheduler", got.State)
+			}
+			// The scheduler ends it; the retry deletes the pool.
+			if _, err := f.st.UpdateSandbox(ctx, queued.ID, f.clk.Now(), func(cur *store.Sandbox) error {
+				return lifecycle.Terminated(cur, cur.Reason, lifecycle.Scheduler("test"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.svc.Delete(ctx, admin, "fake", false); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+		})
+	}
+}
+
+func (f *fixture) get(t *testing.T, id string) store.Sandbox {
+	t.Helper()
+	sb, err := f.st.GetSandbox(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
