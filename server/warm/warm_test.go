@@ -29,10 +29,11 @@ func (nopWaker) Wake(store.State) {}
 
 type env struct {
 	t     *testing.T
-	st    *sqlite.Store
+	st    store.Store
 	clk   *clock.Manual
 	pools *poolstest.Pools
 	svc   *sandboxes.Service
+	a     *fake.Adapter
 }
 
 var shape = store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 2, MaxAgeSeconds: 60}
@@ -40,12 +41,17 @@ var shape = store.WarmShape{Template: "python", Resources: adapters.Resources{CP
 // newEnv is a real SQLite store and sandbox service with one fake pool keeping
 // shape. No scheduler runs: tests move the warm sandboxes along as one would.
 func newEnv(t *testing.T) *env {
-	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"))
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newEnvOn(t, st)
+}
+
+// newEnvOn is newEnv on st.
+func newEnvOn(t *testing.T, st store.Store) *env {
+	ctx := t.Context()
 	clk := clock.NewManual(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	pool := store.Pool{Name: "alpha", Adapter: "fake", Trust: api.TrustPrivate, Warm: []store.WarmShape{shape}}
 	a := fake.New(fake.Config{})
@@ -59,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, st: st, clk: clk, pools: ps, svc: svc}
+	return &env{t: t, st: st, clk: clk, pools: ps, svc: svc, a: a}
 }
 
 func (e *env) filler() *warm.Filler {
