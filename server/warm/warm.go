@@ -31,6 +31,7 @@ import (
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/clock"
+	"github.com/different-ai/differently/server/defaults"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pools"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -60,6 +61,9 @@ type Pools interface {
 const (
 	// DefaultInterval is how often a Filler looks when nothing wakes it.
 	DefaultInterval = 2 * time.Second
+	// DefaultOverlapWait is a provision timeout: a replacement that has not run by
+	// then is waiting for room the pool does not have.
+	DefaultOverlapWait = defaults.ProvisionTimeout
 	// backoffBase and backoffMax bound the wait after a warm sandbox failed to start.
 	backoffBase = 2 * time.Second
 	backoffMax  = 5 * time.Minute
@@ -75,7 +79,11 @@ type Options struct {
 	ReplicaID string
 	// Interval is how often Run passes when nothing wakes it; DefaultInterval when 0.
 	Interval time.Duration
-	Logger   *slog.Logger
+	// OverlapWait is how long past its maxAgeSeconds a warm sandbox waits for its
+	// replacement to be ready before it is deleted regardless;
+	// DefaultOverlapWait when 0.
+	OverlapWait time.Duration
+	Logger      *slog.Logger
 	// Metrics receives the warm-pool metrics; nil registers none.
 	Metrics prometheus.Registerer
 }
@@ -88,9 +96,11 @@ type Filler struct {
 	clk      clock.Clock
 	actor    lifecycle.Actor
 	interval time.Duration
-	log      *slog.Logger
-	m        *warmMetrics
-	wake     chan struct{}
+	// overlapWait: Options.OverlapWait.
+	overlapWait time.Duration
+	log         *slog.Logger
+	m           *warmMetrics
+	wake        chan struct{}
 
 	// Only Pass, which one goroutine at a time runs, uses these.
 	// quotas caches the quota put on each shape's project.
@@ -121,6 +131,10 @@ func New(opts Options) (*Filler, error) {
 	}
 	if f.interval <= 0 {
 		f.interval = DefaultInterval
+	}
+	f.overlapWait = opts.OverlapWait
+	if f.overlapWait <= 0 {
+		f.overlapWait = DefaultOverlapWait
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -182,6 +196,8 @@ type shape struct {
 	// provisioning ones.
 	ready    []store.Sandbox
 	starting int
+	// maxStarting is the pool's (0: no limit).
+	maxStarting int
 }
 
 // Pass brings every shape to its size once: it removes the warm sandboxes of shapes
@@ -196,7 +212,7 @@ func (f *Filler) Pass(ctx context.Context) (Result, error) {
 	for _, v := range f.pools.Views() {
 		for _, w := range v.Pool.Warm {
 			if w.Size > 0 {
-				shapes[store.WarmProject(v.Pool.Name, w)] = &shape{pool: v.Pool.Name, w: w}
+				shapes[store.WarmProject(v.Pool.Name, w)] = &shape{pool: v.Pool.Name, w: w, maxStarting: v.Pool.MaxStarting}
 			}
 		}
 	}
@@ -243,51 +259,102 @@ func (f *Filler) Pass(ctx context.Context) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// fill brings one shape to its size.
+// maxSurge is how many replacements a shape of size may have starting beyond its
+// size at once: a quarter of it (at least one), and no more than its pool's
+// maxStarting when that is set, so that replacing a shape whose sandboxes all aged
+// together neither doubles what it holds nor takes every start the pool allows.
+func maxSurge(size, maxStarting int) int {
+	n := max(1, (size+3)/4)
+	if maxStarting > 0 {
+		n = min(n, maxStarting)
+	}
+	return n
+}
+
+// fill brings one shape to its size. A sandbox past maxAgeSeconds is replaced
+// without a gap where the pool has room: its replacement is started first, within
+// the shape's surge (maxSurge), and the old one is deleted once a newer one is ready
+// to stand in for it. One whose replacement has not come within OverlapWait past
+// its age (the pool has no room for it) is deleted regardless, and replaced after.
 func (f *Filler) fill(ctx context.Context, now time.Time, project string, sh *shape) (Result, error) {
 	var res Result
-	// The quota keeps replicas that fill at once from starting more than the size.
-	if f.quotas[project] != sh.w.Size {
-		if _, err := f.st.PutProject(ctx, now, store.Project{Org: store.WarmOrg, Name: project,
-			Quota: store.Quota{Sandboxes: sh.w.Size}}); err != nil {
-			return res, fmt.Errorf("set the shape's quota: %w", err)
-		}
-		f.quotas[project] = sh.w.Size
-	}
 	slices.SortFunc(sh.ready, func(a, b store.Sandbox) int { return a.StateChangedAt.Compare(b.StateChangedAt) })
-	keep := sh.ready[:0:0]
+	var stale, fresh []store.Sandbox
 	for _, sb := range sh.ready {
 		if sh.w.MaxAgeSeconds > 0 && now.Sub(sb.StateChangedAt) >= time.Duration(sh.w.MaxAgeSeconds)*time.Second {
-			if err := f.svc.DeleteWarm(ctx, f.actor, sb.ID, fmt.Sprintf("replaced: warm for longer than maxAgeSeconds (%d)", sh.w.MaxAgeSeconds)); err == nil {
-				res.Replaced++
-				continue
-			} else if !api.IsCode(err, api.CodeNotFound) {
-				return res, err
-			}
+			stale = append(stale, sb)
+		} else {
+			fresh = append(fresh, sb)
+		}
+	}
+	deleteWarm := func(sb store.Sandbox, reason string) (bool, error) {
+		err := f.svc.DeleteWarm(ctx, f.actor, sb.ID, reason)
+		switch {
+		case err == nil:
+			return true, nil
+		case api.IsCode(err, api.CodeNotFound):
 			// Claimed meanwhile: no longer the shape's.
+			return false, nil
+		}
+		return false, err
+	}
+	aged := fmt.Sprintf("replaced: warm for longer than maxAgeSeconds (%d)", sh.w.MaxAgeSeconds)
+	// The oldest stale ones go first: as many as there are ready sandboxes beyond the
+	// size, and any that has waited too long for a replacement.
+	keep := stale[:0:0]
+	gone := 0
+	for _, sb := range stale {
+		beyond := len(fresh)+len(stale)-gone > sh.w.Size
+		overdue := now.Sub(sb.StateChangedAt) >= time.Duration(sh.w.MaxAgeSeconds)*time.Second+f.overlapWait
+		if !beyond && !overdue {
+			keep = append(keep, sb)
 			continue
 		}
-		keep = append(keep, sb)
+		deleted, err := deleteWarm(sb, aged)
+		if err != nil {
+			return res, err
+		}
+		gone++
+		if deleted {
+			res.Replaced++
+		}
 	}
-	sh.ready = keep
-	// A shape shrunk: the newest ready ones go first, since the oldest are the next
-	// to be claimed.
-	for len(sh.ready)+sh.starting > sh.w.Size && len(sh.ready) > 0 {
-		last := sh.ready[len(sh.ready)-1]
-		sh.ready = sh.ready[:len(sh.ready)-1]
-		if err := f.svc.DeleteWarm(ctx, f.actor, last.ID, "the warm shape's size shrank"); err != nil && !api.IsCode(err, api.CodeNotFound) {
+	stale = keep
+	surge := min(len(stale), maxSurge(sh.w.Size, sh.maxStarting))
+	// A shape shrunk: what is beyond its size (and the surge its stale ones are
+	// allowed) goes, stale ones first, then the newest ready ones, since the oldest
+	// are the next to be claimed.
+	for len(fresh)+len(stale)+sh.starting > sh.w.Size+surge && len(fresh)+len(stale) > 0 {
+		var last store.Sandbox
+		if len(stale) > 0 {
+			last, stale = stale[0], stale[1:]
+		} else {
+			last, fresh = fresh[len(fresh)-1], fresh[:len(fresh)-1]
+		}
+		if _, err := deleteWarm(last, "the warm shape's size shrank"); err != nil {
 			return res, err
 		}
 		res.Removed++
+		surge = min(len(stale), maxSurge(sh.w.Size, sh.maxStarting))
+	}
+	sh.ready = append(fresh, stale...)
+	// The quota keeps replicas that fill at once from starting more than the size,
+	// and the replacements of stale sandboxes from starting more than the surge.
+	if quota := sh.w.Size + surge; f.quotas[project] != quota {
+		if _, err := f.st.PutProject(ctx, now, store.Project{Org: store.WarmOrg, Name: project,
+			Quota: store.Quota{Sandboxes: quota}}); err != nil {
+			return res, fmt.Errorf("set the shape's quota: %w", err)
+		}
+		f.quotas[project] = quota
 	}
 	if b := f.backoff[project]; now.Before(b.until) {
 		return res, nil
 	}
-	for range sh.w.Size - len(sh.ready) - sh.starting {
+	for range sh.w.Size - len(fresh) - sh.starting {
 		sb, err := f.svc.CreateWarm(ctx, f.actor, sh.pool, sh.w)
 		switch {
 		case api.IsCode(err, api.CodeQuotaExceeded):
-			// Another replica filled it meanwhile.
+			// Another replica filled it meanwhile, or the surge is taken.
 			return res, nil
 		case err != nil:
 			return res, err

@@ -151,23 +151,32 @@ func TestFillReplaceAndRemove(t *testing.T) {
 	e.clk.Advance(59 * time.Second)
 	e.pass(f, warm.Result{})
 	e.clk.Advance(time.Second)
+	// Aged: a replacement starts first (a surge of one for a shape of two), and the
+	// oldest goes once it runs; the next, once the first is gone.
 	old := e.warmSandboxes()
-	e.pass(f, warm.Result{Replaced: 2})
-	// The replacements start once the old ones are gone: until then they still take
-	// room in the shape's quota.
-	for _, sb := range old {
-		e.terminated(sb.ID)
+	e.pass(f, warm.Result{Created: 1})
+	for _, sb := range e.warmSandboxes() {
+		if sb.State == store.StateQueued {
+			e.run(sb.ID)
+		}
 	}
-	e.pass(f, warm.Result{Created: 2})
+	e.pass(f, warm.Result{Replaced: 1})
+	e.terminated(old[0].ID)
+	e.pass(f, warm.Result{Created: 1})
+	for _, sb := range e.warmSandboxes() {
+		if sb.State == store.StateQueued {
+			e.run(sb.ID)
+		}
+	}
+	e.pass(f, warm.Result{Replaced: 1})
+	e.terminated(old[1].ID)
+	e.pass(f, warm.Result{})
 	if n := len(e.warmSandboxes()); n != 2 {
 		t.Fatalf("%d live warm sandboxes after the replacement, want 2", n)
 	}
 
 	// Shrunk to one: the newest ready one goes.
-	for _, sb := range e.warmSandboxes() {
-		e.run(sb.ID)
-		e.clk.Advance(time.Second)
-	}
+	e.clk.Advance(time.Second)
 	small := shape
 	small.Size = 1
 	e.pools.Update("alpha", func(v *pools.View) { v.Pool.Warm = []store.WarmShape{small} })
@@ -220,5 +229,122 @@ func TestReplicasDoNotOverfill(t *testing.T) {
 	_, err := e.svc.CreateWarm(context.Background(), lifecycle.Warm("r3"), "alpha", shape)
 	if !api.IsCode(err, api.CodeQuotaExceeded) {
 		t.Fatalf("a third warm sandbox of a shape of size 2: %v, want quota_exceeded", err)
+	}
+}
+
+// byState lists the warm sandboxes in state.
+func (e *env) byState(state store.State) []store.Sandbox {
+	e.t.Helper()
+	var out []store.Sandbox
+	err := e.st.EachSandbox(e.t.Context(), store.SandboxFilter{Org: store.WarmOrg, States: []store.State{state}},
+		func(sb store.Sandbox) error {
+			out = append(out, sb)
+			return nil
+		})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// Sandboxes past maxAgeSeconds are replaced without a moment with fewer ready than
+// the size: each replacement starts first, at most the surge at once (a quarter of
+// the size, at least one, at most the pool's maxStarting), and an old one goes only
+// once a newer one is ready. The scheduler's part, running what is queued and ending
+// what is terminating, is done by hand between passes.
+func TestReplacementOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		size, maxStarting int
+		surge             int
+	}{
+		{name: "size 4", size: 4, surge: 1},
+		{name: "size 8", size: 8, surge: 2},
+		{name: "size 8, maxStarting 1", size: 8, maxStarting: 1, surge: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			w := shape
+			w.Size = tc.size
+			e.pools.Update("alpha", func(v *pools.View) { v.Pool.Warm, v.Pool.MaxStarting = []store.WarmShape{w}, tc.maxStarting })
+			f := e.filler()
+			e.pass(f, warm.Result{Created: tc.size})
+			old := map[string]bool{}
+			for _, sb := range e.warmSandboxes() {
+				e.run(sb.ID)
+				old[sb.ID] = true
+			}
+			e.clk.Advance(time.Duration(w.MaxAgeSeconds) * time.Second)
+
+			var total warm.Result
+			peak := 0
+			for step := 0; ; step++ {
+				if step == 10*tc.size {
+					t.Fatalf("not replaced after %d passes: %+v", step, total)
+				}
+				got, err := f.Pass(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				total.Created += got.Created
+				total.Replaced += got.Replaced
+				total.Removed += got.Removed
+				ready := e.byState(store.StateRunning)
+				live := len(e.warmSandboxes())
+				peak = max(peak, live)
+				if len(ready) < tc.size || live > tc.size+tc.surge {
+					t.Fatalf("pass %d: %d ready and %d live, want at least %d ready and at most %d live",
+						step, len(ready), live, tc.size, tc.size+tc.surge)
+				}
+				stale := 0
+				for _, sb := range ready {
+					if old[sb.ID] {
+						stale++
+					}
+				}
+				if stale == 0 && live == tc.size {
+					break
+				}
+				for _, sb := range e.byState(store.StateQueued) {
+					e.run(sb.ID)
+				}
+				for _, sb := range e.byState(store.StateTerminating) {
+					e.terminated(sb.ID)
+				}
+			}
+			if total != (warm.Result{Created: tc.size, Replaced: tc.size}) || peak != tc.size+tc.surge {
+				t.Fatalf("replacement did %+v with at most %d live; want %d created and replaced, %d live at most",
+					total, peak, tc.size, tc.size+tc.surge)
+			}
+		})
+	}
+}
+
+// A replacement the pool has no room to start (it stays queued) does not keep an
+// aged sandbox forever: past OverlapWait the old ones are deleted regardless, and
+// replaced once gone.
+func TestReplacementWithoutRoom(t *testing.T) {
+	e := newEnv(t)
+	f, err := warm.New(warm.Options{Store: e.st, Sandboxes: e.svc, Pools: e.pools, Clock: e.clk, ReplicaID: "r1",
+		OverlapWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pass(f, warm.Result{Created: 2})
+	for _, sb := range e.warmSandboxes() {
+		e.run(sb.ID)
+	}
+	e.clk.Advance(time.Duration(shape.MaxAgeSeconds) * time.Second)
+	e.pass(f, warm.Result{Created: 1}) // queued, and stays so
+	e.clk.Advance(59 * time.Second)
+	e.pass(f, warm.Result{})
+	e.clk.Advance(time.Second)
+	e.pass(f, warm.Result{Replaced: 2})
+	for _, sb := range e.byState(store.StateTerminating) {
+		e.terminated(sb.ID)
+	}
+	e.pass(f, warm.Result{Created: 1})
+	if n := len(e.byState(store.StateQueued)); n != 2 {
+		t.Fatalf("%d replacements queued, want 2", n)
 	}
 }
