@@ -40,6 +40,12 @@ const queueFullRetryAfter = 5
 // can no longer cut it short.
 const insertTimeout = 30 * time.Second
 
+// warmYield is how long a warm sandbox that could not start at once lets tenants'
+// creates go before it in the queue: when the pool's starts are the bottleneck (a
+// burst drained its warm sandboxes), the creates waiting cold are served first and
+// the pool refills after them.
+const warmYield = time.Second
+
 // CreateRequest is a sandbox asked for.
 type CreateRequest struct {
 	// Org and Project name where the sandbox goes; nil leaves it to Tenant.
@@ -396,6 +402,11 @@ func (s *Service) insert(ctx context.Context, by lifecycle.Actor, now time.Time,
 		// does not hold the others back.
 		if start != nil && a.Due == 0 {
 			return start.Place(ins, candidates)
+		}
+		if ins.Org == store.WarmOrg {
+			// A warm sandbox is for a create to come; a tenant's create that arrives
+			// meanwhile is waiting now, and goes first (warmYield).
+			ins.NextAttemptAt = now.Add(warmYield)
 		}
 		return nil
 	})

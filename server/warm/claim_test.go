@@ -248,3 +248,23 @@ func TestCreateWithEnvIsCold(t *testing.T) {
 		}
 	})
 }
+
+// A warm sandbox that cannot start at once waits behind tenants' creates that come
+// within a second: they are waiting now, it is for later.
+func TestWarmYieldsToTenants(t *testing.T) {
+	eachStore(t, func(t *testing.T, e *env) {
+		f := e.filler()
+		e.pass(f, warm.Result{Created: shape.Size})
+		e.clk.Advance(100 * time.Millisecond)
+		cold, _ := e.create("cold", map[string]string{"K": "v"})
+		got, err := e.st.ClaimSandboxes(t.Context(), e.clk.Now(), "test", time.Minute, 10)
+		if err != nil || len(got) != 1 || got[0].ID != cold.ID {
+			t.Fatalf("due now: %+v, %v; want the tenant's create alone", got, err)
+		}
+		e.clk.Advance(900 * time.Millisecond)
+		got, err = e.st.ClaimSandboxes(t.Context(), e.clk.Now(), "test", time.Minute, 10)
+		if err != nil || len(got) != shape.Size || got[0].Org != store.WarmOrg {
+			t.Fatalf("a second later: %+v, %v; want the warm sandboxes", got, err)
+		}
+	})
+}
