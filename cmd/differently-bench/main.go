@@ -1,7 +1,8 @@
 // Command differently-bench measures the control plane's own cost in one bounded run
 // (issue 7, `make bench`): it starts a real development daemon in-process on loopback
 // against the chosen store, drives sandbox lifecycles through the HTTP API on the
-// zero-latency fake pool, compares exec and streamed exec through the API with the
+// zero-latency fake pool, claims warm sandboxes from a pool on a slower fake backend
+// in bursts that drain it, compares exec and streamed exec through the API with the
 // same calls made directly on an adapter, issues a lifecycle's store transactions
 // directly against a store of the same kind (the floor), and times one reconcile pass
 // over many sandboxes and backend instances.
@@ -11,7 +12,8 @@
 // tiny smoke run of it does, in main_test.go).
 //
 //	go run ./cmd/differently-bench [--store sqlite|postgres] [-n 2000] [-c 64] [-timeout 170s]
-//	    [-rate 150,300,450] [-paced-n 1000]
+//	    [-rate 150,300,450] [-paced-n 1000] [-warm-size 32] [-warm-bursts 12]
+//	    [-warm-burst 8] [-warm-interval 100ms] [-warm-backend 200ms]
 //	    [--reconcile-n 100000] [-cpuprofile FILE] [-only stream,exec,...]
 //
 // --store postgres uses DIFFERENTLY_TEST_DATABASE_URL, in fresh schemas dropped at the end.
@@ -44,7 +46,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	// store is the store of this run; stores lists every --store given, the first
-	// running every section and the others the lifecycles and paced sections only.
+	// running every section and the others the lifecycles, paced and warm sections only.
 	store          string
 	stores         []string
 	n, c           int
@@ -60,10 +62,12 @@ type options struct {
 	databaseBaseURL string
 	// only names the sections to run; empty runs them all.
 	only []string
+	// warm shapes the warm section.
+	warm warmOptions
 }
 
 // sections are the parts of a run, in the order they run.
-var sections = []string{"lifecycles", "paced", "exec", "stream", "floor", "reconcile"}
+var sections = []string{"lifecycles", "paced", "warm", "exec", "stream", "floor", "reconcile"}
 
 // runs reports whether the section is part of this run.
 func (o options) runs(section string) bool {
@@ -74,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("differently-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	storeList := fs.String("store", "sqlite", "comma-separated stores to run on, of sqlite (a file in a temporary directory) and postgres (DIFFERENTLY_TEST_DATABASE_URL, fresh schemas); the first runs every section, the others the lifecycles and paced sections, for comparison")
+	storeList := fs.String("store", "sqlite", "comma-separated stores to run on, of sqlite (a file in a temporary directory) and postgres (DIFFERENTLY_TEST_DATABASE_URL, fresh schemas); the first runs every section, the others the lifecycles, paced and warm sections, for comparison")
 	fs.IntVar(&o.n, "n", 2000, "sandbox lifecycles to run (also the floor's lifecycles)")
 	fs.IntVar(&o.c, "c", 64, "concurrency of the lifecycles and of the floor")
 	fs.DurationVar(&o.timeout, "timeout", 170*time.Second, "global deadline; the run aborts with an error when it passes")
@@ -85,6 +89,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pacedN, "paced-n", 1000, "lifecycles of the paced section at each -rate")
 	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.IntVar(&o.warm.size, "warm-size", 32, "warm section: the warm pool's size")
+	fs.IntVar(&o.warm.bursts, "warm-bursts", 12, "warm section: how many bursts of creates")
+	fs.IntVar(&o.warm.burst, "warm-burst", 8, "warm section: creates sent at once in each burst")
+	fs.DurationVar(&o.warm.interval, "warm-interval", 100*time.Millisecond, "warm section: time between the starts of two bursts")
+	fs.DurationVar(&o.warm.backend, "warm-backend", 200*time.Millisecond, "warm section: how long the warm pool's fake backend takes to start a sandbox")
 	only := fs.String("only", "", "comma-separated sections to run, of "+strings.Join(sections, ", ")+"; the others report zeros (default all)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -127,6 +136,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-n, -c, -exec-n, -paced-n, --reconcile-n and -stream-bytes must be positive")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
+	case o.warm.size < 1 || o.warm.size > 1000 || o.warm.bursts < 1 || o.warm.burst < 1 || o.warm.bursts*o.warm.burst > 100000:
+		return o, errors.New("-warm-size must be between 1 and 1000, -warm-bursts and -warm-burst positive, their product at most 100000")
+	case o.warm.interval < 0 || o.warm.backend < 0 || o.warm.backend%time.Millisecond != 0:
+		return o, errors.New("-warm-interval and -warm-backend must not be negative; -warm-backend is whole milliseconds")
 	}
 	if slices.Contains(o.stores, "postgres") {
 		o.databaseBaseURL = os.Getenv("DIFFERENTLY_TEST_DATABASE_URL")
@@ -168,11 +181,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	printTable(stdout, o, res)
 	for _, st := range o.stores[1:] {
 		// The other stores for comparison: what a lifecycle costs there, loaded and
-		// paced, with the same flags.
+		// paced, and warm pools, with the same flags.
 		other := o
 		other.store = st
 		other.only = nil
-		for _, sec := range []string{"lifecycles", "paced"} {
+		for _, sec := range []string{"lifecycles", "paced", "warm"} {
 			if o.runs(sec) {
 				other.only = append(other.only, sec)
 			}
@@ -284,6 +297,16 @@ func (b *bench) run() (res *result, err error) {
 	if b.opts.runs("paced") {
 		b.phase = "paced lifecycles"
 		if err := b.paced(ctx, d, res); err != nil {
+			return nil, err
+		}
+	}
+
+	if b.opts.runs("warm") {
+		b.phase = "warm pool"
+		w := b.opts.warm
+		b.progress("warm: a pool of %d warm sandboxes on a %s backend, %d bursts of %d creates every %s",
+			w.size, w.backend, w.bursts, w.burst, w.interval)
+		if err := b.warm(ctx, d, res); err != nil {
 			return nil, err
 		}
 	}

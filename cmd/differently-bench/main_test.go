@@ -15,7 +15,8 @@ import (
 func TestSmallRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args := []string{"--store", "sqlite", "-n", "20", "-c", "4", "--reconcile-n", "500",
-		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s", "-rate", "50,10%", "-paced-n", "10"}
+		"-exec-n", "10", "-stream-bytes", "100000", "-timeout", "60s", "-rate", "50,10%", "-paced-n", "10",
+		"-warm-size", "4", "-warm-bursts", "3", "-warm-burst", "4", "-warm-interval", "50ms", "-warm-backend", "100ms"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
@@ -63,6 +64,22 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("paced[%d] = %+v, want positive latencies (p99 >= p50), a throughput and at least one in flight", i, p)
 		}
 	}
+	var warm struct {
+		Warm *warmFigures `json:"warm"`
+	}
+	if err := json.Unmarshal([]byte(last), &warm); err != nil {
+		t.Fatal(err)
+	}
+	// The first burst finds the pool full: at least its first create is a hit.
+	switch w := warm.Warm; {
+	case w == nil:
+		t.Error("warm: missing")
+	case w.Size != 4 || w.Creates != 12 || w.Hits < 1 || w.Hits > w.Creates || w.HitRate != round(float64(w.Hits)/12) ||
+		w.HitP50Ms <= 0 || w.HitP99Ms < w.HitP50Ms || w.FillS <= 0 || w.RefillS < 0 || w.BackendCreateMs != 100:
+		t.Errorf("warm = %+v, want 12 creates of which some hits, with their latencies", *w)
+	case w.Hits < w.Creates && (w.MissP50Ms <= 0 || w.MissP99Ms < w.MissP50Ms):
+		t.Errorf("warm = %+v, want the misses' latencies", *w)
+	}
 	if t.Failed() {
 		t.Logf("stdout:\n%s", stdout.String())
 	}
@@ -84,6 +101,10 @@ func TestFlags(t *testing.T) {
 		{"-rate", "%"},
 		{"-only", "paced", "-rate", "50%"},
 		{"-paced-n", "0"},
+		{"-warm-size", "0"},
+		{"-warm-bursts", "-1"},
+		{"-warm-backend", "1500us"},
+		{"-only", "warm,cold"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
@@ -117,6 +138,9 @@ func TestOnlyStream(t *testing.T) {
 	}
 	if got["paced"] != nil {
 		t.Errorf("paced = %v, want null (section not run)", got["paced"])
+	}
+	if got["warm"] != nil {
+		t.Errorf("warm = %v, want none (section not run)", got["warm"])
 	}
 }
 

@@ -42,6 +42,8 @@ type figures struct {
 
 	// Paced holds the paced section's results, one per arrival rate.
 	Paced []pacedFigures `json:"paced"`
+	// Warm holds the warm section's results; nil when it did not run.
+	Warm *warmFigures `json:"warm,omitempty"`
 
 	ExecAPIP50Ms    float64 `json:"exec_api_p50_ms"`
 	ExecAPIP99Ms    float64 `json:"exec_api_p99_ms"`
@@ -78,7 +80,7 @@ type figures struct {
 	NumCPU       int     `json:"num_cpu"`
 	TotalS       float64 `json:"total_s"`
 
-	// Stores holds, by store, the lifecycle and paced figures of the other stores
+	// Stores holds, by store, the lifecycle, paced and warm figures of the other stores
 	// --store listed, run after this one's sections for comparison.
 	Stores map[string]*figures `json:"stores,omitempty"`
 	// StreamTrials is how many alternating pairs of streams the stream figures are
@@ -135,6 +137,13 @@ func printTable(w io.Writer, o options, r *result) {
 			fmt.Sprintf("%d lifecycles due at even intervals, timed from when each was due; daemon %v / %v ms", p.N, p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms))
 		row(fmt.Sprintf("paced %s: lifecycle p50 / p99", rate), fmt.Sprintf("%v / %v", p.LifecycleP50Ms, p.LifecycleP99Ms), "ms",
 			fmt.Sprintf("%v/s achieved, at most %d in flight, %d waited for a slot", p.AchievedPerS, p.MaxInFlight, p.WaitedForSlot))
+	}
+	if w := f.Warm; w != nil {
+		shape := fmt.Sprintf("pool of %d warm on a %d ms backend, %d bursts of %d every %d ms", w.Size, w.BackendCreateMs, w.Bursts, w.BurstSize, w.BurstIntervalMs)
+		row("warm hit: create→running p50 / p99", fmt.Sprintf("%v / %v", w.HitP50Ms, w.HitP99Ms), "ms", fmt.Sprintf("%d creates served warm; %s", w.Hits, shape))
+		row("warm hit rate", w.HitRate, "", fmt.Sprintf("%d of %d creates", w.Hits, w.Creates))
+		row("warm miss: create→running p50 / p99", fmt.Sprintf("%v / %v", w.MissP50Ms, w.MissP99Ms), "ms", "created cold once the pool ran dry")
+		row("warm refill", w.RefillS, "s", fmt.Sprintf("from the last burst until %d ready again; the first fill took %v s", w.Size, w.FillS))
 	}
 	row("exec through the API p50 / p99", fmt.Sprintf("%v / %v", f.ExecAPIP50Ms, f.ExecAPIP99Ms), "ms", "exec `true` on the fake pool, one at a time")
 	row("exec on the adapter p50", f.ExecDirectP50Ms, "ms", "fake.Adapter.Exec directly")
