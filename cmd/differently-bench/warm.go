@@ -16,7 +16,7 @@ const (
 	warmTemplate = "bench"
 	// warmPollEvery is how often the pool's warm status is read while waiting for it
 	// to fill.
-	warmPollEvery = 10 * time.Millisecond
+	warmPollEvery = 25 * time.Millisecond
 )
 
 // warmOptions shape the warm section: a pool of size on a backend taking backend
