@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
 )
 
@@ -159,13 +161,36 @@ bursts:
 	if len(hits) == 0 {
 		res.note("warm: no create was served warm")
 	}
-	// The sandboxes go, and so does the pool with its warm sandboxes.
+	// The sandboxes go, then the pool with its warm sandboxes.
 	err := workers(ctx, len(ids), 8, func(ctx context.Context, i int) error {
 		_, err := d.client.DeleteSandboxAndWait(ctx, ids[i])
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete the warm section's sandboxes: %w", err)
+	}
+	return deleteWarmPool(ctx, d.client)
+}
+
+// deleteWarmPool deletes the warm pool, its warm sandboxes with it. The delete
+// answers invalid_state while a warm sandbox is still starting (its refill after
+// the last claims); it is tried again then, a bounded number of times.
+func deleteWarmPool(ctx context.Context, c *client.Client) error {
+	const tries = 100
+	for i := range tries {
+		err := c.DeletePool(ctx, warmPool, false)
+		var apiErr *client.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.Code != api.CodeInvalidState || i == tries-1 {
+			if err != nil {
+				return fmt.Errorf("delete the warm pool: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-time.After(5 * warmPollEvery):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
