@@ -7,7 +7,8 @@
 // provisioned by the scheduler with the same retries and error-code reactions as any
 // other, counts against its pool's capacity and maxConcurrency (never against a
 // tenant's quota), is reconciled like any other, and replicas refilling at once can
-// never start more than the size: admission refuses the one too many. A claim takes
+// never start more than the size (plus the surge while aged ones are replaced,
+// fill): admission refuses the one too many. A claim takes
 // the sandbox over under its own ID, in one transaction, so nothing is ever bound
 // twice and a crash between claim and bind cannot happen: there is no second step.
 //
