@@ -62,6 +62,9 @@ type Pools interface {
 const (
 	// DefaultInterval is how often a Filler looks when nothing wakes it.
 	DefaultInterval = 2 * time.Second
+	// DefaultSettle lets a burst of claims through before the refills start: a
+	// fraction of any backend's start, which the refills wait for anyway.
+	DefaultSettle = 20 * time.Millisecond
 	// DefaultOverlapWait is a provision timeout: a replacement that has not run by
 	// then is waiting for room the pool does not have.
 	DefaultOverlapWait = defaults.ProvisionTimeout
@@ -80,6 +83,9 @@ type Options struct {
 	ReplicaID string
 	// Interval is how often Run passes when nothing wakes it; DefaultInterval when 0.
 	Interval time.Duration
+	// Settle is how long Run waits after a wake-up before it passes;
+	// DefaultSettle when 0.
+	Settle time.Duration
 	// OverlapWait is how long past its maxAgeSeconds a warm sandbox waits for its
 	// replacement to be ready before it is deleted regardless;
 	// DefaultOverlapWait when 0.
@@ -97,11 +103,11 @@ type Filler struct {
 	clk      clock.Clock
 	actor    lifecycle.Actor
 	interval time.Duration
-	// overlapWait: Options.OverlapWait.
-	overlapWait time.Duration
-	log         *slog.Logger
-	m           *warmMetrics
-	wake        chan struct{}
+	// overlapWait and settle: Options.OverlapWait and Settle.
+	overlapWait, settle time.Duration
+	log                 *slog.Logger
+	m                   *warmMetrics
+	wake                chan struct{}
 
 	// Only Pass, which one goroutine at a time runs, uses these.
 	// quotas caches the quota put on each shape's project.
@@ -132,6 +138,10 @@ func New(opts Options) (*Filler, error) {
 	}
 	if f.interval <= 0 {
 		f.interval = DefaultInterval
+	}
+	f.settle = opts.Settle
+	if f.settle <= 0 {
+		f.settle = DefaultSettle
 	}
 	f.overlapWait = opts.OverlapWait
 	if f.overlapWait <= 0 {
@@ -180,6 +190,20 @@ func (f *Filler) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-f.wake:
+			// A claim woke it: the rest of a burst's claims come within moments, and
+			// the refills' writes would hold them up; they go first, and the pass
+			// then replaces them all at once.
+			settle := time.NewTimer(f.settle)
+			select {
+			case <-ctx.Done():
+				settle.Stop()
+				return
+			case <-settle.C:
+			}
+			select {
+			case <-f.wake:
+			default:
+			}
 		}
 	}
 }
