@@ -7,14 +7,14 @@
 // provisioned by the scheduler with the same retries and error-code reactions as any
 // other, counts against its pool's capacity and maxConcurrency (never against a
 // tenant's quota), is reconciled like any other, and replicas refilling at once can
-// never start more than the size (plus the surge while aged ones are replaced,
-// fill): admission refuses the one too many. A claim takes
-// the sandbox over under its own ID, in one transaction, so nothing is ever bound
-// twice and a crash between claim and bind cannot happen: there is no second step.
+// never start more than the size (plus the surge while aged ones are replaced, see
+// fill): admission refuses the one too many. A claim takes the sandbox over under
+// its own ID, in one transaction, so nothing is ever bound twice and a crash
+// between claim and bind cannot happen: there is no second step.
 //
 // The Filler, one per replica, compares what each shape has with what it should have
-// and creates, replaces (after maxAgeSeconds) and removes (a shape shrunk or dropped,
-// its pool deleted) warm sandboxes. After a warm sandbox fails to start, its shape's
+// and creates, replaces (after maxAgeSeconds, the replacement started first) and
+// removes (a shape shrunk or dropped, its pool deleted) warm sandboxes. After a warm sandbox fails to start, its shape's
 // next creates wait, twice as long after each further failure.
 package warm
 
