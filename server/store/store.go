@@ -131,6 +131,15 @@ type Store interface {
 	// bounded batches, and returns how many it deleted.
 	PruneEvents(ctx context.Context, now time.Time, r EventRetention) (int, error)
 
+	// RecordReconcilePass appends a finished reconcile pass, ID set by the store,
+	// and deletes, in the same transaction, every pass but the newest keep (0 keeps
+	// every one). It returns the pass as stored.
+	RecordReconcilePass(ctx context.Context, p ReconcilePass, keep int) (ReconcilePass, error)
+	// ListReconcilePasses returns one page of the recorded passes, newest first, and
+	// the cursor of the next page ("" on the last page). A malformed cursor is
+	// invalid_request.
+	ListReconcilePasses(ctx context.Context, f ReconcilePassFilter) (items []ReconcilePass, nextCursor string, err error)
+
 	// PutProject creates or replaces the project (org, name): CreatedAt is kept on a
 	// replace, UpdatedAt=now, Version bumped (1 on create).
 	PutProject(ctx context.Context, now time.Time, p Project) (Project, error)

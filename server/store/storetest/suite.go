@@ -84,6 +84,8 @@ func Run(t *testing.T, d Driver) {
 		{"Snapshots", testSnapshots},
 		{"Tokens", testTokens},
 		{"Policy", testPolicy},
+		{"ReconcilePassRoundTrip", testReconcilePassRoundTrip},
+		{"ReconcilePassPagingAndRetention", testReconcilePassPagingAndRetention},
 		{"Lease", testLease},
 		{"LeaseConcurrent", testLeaseConcurrent},
 	}
