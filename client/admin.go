@@ -82,6 +82,13 @@ func (c *Client) GetTrustReport(ctx context.Context) (*TrustReport, error) {
 	return decode[TrustReport](c.API.ClientInterface.GetTrustReport(ctx))
 }
 
+// ListReconcilePasses returns one page of the recorded reconcile passes, newest
+// first: the leader's periodic ones and those asked for. Pass the page's
+// NextCursor back as params.Cursor for the next; nil params is the first page.
+func (c *Client) ListReconcilePasses(ctx context.Context, params *ListReconcilePassesParams) (*ReconcilePassList, error) {
+	return decode[ReconcilePassList](c.API.ClientInterface.ListReconcilePasses(ctx, params))
+}
+
 // ReconcileNow runs one reconciliation of every pool against its backend now.
 func (c *Client) ReconcileNow(ctx context.Context) (*ReconcileReport, error) {
 	return decode[ReconcileReport](c.API.ClientInterface.ReconcileNow(ctx))

@@ -80,6 +80,12 @@ const (
 	Private  PoolSpecTrust = "private"
 )
 
+// Defines values for ReconcilePassTrigger.
+const (
+	OnDemand ReconcilePassTrigger = "on_demand"
+	Periodic ReconcilePassTrigger = "periodic"
+)
+
 // Defines values for SandboxState.
 const (
 	Failed       SandboxState = "failed"
@@ -462,23 +468,61 @@ type ProjectUsage struct {
 	Sandboxes int     `json:"sandboxes"`
 }
 
+// ReconcilePass defines model for ReconcilePass.
+type ReconcilePass struct {
+	EndedAt time.Time `json:"endedAt"`
+
+	// Error Why the pass stopped before its end (its lease was lost, the database failed).
+	Error *string `json:"error,omitempty"`
+
+	// Id Increases with every pass recorded; passes never overlap, so this is the order they ran in.
+	Id    int64                 `json:"id"`
+	Pools []ReconcilePoolReport `json:"pools"`
+
+	// Replica The replica that ran the pass.
+	Replica   string    `json:"replica"`
+	StartedAt time.Time `json:"startedAt"`
+
+	// TokenId The token that asked for an on_demand pass.
+	TokenId *string `json:"tokenId,omitempty"`
+
+	// Trigger periodic, the leader's turn; on_demand, asked for through the API or the console.
+	Trigger ReconcilePassTrigger `json:"trigger"`
+}
+
+// ReconcilePassTrigger periodic, the leader's turn; on_demand, asked for through the API or the console.
+type ReconcilePassTrigger string
+
+// ReconcilePassList defines model for ReconcilePassList.
+type ReconcilePassList struct {
+	Items      []ReconcilePass `json:"items"`
+	NextCursor *string         `json:"nextCursor,omitempty"`
+}
+
+// ReconcilePoolReport defines model for ReconcilePoolReport.
+type ReconcilePoolReport struct {
+	Adopted *[]string `json:"adopted,omitempty"`
+
+	// Duplicates Backend refs of the duplicate instances deleted.
+	Duplicates *[]string `json:"duplicates,omitempty"`
+
+	// Errors Actions of this pass that failed; the next pass tries them again.
+	Errors *[]string `json:"errors,omitempty"`
+	Lost   *[]string `json:"lost,omitempty"`
+
+	// OrphansDeleted Backend refs of the instances deleted as orphans.
+	OrphansDeleted *[]string `json:"orphansDeleted,omitempty"`
+	Pool           string    `json:"pool"`
+	Requeued       *[]string `json:"requeued,omitempty"`
+
+	// Skipped Why the pool was not reconciled (List failed, no adapter).
+	Skipped      *string   `json:"skipped,omitempty"`
+	StateChanged *[]string `json:"stateChanged,omitempty"`
+}
+
 // ReconcileReport defines model for ReconcileReport.
 type ReconcileReport struct {
-	Pools []struct {
-		Adopted    *[]string `json:"adopted,omitempty"`
-		Duplicates *[]string `json:"duplicates,omitempty"`
-
-		// Errors Actions of this pass that failed; the next pass tries them again.
-		Errors         *[]string `json:"errors,omitempty"`
-		Lost           *[]string `json:"lost,omitempty"`
-		OrphansDeleted *[]string `json:"orphansDeleted,omitempty"`
-		Pool           string    `json:"pool"`
-		Requeued       *[]string `json:"requeued,omitempty"`
-
-		// Skipped Why the pool was not reconciled (List failed, no adapter).
-		Skipped      *string   `json:"skipped,omitempty"`
-		StateChanged *[]string `json:"stateChanged,omitempty"`
-	} `json:"pools"`
+	Pools []ReconcilePoolReport `json:"pools"`
 }
 
 // Resources defines model for Resources.
@@ -740,6 +784,12 @@ type StatusResponse = Status
 // DeletePoolParams defines parameters for DeletePool.
 type DeletePoolParams struct {
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+}
+
+// ListReconcilePassesParams defines parameters for ListReconcilePasses.
+type ListReconcilePassesParams struct {
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListEventsParams defines parameters for ListEvents.
@@ -1018,6 +1068,9 @@ type ClientInterface interface {
 
 	// ReconcileNow request
 	ReconcileNow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListReconcilePasses request
+	ListReconcilePasses(ctx context.Context, params *ListReconcilePassesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTokens request
 	ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1414,6 +1467,18 @@ func (c *RawClient) PutProject(ctx context.Context, org string, project string, 
 
 func (c *RawClient) ReconcileNow(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReconcileNowRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *RawClient) ListReconcilePasses(ctx context.Context, params *ListReconcilePassesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReconcilePassesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2544,6 +2609,71 @@ func NewReconcileNowRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest("POST", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListReconcilePassesRequest generates requests for ListReconcilePasses
+func NewListReconcilePassesRequest(server string, params *ListReconcilePassesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/reconcile/passes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -4026,6 +4156,9 @@ type ClientWithResponsesInterface interface {
 	// ReconcileNowWithResponse request
 	ReconcileNowWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReconcileNowResponse, error)
 
+	// ListReconcilePassesWithResponse request
+	ListReconcilePassesWithResponse(ctx context.Context, params *ListReconcilePassesParams, reqEditors ...RequestEditorFn) (*ListReconcilePassesResponse, error)
+
 	// ListTokensWithResponse request
 	ListTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
 
@@ -4611,6 +4744,31 @@ func (r ReconcileNowResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r ReconcileNowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListReconcilePassesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *ReconcilePassList
+	JSON400      *ErrorResponse
+	JSON403      *ErrorResponse
+	JSONDefault  *OtherError
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReconcilePassesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReconcilePassesResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -5531,6 +5689,15 @@ func (c *ClientWithResponses) ReconcileNowWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseReconcileNowResponse(rsp)
+}
+
+// ListReconcilePassesWithResponse request returning *ListReconcilePassesResponse
+func (c *ClientWithResponses) ListReconcilePassesWithResponse(ctx context.Context, params *ListReconcilePassesParams, reqEditors ...RequestEditorFn) (*ListReconcilePassesResponse, error) {
+	rsp, err := c.ListReconcilePasses(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReconcilePassesResponse(rsp)
 }
 
 // ListTokensWithResponse request returning *ListTokensResponse
@@ -6733,6 +6900,53 @@ func ParseReconcileNowResponse(rsp *http.Response) (*ReconcileNowResponse, error
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListReconcilePassesResponse parses an HTTP response from a ListReconcilePassesWithResponse call
+func ParseListReconcilePassesResponse(rsp *http.Response) (*ListReconcilePassesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReconcilePassesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ReconcilePassList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherError

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -418,10 +419,13 @@ func (a *app) policyCmd() *cobra.Command {
 }
 
 func (a *app) reconcileCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "reconcile",
 		Short: "Compare every pool's backend with the database now, and repair",
-		Args:  cobra.NoArgs,
+		Long: `Run one reconcile pass now, on the replica this command reaches, and show what it
+found and did. "differently reconcile ls" shows the passes that ran, the leader's
+periodic ones included.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -442,6 +446,87 @@ func (a *app) reconcileCmd() *cobra.Command {
 			return a.emit(r, t)
 		},
 	}
+	cmd.AddCommand(a.reconcileLsCmd())
+	return cmd
+}
+
+func (a *app) reconcileLsCmd() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the reconcile passes that ran, newest first",
+		Long: `List the reconcile passes the database keeps (scheduler.reconcilePassesKept), newest
+first: the leader's periodic passes and those asked for, whichever replica ran them,
+with what each found and did summed over the pools. -o json has each pass's report
+pool by pool.`,
+		Example: `  differently reconcile ls --limit 5
+  differently reconcile ls -o json | jq '.items[] | select(.pools[].errors)'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usagef("--limit must be 0 (all) or more, got %d", limit)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var all []client.ReconcilePass
+			params := client.ListReconcilePassesParams{}
+			for {
+				page, err := c.ListReconcilePasses(a.ctx, &params)
+				if err != nil {
+					return err
+				}
+				all = append(all, page.Items...)
+				if page.NextCursor == nil || *page.NextCursor == "" || limit > 0 && len(all) >= limit {
+					break
+				}
+				params.Cursor = page.NextCursor
+			}
+			if limit > 0 && len(all) > limit {
+				all = all[:limit]
+			}
+			return a.emit(map[string]any{"items": orEmpty(all)}, a.passTable(all))
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many, the newest (0: all kept)")
+	return cmd
+}
+
+// passTable shows each pass on a line, its findings summed over the pools.
+func (a *app) passTable(passes []client.ReconcilePass) *table {
+	now := time.Now()
+	t := a.table("ID", "STARTED", "TOOK", "TRIGGER", "REPLICA", "POOLS", "SKIPPED", "ORPHANS DELETED", "ADOPTED",
+		"REQUEUED", "LOST", "STATE CHANGED", "DUPLICATES", "ERRORS")
+	for _, p := range passes {
+		var skipped, orphans, adopted, requeued, lost, changed, dups, errs int
+		for _, pr := range p.Pools {
+			if deref(pr.Skipped) != "" {
+				skipped++
+			}
+			orphans += len(deref(pr.OrphansDeleted))
+			adopted += len(deref(pr.Adopted))
+			requeued += len(deref(pr.Requeued))
+			lost += len(deref(pr.Lost))
+			changed += len(deref(pr.StateChanged))
+			dups += len(deref(pr.Duplicates))
+			errs += len(deref(pr.Errors))
+		}
+		trigger := string(p.Trigger)
+		if p.TokenId != nil {
+			trigger += " (" + *p.TokenId + ")"
+		}
+		if p.Error != nil {
+			trigger += " stopped: " + *p.Error
+		}
+		id := strconv.FormatInt(p.Id, 10)
+		t.row(id, ago(p.StartedAt, now)+" ago", p.EndedAt.Sub(p.StartedAt).Round(time.Millisecond).String(), trigger, p.Replica,
+			strconv.Itoa(len(p.Pools)), strconv.Itoa(skipped), strconv.Itoa(orphans), strconv.Itoa(adopted),
+			strconv.Itoa(requeued), strconv.Itoa(lost), strconv.Itoa(changed), strconv.Itoa(dups), strconv.Itoa(errs))
+		t.id(id)
+	}
+	return t
 }
 
 func (a *app) trustCmd() *cobra.Command {

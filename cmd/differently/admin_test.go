@@ -111,6 +111,34 @@ func TestAdminCommands(t *testing.T) {
 	if len(report.Pools) != nPools {
 		t.Errorf("reconcile: %+v", report)
 	}
+	// The pass just asked for is recorded with the token that asked, beside the
+	// leader's periodic ones.
+	var passes struct{ Items []client.ReconcilePass }
+	c.json(&passes, "reconcile", "ls", "--limit", "0")
+	var asked *client.ReconcilePass
+	for i, p := range passes.Items {
+		if i > 0 && p.Id >= passes.Items[i-1].Id {
+			t.Errorf("reconcile ls is not newest first: %+v", passes.Items)
+		}
+		if p.Trigger == client.OnDemand && asked == nil {
+			asked = &passes.Items[i]
+		}
+	}
+	admins := map[string]bool{}
+	for _, tok := range toks.Items {
+		admins[tok.Id] = tok.Scope == client.TokenScopeAdmin
+	}
+	if asked == nil || asked.TokenId == nil || !admins[*asked.TokenId] || len(asked.Pools) != nPools {
+		t.Errorf("reconcile ls: no on-demand pass by an admin token over every pool: %+v", passes.Items)
+	}
+	c.json(&passes, "reconcile", "ls", "--limit", "1")
+	if len(passes.Items) != 1 {
+		t.Errorf("reconcile ls --limit 1: %d passes", len(passes.Items))
+	}
+	if r := c.ok("reconcile", "ls"); !strings.Contains(r.stdout, "ORPHANS DELETED") || !strings.Contains(r.stdout, "on_demand (tok_") {
+		t.Errorf("reconcile ls as a table:\n%s", r.stdout)
+	}
+	c.fails(exitUsage, []string{"--limit"}, "reconcile", "ls", "--limit", "-1")
 	var trust client.TrustReport
 	c.json(&trust, "trust")
 	if len(trust.Pools) != nPools || !trust.Pools[0].ReceivesWork {

@@ -141,6 +141,9 @@ type Scheduler struct {
 	MaxQueued int `yaml:"maxQueued"`
 	// DefaultMaxStarting applies to pools that leave maxStarting at 0.
 	DefaultMaxStarting int `yaml:"defaultMaxStarting"`
+	// ReconcilePassesKept is how many reconcile passes the database keeps, the
+	// newest (GET /v1/admin/reconcile/passes).
+	ReconcilePassesKept int `yaml:"reconcilePassesKept"`
 }
 
 // Files bounds the large file transfers of the API in flight on one replica: a
@@ -264,6 +267,7 @@ func Default() *Config {
 			TerminateTimeoutSeconds:  int(defaults.TerminateTimeout / time.Second),
 			MaxQueued:                defaults.MaxQueued,
 			DefaultMaxStarting:       defaults.MaxStarting,
+			ReconcilePassesKept:      defaults.ReconcilePassesKept,
 		},
 		Files: Files{MaxTransfers: defaults.MaxTransfers, MaxProjectTransfers: defaults.MaxProjectTransfers,
 			LargeTransferBytes: defaults.LargeTransferBytes},

@@ -56,7 +56,7 @@ func TestParseFullExample(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	want := Scheduler{ProvisionTimeoutSeconds: 300, MaxAttempts: 5, ReconcileIntervalSeconds: 30,
-		TerminateTimeoutSeconds: 60, MaxQueued: 500, DefaultMaxStarting: 8}
+		TerminateTimeoutSeconds: 60, MaxQueued: 500, DefaultMaxStarting: 8, ReconcilePassesKept: 200}
 	if cfg.Scheduler != want {
 		t.Errorf("scheduler = %+v, want %+v (set keys kept, others defaulted)", cfg.Scheduler, want)
 	}
@@ -122,6 +122,7 @@ func TestDefaultIsServerDefaults(t *testing.T) {
 		{"scheduler.terminateTimeoutSeconds", sec(s.TerminateTimeoutSeconds), defaults.TerminateTimeout},
 		{"scheduler.maxQueued", s.MaxQueued, defaults.MaxQueued},
 		{"scheduler.defaultMaxStarting", s.DefaultMaxStarting, defaults.MaxStarting},
+		{"scheduler.reconcilePassesKept", s.ReconcilePassesKept, defaults.ReconcilePassesKept},
 		{"files.maxTransfers", f.MaxTransfers, defaults.MaxTransfers},
 		{"files.maxProjectTransfers", f.MaxProjectTransfers, defaults.MaxProjectTransfers},
 		{"files.largeTransferBytes", f.LargeTransferBytes, int64(defaults.LargeTransferBytes)},

@@ -121,6 +121,7 @@ func (v *validator) global(c *Config, opts ValidateOptions) {
 		{"terminateTimeoutSeconds", s.TerminateTimeoutSeconds},
 		{"maxQueued", s.MaxQueued},
 		{"defaultMaxStarting", s.DefaultMaxStarting},
+		{"reconcilePassesKept", s.ReconcilePassesKept},
 	} {
 		if f.val < 1 {
 			v.add("", "scheduler."+f.key, "must be at least 1, got %d", f.val)

@@ -32,6 +32,7 @@ import (
 	"github.com/different-ai/differently/server/pooladmin"
 	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
 )
 
 // Prefix is where the daemon serves the console.
@@ -80,8 +81,12 @@ type Options struct {
 	Authenticate func(ctx context.Context, secret string) (sandboxes.Caller, error)
 	// Pools serves the pool and trust pages (admins only); nil leaves them out.
 	Pools *pooladmin.Service
-	// Reconcile runs a pass now (admins only); nil leaves the action out.
-	Reconcile func(ctx context.Context) (reconcile.Report, error)
+	// Reconcile runs a pass now (admins only), recorded as asked for by token
+	// tokenID; nil leaves the action out.
+	Reconcile func(ctx context.Context, tokenID string) (reconcile.Report, error)
+	// ReconcilePasses lists the recorded passes, newest first (admins only); nil
+	// leaves the reconcile page without them.
+	ReconcilePasses func(ctx context.Context, f store.ReconcilePassFilter) ([]store.ReconcilePass, string, error)
 	// IdleTimeout ends a session unused that long, MaxAge one that old; past
 	// MaxSessions, signing in drops the least recently used.
 	IdleTimeout, MaxAge time.Duration
@@ -99,13 +104,13 @@ type Console struct {
 	svc       *sandboxes.Service
 	auth      func(ctx context.Context, secret string) (sandboxes.Caller, error)
 	pools     *pooladmin.Service
-	reconcile func(ctx context.Context) (reconcile.Report, error)
+	reconcile func(ctx context.Context, tokenID string) (reconcile.Report, error)
+	passes    func(ctx context.Context, f store.ReconcilePassFilter) ([]store.ReconcilePass, string, error)
 	sessions  *sessions
 	refresh   time.Duration
 	clock     clock.Clock
 	log       *slog.Logger
 	pages     pages
-	passes    passLog
 	mux       *http.ServeMux
 }
 
@@ -116,6 +121,7 @@ func New(opts Options) (*Console, error) {
 	}
 	c := &Console{
 		svc: opts.Sandboxes, auth: opts.Authenticate, pools: opts.Pools, reconcile: opts.Reconcile,
+		passes: opts.ReconcilePasses,
 		sessions: newSessions(cmp.Or(opts.IdleTimeout, DefaultIdleTimeout), cmp.Or(opts.MaxAge, DefaultMaxAge),
 			cmp.Or(opts.MaxSessions, DefaultMaxSessions)),
 		refresh: cmp.Or(opts.Refresh, DefaultRefresh),

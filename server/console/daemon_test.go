@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
 	"github.com/different-ai/differently/server/daemon/daemontest"
+	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/sqlite"
 )
 
 // devDaemon is a development daemon (SQLite, the devhost and fake pools) serving on
@@ -21,6 +24,8 @@ import (
 type devDaemon struct {
 	url, token string
 	c          *client.Client
+	// dataDir holds the daemon's SQLite database (differently.db).
+	dataDir string
 }
 
 func startDaemon(t *testing.T) *devDaemon { return startDaemonWith(t, nil) }
@@ -30,7 +35,18 @@ func startDaemon(t *testing.T) *devDaemon { return startDaemonWith(t, nil) }
 func startDaemonWith(t *testing.T, cfg *config.Config) *devDaemon {
 	t.Helper()
 	d := daemontest.Start(t, func(o *daemon.Options) { o.Config = cfg })
-	return &devDaemon{url: d.URL, token: d.Token, c: d.Client}
+	return &devDaemon{url: d.URL, token: d.Token, c: d.Client, dataDir: d.DataDir}
+}
+
+// store opens the daemon's database beside it, as a second replica would.
+func (dd *devDaemon) store(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dd.dataDir, "differently.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // projectToken makes a token of org/project through the admin API.

@@ -1,12 +1,15 @@
 package console_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/store"
 )
 
 // The console's security properties, checked over plain HTTP against a real
@@ -210,7 +213,7 @@ func TestConsoleHTTP(t *testing.T) {
 		for path, want := range map[string][]string{
 			"/ui/pools":                      {"fake", "devhost", "healthy"},
 			"/ui/trust":                      {"fake", "Receives work"},
-			"/ui/reconcile":                  {"No pass was run"},
+			"/ui/reconcile":                  {"Reconcile now"},
 			"/ui/sandboxes?label=team%3Dred": {sbA.Id},
 			"/ui/sandboxes/" + sbB.Id:        {"created", "placed", "running", "fake"},
 			"/ui/sandboxes/" + sbB.Id + "/confirm/ttl?ttl=2h": {"2h0m0s"},
@@ -232,12 +235,57 @@ func TestConsoleHTTP(t *testing.T) {
 		if resp, _ := b.get("/ui/sandboxes?state=bogus"); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("unknown state filter: %d, want 400", resp.StatusCode)
 		}
+		// Passes another replica recorded, a periodic one with repairs and errors,
+		// then enough to fill a page, and then one asked for here.
+		st := dd.store(t)
+		now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+		elsewhere := store.ReconcilePass{StartedAt: now, EndedAt: now, Replica: "r-elsewhere", Trigger: store.TriggerPeriodic,
+			Pools: []store.ReconcilePoolReport{{Pool: "fake", Adopted: []string{"sbx_adopted1"}, Errors: []string{"delete ref-9: refused"}}}}
+		if _, err := st.RecordReconcilePass(t.Context(), elsewhere, 0); err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			filler := store.ReconcilePass{StartedAt: now, EndedAt: now, Replica: "r-filler", Trigger: store.TriggerPeriodic}
+			if _, err := st.RecordReconcilePass(t.Context(), filler, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
 		csrf := b.csrf()
 		if resp, body := b.post("/ui/reconcile", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("reconcile: %d\n%s", resp.StatusCode, body)
 		}
-		if _, body := b.get("/ui/reconcile"); !strings.Contains(body, "Pass at") || !strings.Contains(body, "fake") {
-			t.Errorf("the reconcile page does not show the pass:\n%s", body)
+		toks, err := dd.c.ListTokens(t.Context())
+		if err != nil || len(toks) == 0 {
+			t.Fatalf("tokens %v %v", toks, err)
+		}
+		adminID := ""
+		for _, tok := range toks {
+			if tok.Scope == "admin" {
+				adminID = tok.Id
+			}
+		}
+		_, body := b.get("/ui/reconcile")
+		for _, want := range []string{"on demand, token:" + adminID, `data-trigger="on_demand"`, `data-pool="fake"`, "r-filler", `id="older-passes"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the reconcile page lacks %q:\n%s", want, body)
+			}
+		}
+		if strings.Index(body, "on demand, token:") > strings.Index(body, "r-filler") {
+			t.Errorf("the pass asked for is not shown first:\n%s", body)
+		}
+		if strings.Contains(body, "r-elsewhere") {
+			t.Errorf("the first page shows more than %d passes", 20)
+		}
+		older := body[strings.Index(body, `href="/ui/reconcile?cursor=`)+len(`href="`):]
+		older = html.UnescapeString(older[:strings.Index(older, `"`)])
+		_, body = b.get(older)
+		for _, want := range []string{"r-elsewhere", "periodic, the leader", "sbx_adopted1", "delete ref-9: refused", `id="newest-passes"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the older passes lack %q:\n%s", want, body)
+			}
+		}
+		if resp, _ := b.get("/ui/reconcile?cursor=nope"); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a bad cursor: %d, want 400", resp.StatusCode)
 		}
 		if resp, _ := b.post("/ui/sandboxes/"+sbB.Id+"/ttl", url.Values{"csrf": {csrf}, "ttl": {"7200"}}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("ttl: %d", resp.StatusCode)

@@ -3,17 +3,14 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/lifecycle"
 	"github.com/different-ai/differently/server/pooladmin"
 	"github.com/different-ai/differently/server/pools"
-	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
@@ -335,66 +332,75 @@ func (c *Console) trustPage(w http.ResponseWriter, r *http.Request, v view) {
 	c.render(w, r, http.StatusOK, "trust", &v, rep)
 }
 
-// pass is one reconcile pass run from the console.
-type pass struct {
-	At     time.Time
-	By     string
-	Report reconcile.Report
-	Err    string
+// passesPerPage is how many recorded passes the reconcile page shows at once.
+const passesPerPage = 20
+
+// passRow is one recorded pass as the reconcile page shows it.
+type passRow struct {
+	store.ReconcilePass
+	// By is who started it: "leader (periodic)" or "token:<id>".
+	By string
 }
 
-// passLog keeps the last passes run from this replica's console, newest first. The
-// reconciler's own periodic passes are not kept anywhere the console can read;
-// their repairs show in each sandbox's history (actor reconciler:<replica>).
-type passLog struct {
-	mu     sync.Mutex
-	passes []pass
-}
-
-const keptPasses = 10
-
-func (l *passLog) add(p pass) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.passes = slices.Insert(l.passes, 0, p)
-	if len(l.passes) > keptPasses {
-		l.passes = l.passes[:keptPasses]
+// reconcileData is what the reconcile page shows: the recorded passes from cursor
+// on, and an error of a pass just asked for.
+func (c *Console) reconcileData(r *http.Request, confirm bool, failed string) (map[string]any, error) {
+	data := map[string]any{"Available": c.reconcile != nil, "Confirm": confirm, "Failed": failed,
+		"Recorded": c.passes != nil}
+	if c.passes == nil {
+		return data, nil
 	}
-}
-
-func (l *passLog) list() []pass {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.passes)
+	cursor := r.URL.Query().Get("cursor")
+	items, next, err := c.passes(r.Context(), store.ReconcilePassFilter{Cursor: cursor, Limit: passesPerPage})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]passRow, 0, len(items))
+	for _, p := range items {
+		by := "periodic, the leader"
+		if p.Trigger == store.TriggerOnDemand {
+			by = "on demand, token:" + p.TokenID
+		}
+		rows = append(rows, passRow{ReconcilePass: p, By: by})
+	}
+	data["Passes"], data["Next"], data["Paged"] = rows, next, cursor != ""
+	return data, nil
 }
 
 func (c *Console) reconcilePage(w http.ResponseWriter, r *http.Request, v view) {
-	c.render(w, r, http.StatusOK, "reconcile", &v, map[string]any{
-		"Passes": c.passes.list(), "Available": c.reconcile != nil, "Confirm": false})
+	c.showReconcile(w, r, v, http.StatusOK, false, "")
 }
 
 func (c *Console) reconcileConfirm(w http.ResponseWriter, r *http.Request, v view) {
-	c.render(w, r, http.StatusOK, "reconcile", &v, map[string]any{
-		"Passes": c.passes.list(), "Available": c.reconcile != nil, "Confirm": true})
+	c.showReconcile(w, r, v, http.StatusOK, true, "")
 }
 
-// reconcileNow runs a pass and records it, failed or not, with who asked.
+func (c *Console) showReconcile(w http.ResponseWriter, r *http.Request, v view, status int, confirm bool, failed string) {
+	data, err := c.reconcileData(r, confirm, failed)
+	if err != nil {
+		c.fail(w, r, &v, err)
+		return
+	}
+	c.render(w, r, status, "reconcile", &v, data)
+}
+
+// reconcileNow runs a pass, which the reconciler records with who asked, and shows
+// the recorded passes; a pass that could not run is shown with its reason.
 func (c *Console) reconcileNow(w http.ResponseWriter, r *http.Request, v view) {
 	if c.reconcile == nil {
 		c.errorPage(w, r, &v, http.StatusServiceUnavailable, "The reconciler is not running on this replica.")
 		return
 	}
-	rep, err := c.reconcile(r.Context())
-	p := pass{At: c.clock.Now(), By: "token:" + v.caller.TokenID, Report: rep}
-	if err != nil {
+	if _, err := c.reconcile(r.Context(), v.caller.TokenID); err != nil {
+		status, msg := http.StatusInternalServerError, "internal error; the daemon's log has the details"
 		if e := api.AsError(err); e != nil {
-			p.Err = e.Message
+			status, msg = e.HTTPStatus(), e.Message
 		} else {
 			c.log.Error("console: reconcile", "error", err)
-			p.Err = "internal error; the daemon's log has the details"
 		}
+		c.showReconcile(w, r, v, status, false, msg)
+		return
 	}
-	c.passes.add(p)
 	http.Redirect(w, r, Prefix+"/reconcile", http.StatusSeeOther)
 }
 

@@ -342,6 +342,7 @@ func (d *Daemon) buildLoops(installation string, writes *store.Batcher, metrics 
 		ReplicaID:        d.opts.ReplicaID,
 		Interval:         seconds(sc.ReconcileIntervalSeconds),
 		ProvisionTimeout: seconds(sc.ProvisionTimeoutSeconds),
+		KeepPasses:       sc.ReconcilePassesKept,
 		Logger:           log,
 		Metrics:          metrics,
 	})
@@ -481,7 +482,8 @@ func (d *Daemon) consoleDoor() httpapi.FrontDoor {
 	return httpapi.FrontDoor{Prefix: console.Prefix, Build: func(b httpapi.Backend) (http.Handler, error) {
 		c, err := console.New(console.Options{
 			Sandboxes: b.Sandboxes, Authenticate: b.Authenticate, Pools: b.Pools, Reconcile: b.Reconcile,
-			Clock: d.opts.Clock, Logger: d.opts.Logger,
+			ReconcilePasses: b.ReconcilePasses,
+			Clock:           d.opts.Clock, Logger: d.opts.Logger,
 		})
 		if err != nil {
 			return nil, err

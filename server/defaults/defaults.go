@@ -41,6 +41,10 @@ const (
 	// found within a minute, while every pool is listed only twice a minute. A
 	// crashed leader is replaced within three intervals.
 	ReconcileInterval = 30 * time.Second
+	// ReconcilePassesKept is how many reconcile passes the database keeps, the
+	// newest (scheduler.reconcilePassesKept): at the default interval, the last
+	// hundred minutes of the leader's passes.
+	ReconcilePassesKept = 200
 
 	// MaxQueued bounds the sandboxes waiting for a pool, all projects together
 	// (scheduler.maxQueued), so a flood of creates is refused instead of growing the

@@ -123,7 +123,7 @@ func (s *Server) GetTrustReport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.reconcile(r.Context())
+	rep, err := s.reconcile(r.Context(), principalFrom(r.Context()).tokenID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -136,12 +136,12 @@ func (s *Server) ReconcileNow(w http.ResponseWriter, r *http.Request) {
 }
 
 // reconcile runs one pass on this replica's reconciler, for the API and the front
-// doors (Backend.Reconcile).
-func (s *Server) reconcile(ctx context.Context) (reconcile.Report, error) {
+// doors (Backend.Reconcile), recorded as asked for by token tokenID.
+func (s *Server) reconcile(ctx context.Context, tokenID string) (reconcile.Report, error) {
 	if s.rec == nil {
 		return reconcile.Report{}, api.Errorf(api.CodeProviderUnavailable, "the reconciler is not running on this replica")
 	}
-	rep, err := s.rec.Reconcile(ctx)
+	rep, err := s.rec.ReconcileBy(ctx, tokenID)
 	if errors.Is(err, reconcile.ErrPassRunning) {
 		// Passes never overlap; this one may run as soon as the other replica's ends.
 		if e := api.AsError(err); e != nil {
@@ -149,6 +149,58 @@ func (s *Server) reconcile(ctx context.Context) (reconcile.Report, error) {
 		}
 	}
 	return rep, err
+}
+
+// ListReconcilePasses pages through the recorded passes, newest first. It reads the
+// store, not this replica's reconciler, so every replica shows every pass, and one
+// without a reconciler too.
+func (s *Server) ListReconcilePasses(w http.ResponseWriter, r *http.Request, params ListReconcilePassesParams) {
+	f := store.ReconcilePassFilter{Cursor: deref(params.Cursor)}
+	if params.Limit != nil {
+		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
+			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
+			return
+		}
+		f.Limit = *params.Limit
+	}
+	items, next, err := s.reconcilePasses(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := ReconcilePassList{Items: make([]ReconcilePass, 0, len(items)), NextCursor: strPtr(next)}
+	for _, p := range items {
+		out.Items = append(out.Items, toReconcilePass(p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// reconcilePasses lists the recorded passes, for the API and the front doors
+// (Backend.ReconcilePasses).
+func (s *Server) reconcilePasses(ctx context.Context, f store.ReconcilePassFilter) ([]store.ReconcilePass, string, error) {
+	return s.st.ListReconcilePasses(ctx, f)
+}
+
+func toReconcilePass(p store.ReconcilePass) ReconcilePass {
+	out := ReconcilePass{Id: p.ID, StartedAt: p.StartedAt, EndedAt: p.EndedAt, Replica: p.Replica,
+		Trigger: ReconcilePassTrigger(p.Trigger), TokenId: strPtr(p.TokenID), Error: strPtr(p.Error),
+		Pools: make([]ReconcilePoolReport, 0, len(p.Pools))}
+	for _, pr := range p.Pools {
+		out.Pools = append(out.Pools, ReconcilePoolReport{Pool: pr.Pool, Skipped: strPtr(pr.Skipped),
+			OrphansDeleted: optList(pr.OrphansDeleted), Adopted: optList(pr.Adopted), Requeued: optList(pr.Requeued),
+			Lost: optList(pr.Lost), StateChanged: optList(pr.StateChanged), Duplicates: optList(pr.Duplicates),
+			Errors: optList(pr.Errors)})
+	}
+	return out
+}
+
+// optList leaves an empty list out of the JSON, as reconcile.Report's own encoding
+// does.
+func optList(l []string) *[]string {
+	if len(l) == 0 {
+		return nil
+	}
+	return &l
 }
 
 func (s *Server) ListTokens(w http.ResponseWriter, r *http.Request) {

@@ -26,8 +26,12 @@ type Backend struct {
 	Pools *pooladmin.Service
 	// Reconcile runs one reconcile pass now, as POST /v1/admin/reconcile does (the
 	// same errors: provider_unavailable when no reconciler runs on this replica,
-	// reconcile.ErrPassRunning while another pass runs). Admins only.
-	Reconcile func(ctx context.Context) (reconcile.Report, error)
+	// reconcile.ErrPassRunning while another pass runs), recorded as asked for by
+	// token tokenID. Admins only.
+	Reconcile func(ctx context.Context, tokenID string) (reconcile.Report, error)
+	// ReconcilePasses lists the recorded reconcile passes, newest first, as GET
+	// /v1/admin/reconcile/passes does. Admins only.
+	ReconcilePasses func(ctx context.Context, f store.ReconcilePassFilter) ([]store.ReconcilePass, string, error)
 	// Authenticate is the caller holding a token secret, checked exactly as a
 	// Bearer token on this API (through the same cache, marking the token used).
 	// A secret naming no usable token is an unauthenticated *api.Error.
@@ -53,9 +57,10 @@ type FrontDoor struct {
 
 func (s *Server) backend() Backend {
 	return Backend{
-		Sandboxes: s.svc,
-		Pools:     s.poolSvc,
-		Reconcile: s.reconcile,
+		Sandboxes:       s.svc,
+		Pools:           s.poolSvc,
+		Reconcile:       s.reconcile,
+		ReconcilePasses: s.reconcilePasses,
 		Authenticate: func(ctx context.Context, secret string) (sandboxes.Caller, error) {
 			p, err := s.principalOf(ctx, secret, api.Errorf(api.CodeUnauthenticated, "a valid API key is required"))
 			return p.caller(), err

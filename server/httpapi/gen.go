@@ -83,6 +83,12 @@ const (
 	Private  PoolSpecTrust = "private"
 )
 
+// Defines values for ReconcilePassTrigger.
+const (
+	OnDemand ReconcilePassTrigger = "on_demand"
+	Periodic ReconcilePassTrigger = "periodic"
+)
+
 // Defines values for SandboxState.
 const (
 	Failed       SandboxState = "failed"
@@ -465,23 +471,61 @@ type ProjectUsage struct {
 	Sandboxes int     `json:"sandboxes"`
 }
 
+// ReconcilePass defines model for ReconcilePass.
+type ReconcilePass struct {
+	EndedAt time.Time `json:"endedAt"`
+
+	// Error Why the pass stopped before its end (its lease was lost, the database failed).
+	Error *string `json:"error,omitempty"`
+
+	// Id Increases with every pass recorded; passes never overlap, so this is the order they ran in.
+	Id    int64                 `json:"id"`
+	Pools []ReconcilePoolReport `json:"pools"`
+
+	// Replica The replica that ran the pass.
+	Replica   string    `json:"replica"`
+	StartedAt time.Time `json:"startedAt"`
+
+	// TokenId The token that asked for an on_demand pass.
+	TokenId *string `json:"tokenId,omitempty"`
+
+	// Trigger periodic, the leader's turn; on_demand, asked for through the API or the console.
+	Trigger ReconcilePassTrigger `json:"trigger"`
+}
+
+// ReconcilePassTrigger periodic, the leader's turn; on_demand, asked for through the API or the console.
+type ReconcilePassTrigger string
+
+// ReconcilePassList defines model for ReconcilePassList.
+type ReconcilePassList struct {
+	Items      []ReconcilePass `json:"items"`
+	NextCursor *string         `json:"nextCursor,omitempty"`
+}
+
+// ReconcilePoolReport defines model for ReconcilePoolReport.
+type ReconcilePoolReport struct {
+	Adopted *[]string `json:"adopted,omitempty"`
+
+	// Duplicates Backend refs of the duplicate instances deleted.
+	Duplicates *[]string `json:"duplicates,omitempty"`
+
+	// Errors Actions of this pass that failed; the next pass tries them again.
+	Errors *[]string `json:"errors,omitempty"`
+	Lost   *[]string `json:"lost,omitempty"`
+
+	// OrphansDeleted Backend refs of the instances deleted as orphans.
+	OrphansDeleted *[]string `json:"orphansDeleted,omitempty"`
+	Pool           string    `json:"pool"`
+	Requeued       *[]string `json:"requeued,omitempty"`
+
+	// Skipped Why the pool was not reconciled (List failed, no adapter).
+	Skipped      *string   `json:"skipped,omitempty"`
+	StateChanged *[]string `json:"stateChanged,omitempty"`
+}
+
 // ReconcileReport defines model for ReconcileReport.
 type ReconcileReport struct {
-	Pools []struct {
-		Adopted    *[]string `json:"adopted,omitempty"`
-		Duplicates *[]string `json:"duplicates,omitempty"`
-
-		// Errors Actions of this pass that failed; the next pass tries them again.
-		Errors         *[]string `json:"errors,omitempty"`
-		Lost           *[]string `json:"lost,omitempty"`
-		OrphansDeleted *[]string `json:"orphansDeleted,omitempty"`
-		Pool           string    `json:"pool"`
-		Requeued       *[]string `json:"requeued,omitempty"`
-
-		// Skipped Why the pool was not reconciled (List failed, no adapter).
-		Skipped      *string   `json:"skipped,omitempty"`
-		StateChanged *[]string `json:"stateChanged,omitempty"`
-	} `json:"pools"`
+	Pools []ReconcilePoolReport `json:"pools"`
 }
 
 // Resources defines model for Resources.
@@ -745,6 +789,12 @@ type DeletePoolParams struct {
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
 }
 
+// ListReconcilePassesParams defines parameters for ListReconcilePasses.
+type ListReconcilePassesParams struct {
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// Project Admin tokens only: one project, as org/project or a project of the org default.
@@ -939,6 +989,9 @@ type ServerInterface interface {
 	// Compare every pool's instances with the database now, act, and report.
 	// (POST /v1/admin/reconcile)
 	ReconcileNow(w http.ResponseWriter, r *http.Request)
+	// The reconcile passes that ran, newest first, a page at a time.
+	// (GET /v1/admin/reconcile/passes)
+	ListReconcilePasses(w http.ResponseWriter, r *http.Request, params ListReconcilePassesParams)
 
 	// (GET /v1/admin/tokens)
 	ListTokens(w http.ResponseWriter, r *http.Request)
@@ -1133,6 +1186,12 @@ func (_ Unimplemented) PutProject(w http.ResponseWriter, r *http.Request, org st
 // Compare every pool's instances with the database now, act, and report.
 // (POST /v1/admin/reconcile)
 func (_ Unimplemented) ReconcileNow(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// The reconcile passes that ran, newest first, a page at a time.
+// (GET /v1/admin/reconcile/passes)
+func (_ Unimplemented) ListReconcilePasses(w http.ResponseWriter, r *http.Request, params ListReconcilePassesParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1810,6 +1869,47 @@ func (siw *ServerInterfaceWrapper) ReconcileNow(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReconcileNow(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListReconcilePasses operation middleware
+func (siw *ServerInterfaceWrapper) ListReconcilePasses(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListReconcilePassesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "limit", r.URL.Query(), &params.Limit)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "cursor", r.URL.Query(), &params.Cursor)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListReconcilePasses(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3034,6 +3134,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/admin/reconcile", wrapper.ReconcileNow)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/reconcile/passes", wrapper.ListReconcilePasses)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/tokens", wrapper.ListTokens)
 	})
 	r.Group(func(r chi.Router) {
@@ -3118,198 +3221,205 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+y9W3PbttYw/Fcw+r6ZWPPSsuw4aWtPL9wcdvM+beIncSYXdSaGSEjCNgWoAGhZzeS/",
-	"v4O1ABCUQB1sOcnubm8aiyQOCwvrfPjcyeVkKgUTRndOPnemVNEJM0zBXy9umDAX8ymDvwqmc8WnhkvR",
+	"H4sIAAAAAAAC/+y9W3Pbtrco/lUw+v9nYs2hZdlx0taePjhJs5uz28Q7cSYPdSaGSEjCNgWoAGhZzeS7",
+	"n8FaAAhKoC62nKT9tS+NRRKXhYV1v3zu5HIylYIJozsnnztTquiEGabgr19umDAX8ymDvwqmc8WnhkvR",
 	"Oem8EeWcmDHTjDD7GjH2PbKn2JRRQ6QiuZxM6L5mdkzDur1O1mG301IWrHNiVMWyDrcD/VkxNe9kHUEn",
 	"rHPSscN0so7Ox2xC7bTcsAnM//8rNuycdP6/g3rJB/iaPggr7XzJcIiTDlWKzu3f2sxL+8NQqon9+5ya",
-	"8fKGzsiUmjHhQvOC2Z0RTUUxkLd24amV2tc7WUexPyuuWOE3Va/crUMbxcWo88XOrNiQqeW53758Rn44",
+	"8fKGzsiUmjHhQvOC2Z0RTUUxkLd24amV2tc7WUexPyuuWOE3Va/crUMbxcWo88XOrNiQqeW53758Tn44",
 	"Ou6TKbzARM50j1zNKDc/v74ie6/JUMkJ6RMjydM+0SyXotBdQvW1hqUWlE2ksI+p0DOmiBR5YxNkTDVR",
 	"jOZjVuDvhhp8w26AaUNKRgtNjMzs4VFimJpwQUsiBcOfhoYp8trPnpHZmOdjdsPgqJkmQ660OYUx3Sq4",
 	"bqyBasKN+1FkhIqC5FQpzjS5Og873z+bTkvOihPi9t8jb8yYqRg4hCpG+EhIxYpTQsmElvZ0WQHf2CmO",
-	"+/1wcGNGC6bqk3PHsPqs3uGiXz0HJBT1gbtBeLHV4X+xL+upFBpv0wulpHrrfrE/5FIYJoz9J7UAyKlF",
-	"joN/a4shn6ORV94DO+oLccNKae+CnXUBywVh9p2evQgAVvjkay5gTiQcJ6wjs0iBODJhhLkPe+TFDVNz",
-	"omRlGMmp8Ah13D8klaCVRSBjV8gKsickMfLaYpS0iG+xmgIOVOJayJmwPyt2I68trsy4GZMPHz7sn0WD",
-	"dDPypN8nXBimBC0RNZ/0H5Opkje8YOpTJegN5SUdlAyHeMuMmu+fwZ2YjXnJonv4SJOCGjqgmuEy4OLZ",
-	"bwHs57Lk+XznZ4/DpmB+MWZkWtKcTSyhnsJ7biWyfIB1yDJ58mQqZYnzKjnkJdv91Dhuy+z40C/g3yw3",
-	"D7EAO27rAuxDWICjLjtfgBs3vYDA0OoFfKDcfJNFnDp+QslYClkpVngegHT/KnPsYkY1mY2ZgPsF1J2J",
-	"ghWWuCNdB3K6zD6WuWzgp2E4R1Xs76wgQ6ka7GrPs2WQXVaQdgtOQad6LB8Alm7gFmC6p3ikhppK734F",
-	"MGxq/jf/0wNW6d60A50VdGqYeiWGEuRJJadMGZ6QIJfgmHW4liVtfXrNRZF8MFXSyFyWyYdGVdokn9ww",
-	"pdNz1TKkHOB1zjrP6JTm3MyXdzWQlUXIaJyBlCWjwn42VIw9O39vH1oBhZrOSaeQ1aC0Qq57XVSTAVP+",
-	"7d/ZRKr57/yXxjdcmKfH9SeWU43wm5KqEdPm5VYTRR9tN18SNFKb32XBymXY5NPqV1mp9KomXPBJNemc",
-	"9BMrnMCy/sV/udP3yWUqVliGT0u9vFAmbpYJxmsrk8ghEAUmbriSAjjoDVUcJIGxLAsuRkg1WK6YIVJY",
-	"fcjKLgwuXK8G4ir0ClLYAvxAW1pcFxc3tOTFJye5Z4siUWZJ2YAXhZWJhDSfhhZFM+K/A9k/I1M6LyUt",
-	"PhkpPwFC2IF0NZ1KZVjxKadTOuAlN/OM8IJNptIwkc8/XbP5J8Uqbef5s5KGfmK3OWOF/Tv+3u4DbnOW",
-	"FKOyIG4tQ8gSGkM5HhQtCm6HoeV5BBuUt5fgOGFa0xFLX+paWv8DIVu//3FxrKxzuz+S+16XnPIeHlH0",
-	"+z6f2K2i3mxVys6Im3E16OVyclDwITAks095/Uc5P6BTDotpSsrLCOkRYq20vbQ1/PRjCstuHDdozkVz",
-	"IxNaKQjVJ5dVv/845wX8n2XEzl1UJVPuicNzfIyidi5Fzlve6KVOmxrDJlOzvAQruT5TzKqq7h28jGBx",
-	"4JrQgaxMRnJZCWMvIqjJh70kocypKHhBDe55I7PCuRean/lvU/aF9CW1S4eTIPa5JSOUDCkvWRG2Yp/R",
-	"skyCJK+UTh3KOdXaSkb43Gr8itGihop2cpUZc22VoeTgRYU38/eEYedXOSOldERtQPNrBmp6WZIBG3MR",
-	"TUWMlNd2/A24lD2YDcVGK2+w1Xc560g1SssCskUOcMJ38pkT+F6lxQvN/lyG0iuRK0Y106gNIskHqJwS",
-	"6iXIR9qfCRdEsz+JVIUVeRWzP1g44g9mzOZkTKdTJlCw3QCghk9Yky1Sw/bh18SBG7kt8HGIja1uCyTI",
-	"wizgcAxgPLn6ONxGMm/3M7KTOXrUSsB+4zpBxMKF3txgmLrMgt2aZy137yJ5yabUcs7A9+2fJ2Rqryk3",
-	"cIHCJZ05u4SlkKpgBSmpYSotIcTQxB011tYKnAt3bs2Vf7Azeww7ITmQ1CJDq0BB9ijo5qBr5WOpmehm",
-	"RFVCcDHK0EBYwWsi0C5HyqTCjypD9Fgq081Am7K0eE9IHDWnghh6zSw8hJydOqsj1VKQfEzFiBXdzA2Y",
-	"EW3kdIr/oAoXSVHYUExXE/sPZ5rEWSgpWMmsPIObeKTxBy7B8GPnurj4rZu51z75ebjQhoqcfQL53Y7j",
-	"GA2ol+GAmfuuW09rv6aFnILxCffiOR4BSQs+8+Mj5S+lNm6CbkbkQDN1k/y8LOXMTu8gQybUMg8RU+Nu",
-	"RvKS8gkenGCzoLFagkzkDajVM6omaLulpcW+uT9QtMQLKzj/0XGYYG8koEIn67jXnHXTHnwn67hDtbQJ",
-	"4GcvNR4U/AtOyg4CRwWfwllZ1K4Pq2PluugQwD4bn0L0Ojx1ULZUw0HMUhXce3QF3LWxopnd1/4NVYJO",
-	"LFn4Ay/Fs7BL+PPcbxX+ehv2i3/Wm4a/P4Sdw58v/crhr3cBBu5PDwicx0PDDexBghe1ARf46TkApznD",
-	"KwegXxx8Gt/Wr50FSMGfb2pwIQA8zCyZuGV5EAQXnTqetQPSaqMYtWjGblmegWn19fP/++7Na1JywXrE",
-	"0sOSahOs+OyWm2cg7Tjz7qlndEMFAyG3qr0AZAguBnj6SHuNpIcMYq0e9AFYr53nBAYDQYs6C3cwJpOZ",
-	"rEr0NMwzMnbCksXASjFwXZABG0plP50TWZlpZdJSEzU0KSEEWX35iQNI9DDi4QhfVD/xOmpTyMrAlSqY",
-	"Uss47jh/8aYyKYPDlw3UmHD8u1Nlbln+FnXRhHKhRgkp820lSMEVy005z0CGkpWxKDdmKBAHLr68/yXx",
-	"ezKhokjPAdLZwYCLAz0m+3la1J6lBT9nE0jrn+0LqxmyNgVP27LsGcrKvENXmn1lQm/RmPHDUb+ftG20",
-	"22DSh+xPZMfHrKsyccpNjWID+XXdzQD0T4rjeEXaoNp2M8ASKMA8kqB7cOmRcx6S3/kvZMqUI39evolQ",
-	"J75uDcXb7ylbusgNnStey8dNDxPgvrOzfMlLljbScv2cqzQEJ7K42ErtmLgDDm9XXJjHR0mEQLdqSnNz",
-	"7vplTOB/sbsZLRdgjDZr3QtAuT+Y3ZAB1rvQWcLylohgUl9IqQgvpbqOKHWatA1pqdkiB/bW9+bF8d4J",
-	"Yh+fkoLr69q7AsL/GLw4schpX+p4A2+Sw5V0wFbZ/jahvcaUEXVdQpFAbh8fPj06Ou5vTXO/ZJ1gHUow",
-	"PRTjz6Usm+c7obe/MTGyiPT0cbaeuSk24lIkGOhZnrOpASu0eydzARLKyllcadNgo9HER0+erJ155X5r",
-	"a9jSxlvtL4qK6+VdHAan24Bp423tdhCNXvwcZDfQHiPX3CmhA23F1KHz+Ft122qjNw11OqIuqG6mFON5",
-	"jauW0qdHalHMYbepe+Z88dtdMUCaF7fOKL601N+YITOprslIEiMJcy86aFFDaFn2eik2ZdWuIa1Ks9ae",
-	"vmAADncI5euSD5kl9agdoOqIxwTqFhGgbvZB82e3U67mXbvScMXInmGCzBlVuhutswab31O4N8319Ho9",
-	"itq1IBLizySGoG0jMCYx22HtwnkgEU+O6Z69ZYOKl6YlPI43vMxGEkrO319Y5ej87OLZrxhmAhtBmqkq",
-	"5hQZ1P3jeC1n2nDzkj1uNMmlGPIRmJFr31Y3I1o2fVDELrJAhcsPQAWb9ciZCD/AOV4zNrX0Wgfzhfa7",
-	"CKEtSLjJ3pBesy4ppWYw8sSO5mN73AZwuGjaHpgGaGHBs+DDibB1oBi9ZmqTQJNf3Ktg3689tKs+C55c",
-	"0B0sBLf2MuWxx3PlXOFF+xVaIc7M5gJU3vRZrpwqetVepeGQ5YbfsJeMmkotyBvL5Dl9KIEPDTcaZfGr",
-	"MaOlGcOJrD917sTRVZuMwwtAUNAmeE5bZojFCm3OlRywFSewdpAJvX0mRV4pxQRS+GVmM6G3YAmynyRf",
-	"aJV1kZWvclKkYnHf+UfeUAjcDC40VYwIaSLbpSUXaH5bcRljVUxWKk+alJli9Wxck4INuWBFj1zhtbo6",
-	"WaIdjmINeclc/KijVGBCJDPFDdNoID47f0UUG1ZAXqSnKFI5eyzhhuwd93/q9sgVnfKrYNQmZqxkNRqH",
-	"QaQiF0wpas+b7BUMrEIuEg7kDCm7SIrdF4+iCXvkzEOTwbJxpdpyPC5GZMAw9tVv+RTEEW7AjL38ll0p",
-	"TMU1uWbThlzsaFFmdT4rVKxGxaSx01LEN4qPuHjmB6t/Ojt/ZYetNRsfDRveaMTL+GVNFb+xol7NnZMy",
-	"ezUttiVuM6omGys/H6iavBvTdIS3HcmFKS07TCHAS02Itl+HeNMQoIkKChFy1pAi1q7FRUWtI50LEiPA",
-	"PIgPHQ/vJbrSJCIxx8lqRAlEOdzSmuSmOMDHFtHnl5rfJgJHUfDIucorbojjzQGOXsRAagOSjiaaMQDq",
-	"nhVgwiu1cCFnIrO0AUWJbo+8MkROmfB+tVwKzfLKLt45TTTQLDspFURWho4Y2UuHlVDirGv2UocgEzQK",
-	"dzNwwkHQeiRVTS1XIJrO9akL5rWryYiQwbXCtXeWRTS2R96Ah2fKxHtheInag49yH9NyuG+fnQBRCHEM",
-	"boX2lZKZQK/s3ohR3McfU6KrPGdakxyFLG53FAzXCC9uCB1RLlCPmvGc2XFKKUYpI3qA6kscJHFdYnCz",
-	"oglwzX1WAVj93fLSCleASYpz1BAGwZcbYiolIog1nOAricgqxY4jVrHipF60A1+PvJhMjRO8Ab5F0jYM",
-	"oVIxOcR3O7hBe9/8kjf0R7m79swP4/5+g6O5v36l5fCNG3OJXrt3nKc+QYAajniDtDt19m3kYBe2KgwC",
-	"v7Odyn5+Tk0+3lKF/try/B2F87tJ08ui5yqL1ZIYuvrlFZLnXUWCXfH3No393ZTl25pYVqj0/+DOXXHn",
-	"LurMd4BUK+SyNE1S5m62c+9ACEbnp0+ePH4SGZwPkwbnpqVRmRWrqkP+mzNXqlwfCmtfSg7tsmmWo5J9",
-	"ZDDfFg3vYAJp9wvF5veNojgRJVFUXos7b8OLdh9sMi2dJLC8ydWuhuX7srWulEbWxjHEO2ssKQZ6PPWK",
-	"E9+JAOBTse4uA+AId6Dyi/i54DkpClagNRYh8wgUEhJ/1SPvjFSsIBpi2UEe90EKRYWZNExvF6fwrfB1",
-	"YfeGTKQ25LB/dEwGc7eLyDtkH2TrkLw55nvNCpSkg1egkOAPMERbDSd8e0r65GcS3APJWNeduObqaN9F",
-	"AVGbpDNNVawg9ik4N0o0+Lgo1UeaBOtb1jClCbCP52UF2Q9MGz6BB1SDQgbqbx0MbIdvajatCTp3IJQF",
-	"y0uqUuENH8YMrPLRltDXVZlTq95Vwn8bHo+pPT7M70i7lFrpcltoNozl/Fxvhp2TPzZKpfxf+OrLx0Xf",
-	"FCYIDzkrwZhGyxmdW0WegV9wz6JZJUo+4YYV3d4dLVSVjz/fYKHv4d1F8obRzo5ghxPywPAzoBTZRgXt",
-	"P3dEkoN3/M4kuT6TdTR5wXtpjwIM1BAF3XK71hutQ7kCI0eA1UhSwlknzB7TCq8EuECBhLTkpNqrr6t8",
-	"TGi4B5NKmzBlPq3S1zeQLEs8+/DfmvS2guvrf2HO3Q4W5kZbTU4P+8c/Pvnh6YrlxfJ/nBW4gxWG8das",
-	"8ekPP/xwdLjhIhdcIvUioz1vMNAKBnIH4SOQuc2J24oFvPcUKBHPv7s71HppNuBUESZvIPpOtsxubRzx",
-	"Gh2pfjeD9cez1etM0bW3PgL/LQvBXkthLU1Cu2hXwPDrrZShWpDc7juwZCdDguw/NEbRcAxlQWTAY0e/",
-	"mmC3xj2CmG0zZhO0IW8nzpZOktr8C6mmYyo0RrlvCav2uCIfrr/VcPqaQ9z++ngge4dCgkZB9iwjDrkq",
-	"QvrAhm679fgZprhss8BNw4zWfqVb0D3SKVqYZQyUm2fn753oHjlNHMH1ftya8M/GUjMUHUmJbP/Z+fvg",
-	"zIWcF3yK0V0WxJDBSbjp9sjZQN6gl8GRcSvfLaQ8b8CGt2HA8WbbdulEeisDkKBEkfMNue6W/PbOC3pK",
-	"LjblsfcLMvcxs28jq8Mug2Z9DZFlUosJaDodWeFSpN5a1puy8d7dcrVecYTk4+ik4MeJLFgZogsc+gIL",
-	"dnB7OIUQdGymt/nEbiFUHEmW6EinSnDBzTPMw9ArpBVnHAj5j1yQ+MsQ1um9guFF4TKZt2BPO4ghbk0y",
-	"vpMlZ1VqsrezbpW2vC6m1YvmMwqalyJ16iOZSVXoXtqh2mqzv5stKrhQt0o/3tzguhyyEOJUNTMGE+4d",
-	"6mWYiQ3fYo08l+14SvontV2K7IW748vVOdTsbpiefV8TL0+lSntnbmzpdXi+ZA0OZHIb+687BYwBuKfR",
-	"dQt5dss8qwVsV9ywfSnKeTKkeJGitVVQIq+eY562NlIxoOXJ67Ga0vknSO1KbomZqkQIog3askU9jBJx",
-	"CIhiUR2o5mNbHmkgkZ9clpvuZjVV1NLpen4qZLuhIo2bLKciFImYQBIxpm66opGwYa8HiIIIiI6BVUNY",
-	"b0sWwdMnTx4/TQdIvsLXD/v9B6XLi2b9iQWyvGZWBRLl/MRVWBhRwTWkXpE9JzyRS28uuOykJfc7kvia",
-	"krdUn3sEMYHsBMKg4isDCjv1rgmIascwIPtiuPBkDy2eA2f6hKx0pJRZVOJv8S2UPwLVJENelt4OB/UI",
-	"QgXQG6ZJJTQzEBvuCyi6xbcI4quY1kZn5BUHI72EwLc5q/8EF8lvniW18J/M8iiYNaRIkL3gAOn2yG9s",
-	"aIisTIAYYlNGWKl9GG7J83mtIehevSD32tExGctK6V6D2z2YF8axk13YrkNJwXUVOzappLGC9d0l6OgO",
-	"JG0hUZnB1dUuFhrGSzKzVRj20mofQs4SmGRVd8Um8gbJ/Fc69neLoXOhrgLwNs2lLzMRCjDUJSVCIYlm",
-	"+YhGdQhXRCIVJRJz/AUxZXs9qkXn8RmRm+c1tmoAawoQ8b/YL3NnJtzEZroIeCj/kVhRSuaMS/XADuP5",
-	"axG0BmPyMjnw30mQrDNNnUHfQ3ZTQH9ZsaKd0KJQkvPOjrQ6WL25EB1+X31U7r3U0BeWu+4E7xv2gyWP",
-	"Mgq0wMtdssOAWcmTQmIqlOUGjekEBcrNI3pbrltJtXmvdxQ71KrZr6oSlrtCfR4PqZVmIgVtwwsGw6y7",
-	"QXCKd7o+33rP69XzdpxBcXRCxTwISZgQgKoS1ELaW2Jv3VNSOumISAWiDWCclWARhws3p89POO4fkpJf",
-	"Mwx+cEXChRO4taFzTUoOZroKwvqdpoY1xHfFNxv3GeC8BhGKBL2AoqOJjLAxbilnp5hgarWIMdVjuw9Q",
-	"+NLh7sYTj1X0DynM4hbw08wvqXUvu6DAbgV3Jr8XqtKmzde3lIa9HPuylKe8nSNrtSdxbdIxFHNaYWX1",
-	"Gb3a4rEc2rNn5TBtzVhZcbmVlAhp2gJ+c8ZvmP4g1XV7HFKtqE7onFQ6SiOshCuISDBWuS5Xn6VLuuiW",
-	"qqFYfVaqRxqsgKBioaOKa0IrM5aKG2r4DettGm+5nLTV2O7WDromomUrHHZ1HPN2QTdnUJcDYjN8hTgP",
-	"aEzGcpXbCB0zCu8VbEJF0SNnjfR+6DMCAW23NDfQ+IXr2PLg7AOWfAZtHMs6gZoZ1U5GfISAy70Bm0vn",
-	"GAkKLdoqhAyGucwe2IjfQM6/L8c8sUoO6M+zsXsABJoW8zqVE/bp0jWpkBgsBP+bce3Nbz5rlGpS6YqW",
-	"y6EQE3p7NmKtHA1EISEN6QNrKhnVhjztd7O6FcWYal9jHgAH5VVhvZhSluYoK/2Fq3wGdzTTu2o6y9Vg",
-	"gR83ESdUZ7QMV7tEgV5nIfJm3SZWGPkX+aNdXOvNaBGmV8PIqkSpkmFgjIV4X1fHcgjtcBBP2oqL3NEv",
-	"EvIrmqv4Xyy3KRWJNeX03IaqEWuhgZDxagkg/6tl5etOoD2xLHxZ4+JCCDouzIM62u/yOUKV3bxS3Mzf",
-	"WVC5wvqMKuSEAD+g/fhTGGBszBQ7E/jqAYkE1mpQ8hxTwbG+zPPa6UxyKYySpeVJgp1EUVSQUMkEFUZn",
-	"mCmeXQpkRkhh0IoJFWgcr9E9AtURoY7YrxcX50gBcdHugx6BggVg770UV58vMZznsnNCPl9CncPLTkYu",
-	"ffFj/MNVQ7/sfPlydVqXOixYzgtn00GNkOwd9/uXYqlAfKJvjv3xcVwo/rh/HBeLP+7/VA/kKsYfHz5O",
-	"VY0/PjpqqRxvIXUp2qrHHx/9dCkWS8g/gaUmy8i3deTpWn5lH1pxAuo8XoqrqEHPFdnzLbMyz8Ym05LV",
-	"parANGXRw1/6Gg+4JsOqLHuXAs52IAtvrXcRp8RIckx+579kWCDAvWEkOez37e+9SwF1jg10IYuR7+z8",
-	"VSdqRNE59JmzdMo7J53HvX7vcQcroMGNOMDs7r/sv92tD+B5VXROOv9i5lf3ykK/qaN+v406hfcOFjqI",
-	"xPeyc/LHx6yjq8mEqjkYtG+YYFqfBqWq7oI0VRLylqEGaXAvoLuZjiANNixbdz7aaQ4mzCie61U7+929",
-	"kt5Z1OvEsFtzMC0pX+hykujJ1SQXbobeyp2fKzmxcmyliVu09+7Zea3GKTUIaK7a6cptA3FceZ5v8Y1d",
-	"HGfWedJ/vP6zZmuyVaCwa+OIBY2aCtz1moPyZJZYTvhIURed3QqLm8MDMC8cTEP1rDaguPpadwHKQvet",
-	"L1nn+A5AyWrz5Lovoy5rYJp020dLykcry1WJTZ5X8SbhAv0iUWTZebewZhe7L7uCav8OUL3bWRwffssT",
-	"XMBdp98nUfc3rg0aDdYSsfs1YAMrS4LCYdoMRrda2QTsQsAxsgV3NHR9wEpZve/ilqQD8ARht1wDz7Zq",
-	"OrZ+/KnZ6uaUaOkLTgvq69eFsj6p6kSumBF0uZSaESeOoU1FS7LnRLIeCrx2dF8CCJzUzWNH+x3URHio",
-	"2+zS4Te6z4eb3OeoM+DXvs39n757GlDzQF/WBfFpQgUdLRehivleO9k4+Gyx8wtieclMOpBkE7Qlew4v",
-	"A1IiTx5WkKppb/7SLVmJ0yA356iUCmmyqGS6GXM0Z9TO2RPnbiY8iorFCBKhDaMFBiBBKgJW/oIQO8VK",
-	"7KnCjQuCsbDzYTAQxzTw/RgKMmbK1aB38bZY5SkI7oWMIsspFh4KT0+i1g4kLyHewr5QV4pCEsh8MNfC",
-	"4GhTdYV6glfhJwSth2Pcp8KVeYTKN94uNKOaaMPLMphQLBjRJRKaHDYpCSZPOEoSd2v+43OySTGcWqN7",
-	"YcB4ZzFcqmn9cYleHCcMJXC+Re8+t/z4q9GG+99y3G9U+Al6D9T4gMcoBRRpAqD/bGlvfSdcgJ3rkYy8",
-	"N5TY9Bk78EuJFvl4SB0aMe25JJpuYxbEY5wiaySrc7PQj/m4/1OKGGUrRG3HtbYXCRdZyNdDkx2KHYk7",
-	"1mwE7bwDm7eC/ggafT7eMXX3NPaRI26NM9+C1C8THQiKemDpBQOvdqeOfEvx5fjvL/RgNU4tJwxDTOvc",
-	"DfwT3AQWDbkiN7SsmE5THaf7fofXIIvK3UWCCjaTgUKl0VS4JLT6QID18h2qzHcj//9zgb75BXIhnwuJ",
-	"fR6FoLo3aKogXzp/fk4FCLRw97rrVQp0y6wxRviXHtIeEVUVajdJ4EuZr7gzmAMAvgPTQxKoSVUtKarH",
-	"zrHvVKjenbTUKkS2QWETUoTf/iNKtoiSbdbjCOQPwHCi4lw74zmpg/67GpGXDEjQOTliCi6kZi84T023",
-	"R+pK7xALCbYVbgijquRModCFXUYNGVFUWCebcIp/s9ys5RT40sNyilDsKMEp/BJiJiHVCI1H34hb1OeI",
-	"fGyxkhaq48zzOMxz8kFBUVWxYI0Hf3hGoDAUWuFd1bCNjvDgs1SjLwef3d+bMSiXXvqP1WeF1WepQprP",
-	"zXPnhaFvN/KaLdTl8WEfb73xNXaTh1pra6v3bGm0aTvUzciw/fZbkeH7n9pFA/5L94lGNRugvUN8K6Hk",
-	"CyTATiuDriVN+MQSNN5oVYkFTPYCWoA1tdui5K5l/JjpvTnfz5KjTKNT340EEQ33ABJEqLC1QwniW6Lu",
-	"t5IgniMSNohKJE4EKrUgTJyhwQYfObONHaafNcvprWQ8oTYSlslK+2jrTlQ+rRwqUGWkZLRgqnYqVYaY",
-	"mfRtFPAiyhumSjo9CZ9dirGEtUKwLaubzLjok72rsKh9+/5VF4K+LBh8E04fC27G7FLgIh5pMmWKy4Ln",
-	"fn5sOyelpRJ1yTRCw27QNwwZ0tDvXV8Kn86PRTdwXmjXJooewc4HLha5CRPqy3WFIjHw+6VV+cc+JDX2",
-	"NDUtWSA+NGLeMCTHAVhfc2y9cSmw0wJyIRoVpIHpYSms1GyG3rWzZn8Pl5/pIH4pJrwoSu9Ot9/jwbiJ",
-	"NavTZ0o6dbWfFIs6nmN7jhta6i5GyTWJUKjL9lrOHlLuXKz/lpA964p7dp/Y5t0eScHvJw79tLNNwOAv",
-	"XNPr1BYWgjkX0TCqRUGjE7L7PSUeCxUVPXKh5q7rCGZnRWjXwxY0BcMCddGTRJKSS/EyEm6LdykbNYc1",
-	"+JJ0S7yrTqL6Uoe0fR0QpjvOuCIK0W0WMurq39uRnignU0ueWQjheRS36QMK0KCDmAzuVRAFqL2WnqO4",
-	"ulITvMBXHvA+1oliiTPA6cme8F18uCKYdKa731WkUioG6MJlyT2ERBXnjG4eB7TrqYvkmYW0T6824Yn1",
-	"/suMPFQQwBOX2+GqnlwzgYEsCBQss4JUxXmvQnmj9Vf34DMvNlD7a0Rcr/S7tNe/seEVMrO3UJqacPdZ",
-	"iG3aeJxu+pBUM5om5Weh+dizDViya0ToMkBd3IhP0cREl5IZjMaykvBMquvvxx/DbuxnEdgX5DWnp18N",
-	"ZVnK2VXm+kSPQFzFjzMiy8JK2hCVgwC4qsvJXMGlvBQ5/BWnIXoeTEfA/V1rMd8I4MQ3kR7Q/DrDOoYg",
-	"dV8K7Fo8Zm4BUSkvLnJwflnIl6BAoEGQTDjqQlKw3qW4FBB45HYF0T9XC25uSrRRjE7I3lWMS7f7orD4",
-	"dOUyE1/YFVyKKVOk5IK5fn5z0AD9srI6MA0lvSuExRWkOkJ5LQQgw8Gu2dSEpBoF/nS77m7mFIGoKpqr",
-	"NeW6f9elyKa6R8CSeilgUMjn4Sz0DQxLOKnLnoFuAvKWYLmJRCE4FmzIeSmgBFqAZq1UQbNC/wO00MPK",
-	"ATA710SHXHo89kthFBWaQrVlnHvARhCbCPIrR4seBPDBiXLMc7b7uLE610RCJixA9FJE/Z5DxUuded23",
-	"wqbolRIp/ciKSC/wHixRubWVt+A+BCO1PYrRQWQ9qOv5uqw5qUa+tBTUhEtEG0alCleZrhZbZbOoRwZe",
-	"jLYJ3HudTWxji2vD6IuV36XoUg3WAwD1xXwK+ZtLfUaxQ+JfzEX34Q1F8gD1KsKVp0XdBLJto2B+Scdt",
-	"Qlm9tjzbZCepNEDwHt0FlLi1+0aV7o7xwbk4dSHrpIjelmOl2OfZMvNQ8UljJGYgvuG9e4m4h9/Kk2Ux",
-	"Fbeg5o3iASjFW3qmGTRbBajUTU2lcvBwzUMdPGLh1XHuwMkbNf5btc53UXX/laTujeOxGpNimSZ7ik0Z",
-	"BaoGZTT3NbMjGLTXs9tpKQvmpb4k2XFVr2oU2qZoXV3UdrEKvZmXLkh7kqAo12z+M8TOnRK3AShQCkIq",
-	"0fZosFzBBhuAknLpDayvlb+4yrtS12040j05zPdLUh+SDsb1FldSsHDj/gOJEzRgiBzngs2gdikFCX6B",
-	"HMVkpyYz64w074KUsVqmsnK94qzwtVKC3KnphJFrNid79ifnn3Co2w31SeCtgSzmXj+of3VrdWEBR/2+",
-	"sw+ELyaMxu9jiO0J0VOae7kWZTZwrwztYpoZMRlxZlrXtkeTc8WGTAXX85QqV60F57bbAQc2Wn5hYZSE",
-	"+v24rKUko6Mj0pb9jx4YaIzsImlV3TCobmgTKAGut75sr+px9/+HzRu3LirWevTkSXYHWQ+h0cH7untb",
-	"XbPS9q78n27UD5Q3fKBH/aM7f/s1icNXDSm5kyHw+Ojo6zkb0iU1oOsMxMdj9xS0glMXd+JFtRDZrpgl",
-	"OqwA24XGjoTOCIT9A7qnVi5qu6R2zIWLBjESeFnri75ICZCxHH1F79ZiHZFGs0OA1EhiZRZXRiq4xV31",
-	"Ap/iixSJm5qcYxcOZJbf3N3k1MvIs7ZVGZOv7p+7P8c/09euCJNnCeQVWGZCdaTgkgaT20jJShQnoUSY",
-	"FM6tHnmy66IldV0xixCQhwv2G+oSPnQpDRkqxnxhMixjHG4a16SowAxYZ/y6c/Clxly24BXylBOA5s+v",
-	"G3Y7DBeophbYr0Pxy6EzjwUFTJIBqzsGhJYe3TY5Z1HD2tA50CoAbcM0G8zr6zOg428Te+YD9uJz69Uk",
-	"1JyGak2M+IrcDnGibGEj49C/3aJP1BFwAwxqjzGskeTOgsq3dxItKAVbYbvbxKvnnUZKZyJ3MgbVg8mS",
-	"u82gTJ5Q/59srlXpkNgIwPs0Li5+cyWIDfgC7A+oe2kM3BdythXdXnZ5tVrJ2pwC2xm4v4IVpSlx1L43",
-	"iCkTIbEBPW0yVIaN3riBGuORT81XjG4zIX1jI01srF5rZO59fRXs+JvFbNdOoDHXRqr5kn92wbpz4uzT",
-	"zn0mh8SFtoGEPBtLzJLhJqvLl0IYJfbGwl+h/CLWU4Q4RtciN7xjP0Dpsy5b7EfTZMb4aMwK5zufo34F",
-	"vdXRBSxd6fsl2/d9mE0LdbjFXsX3YmLJAF6sdQF2/J8PY7EDf3PdrrBB1SNNZGWmlSu54sT0ospd4zkp",
-	"2KWQQwjzxfp4muRjqZkgg3kc/vpIkzMoC+8MVSeX4lLsk7RPG7tnOTTsoiX5xS3L4bIR7+PukTe4NDyF",
-	"S0GwWiS5wo1cYQRAQQ29yqJtUCzrieQBXLpwzIO5r48Mfm5jx4MIS/L+4uX+j87hq+0I7//Py5cvn/fI",
-	"a4nOdq5RFf3R1Ydc2NeNKHpRZ8yePdr9oT0zfZWhzuJg01RWqV3CnxXF0pvQR/UvpqTXXEo5g4g5Ksjr",
-	"53ZLj/QJGXBB1Zzg6BnuDMZ5sg8bROjjvfHFP3vkF/uo7/Ptr7nVtw6JNoWsTEaO7L+YUhl5bEcackFL",
-	"/EaTw/1jEoLVcbhHmpRgrcuwIL/mI6vSDfhon4mCU0EeH+0POADYcQ+4q64RwI+Pf/zxaf9HsgfQ7J5C",
-	"+Cos2recpVBymSncpUcDWBps26FBE42h81McFpGRSjCd0ylz9YsgvABGgNBvgiZXUc5xx/gIW325nXqA",
-	"YZnYgUskcqfhXYdMFDAaHOkeFREmw0/slptnsnDtCiwhLN5ULu5CM1M7JoG0dTM/lrTYTASb4V147UIe",
-	"0F1nkQjiS36R4NJ0NzPABczM3vOZ25FM/Tu2L0JpB8gpmgouBRVzf48gmM09Zs7mUWe9YfnaDJIXfVyn",
-	"W8UpaPGXwo0D2VKu+LQrCgUgHzBLvAHudeAIWCquYNKrDGPW/dyPtLf4uMAfywKuHE+o3wHGsJcyxADA",
-	"MX7DVed5pP0RDpS8tvxkCKVp3Y9AKqCgVH0a8YJnVF+KvDJ1BfMGTc0llrdzDStS8SAWUVp197Rj066s",
-	"IQv5Th/9TtY5xFr3DJotlZqlWpw8kIHcbuUtjruFTrPDqbUVaBbjCVYQ5ub4i725gMqAfHGIZBUK8+8l",
-	"SSYiRdfKO8f4ckQJPSFBgtkgg5b61cXv8b1T51oJ5OjREi3ChzWNoRrIU6MoPTKJZKOEe4Zb+GnbooYV",
-	"HERN04IYsuNIi+9dSX3yjZIp31aCUE+IfNmzhCgYBx6GE7HULsQyWpksInfbqb7rK5k4uvfSVTPZ0nBJ",
-	"zbjzoGrfyxUVUJ5zxXKr8BAmjOLsPwWTn9xJxXzyTaKHd2XoW4GeBxGiJNH0LaNFhKbbxYLL3DCz7xh2",
-	"A+3WU+kkZXWVq1yD07816fyvQ9Nsc4qXzP6GptqLqLqJkHdPLF0n5CXSU+xSDRP/YPB3iMEtxNI1B9uF",
-	"oaqJti+lun5YX4udIVJLvtzD0fnf4FpxESB/Q3SvJWTfDrbharVqGEYBgMUl/B6qYdftzVx4AhpSpCy3",
-	"E4yhUfLD3KZzO/R34eX9+4qnNRq9VIz95Sxi2NqYQDrVXsmHLJ/nJevBWe9bjXjCuluiiVToOdw9mry4",
-	"ncqAJ+c+x/Ehapwq840sQjh1aIiTcNu9f/sbtryB6A1wDynzj0zyHyOT4KV6mAvyFsb+h5B+taJtFtzg",
-	"rIL41CiOfHN88Ox5jc0pvPWQWR1x6/oWXb52nYeF975hUFUAy72DqlZlafg2/A8UVeWG37qgxpqr7Ib9",
-	"b5D+/6NYRISzLSTBUNcufOcI/c4O/Q+D+FoKG8R101DN7G4MwsjpQyGDnP6DC18NF+Q0g7rJXnAvuL6O",
-	"lS570Ptw97dUuWaUt7sCPlBuNkwzvBiHRGafiTGUandJze1lb+6U5Dzh4hV+d7h1xvOvcobN0f1GnW/7",
-	"lPRDxobL6miL7jR8wmRlfLv2ZKDq4zhO9emaNuVtXsHv2sZ3/4thETSq2hJlu/C4Eb8riYP4CV56Lgj1",
-	"OQalS3TYw6DKLMo96LrgHSFdLRj42E3YOENXgRCKfPt0hzrR1pnbXKxhj5z5r11QXgg6OrHXZOojz3Bd",
-	"ENSmr10uE8R0uUo0M3rNfOM3biBpjDQqtWD7N2mXFKqbZr69nQWOq+OzIgP53j5IL7JsmtUTC8zr3CrP",
-	"XZe9PakILaFNMRlJwbr30CvuxRq+bYHH2mD7SLvsS8TdAUO7D7ZGHFOo/eg7tkjRqA156uJbc6kKi4Fz",
-	"nVlK57oQYl51Sc09K0amtbDWLJ5WpOjfVZn57lTOXRR8a3bB/tzBpv6dkz8+WgYBnc7dbJUqOyedsTHT",
-	"k4ODw6Mfev1ev3d48uMP/T5IfW7JnxdqGrmcC/9j2E/0owsej37BmmjRD1FT7S8fv/y/AAAA///Evagg",
-	"3+sAAA==",
+	"+/1wcGNGC6bqk3PHsPqs3uGiX70AJBT1gbtBeLHV4X+xL+upFBpv0y9KSfXW/WJ/yKUwTBj7T2oBkFOL",
+	"HAf/qy2GfI5GXnkP7Ki/iBtWSnsX7KwLWC4Is+/07EUAsMInX3MBcyLhOGEdmUUKxJEJI8x92CO/3DA1",
+	"J0pWhpGcCo9Qx/1DUglaWQQydoWsIHtCEiOvLUZJi/gWqyngQCWuhZwJ+7NiN/La4sqMmzH58OHD/lk0",
+	"SDcjT/p9woVhStASUfNJ/zGZKnnDC6Y+VYLeUF7SQclwiLfMqPn+GdyJ2ZiXLLqHjzQpqKEDqhkuAy6e",
+	"/RbAfi5Lns93fvY4bArmF2NGpiXN2cQS6im851YiywdYhyyTJ0+mUpY4r5JDXrLdT43jtsyOD/0C/pfl",
+	"5iEWYMdtXYB9CAtw1GXnC3DjphcQGFq9gA+Um2+yiFPHTygZSyErxQrPA5DuX2WOXcyoJrMxE3C/gLoz",
+	"UbDCEnek60BOl9nHMpcN/DQM56iK/Z0VZChVg13tebYMsssK0m7BKehUj+UDwNIN3AJM9xSP1FBT6d2v",
+	"AIZNzf/mv3vAKt2bdqCzgk4NU6/EUII8qeSUKcMTEuQSHLMO17KkrU+vuSiSD6ZKGpnLMvnQqEqb5JMb",
+	"pnR6rlqGlAO8zlnnOZ3SnJv58q4GsrIIGY0zkLJkVNjPhoqx5+fv7UMroFDTOekUshqUVsh1r4tqMmDK",
+	"v/07m0g1/50/a3zDhXl6XH9iOdUIvympGjFtXm41UfTRdvMlQSO1+V0WrFyGTT6tfpWVSq9qwgWfVJPO",
+	"ST+xwgks67/4szt9n1ymYoVl+LTUywtl4maZYLy2MokcAlFg4oYrKYCD3lDFQRIYy7LgYoRUg+WKGSKF",
+	"1Yes7MLgwvVqIK5CryCFLcAPtKXFdXFxQ0tefHKSe7YoEmWWlA14UViZSEjzaWhRNCP+O5D9MzKl81LS",
+	"4pOR8hMghB1IV9OpVIYVn3I6pQNecjPPCC/YZCoNE/n80zWbf1Ks0naePytp6Cd2mzNW2L/j7+0+4DZn",
+	"STEqC+LWMoQsoTGU40HRouB2GFqeR7BBeXsJjhOmNR2x9KWupfU/ELL1+x8Xx8o6t/sjue91ySnv4RFF",
+	"v+/zid0q6s1WpeyMuBlXg14uJwcFHwJDMvuU13+U8wM65bCYpqS8jJAeIdZK20tbw08/prDsxnGD5lw0",
+	"NzKhlYJQfXJZ9fuPc17A/1lG7NxFVTLlnjg8x8coaudS5LzljV7qtKkxbDI1y0uwkutzxayq6t7BywgW",
+	"B64JHcjKZCSXlTD2IoKafNhLEsqcioIX1OCeNzIrnHuh+bn/NmVfSF9Su3Q4CWKfWzJCyZDykhVhK/YZ",
+	"LcskSPJK6dShnFOtrWSEz63GrxgtaqhoJ1eZMddWGUoOXlR4M39PGHZ+lTNSSkfUBjS/ZqCmlyUZsDEX",
+	"0VTESHltx9+AS9mD2VBstPIGW32Xs45Uo7QsIFvkACd8J585ge9VWrzQ7M9lKL0SuWJUM43aIJJ8gMop",
+	"oV6CfKT9mXBBNPuTSFVYkVcx+4OFI/5gxmxOxnQ6ZQIF2w0AaviENdkiNWwffk0cuJHbAh+H2NjqtkCC",
+	"LMwCDscAxpOrj8NtJPN2PyM7maNHrQTsN64TRCxc6M0NhqnLLNited5y9y6Sl2xKLecMfN/+eUKm9ppy",
+	"AxcoXNKZs0tYCqkKVpCSGqbSEkIMTdxRY22twLlw59Zc+Qc7s8ewE5IDSS0ytAoUZI+Cbg66Vj6Wmolu",
+	"RlQlBBejDA2EFbwmAu1ypEwq/KgyRI+lMt0MtClLi/eExFFzKoih18zCQ8jZqbM6Ui0FycdUjFjRzdyA",
+	"GdFGTqf4D6pwkRSFDcV0NbH/cKZJnIWSgpXMyjO4iUcaf+ASDD92rouL37qZe+2Tn4cLbajI2SeQ3+04",
+	"jtGAehkOmLnvuvW09mtayCkYn3AvnuMRkLTgMz8+Uv5SauMm6GZEDjRTN8nPy1LO7PQOMmRCLfMQMTXu",
+	"ZiQvKZ/gwQk2CxqrJchE3oBaPaNqgrZbWlrsm/sDRUu8sILzHx2HCfZGAip0so57zVk37cF3so47VEub",
+	"AH72UuNBwb/gpOwgcFTwKZyVRe36sDpWrosOAeyz8SlEr8NTB2VLNRzELFXBvUdXwF0bK5rZfe3fUCXo",
+	"xJKFP/BSPA+7hD/P/Vbhr7dhv/hnvWn4+0PYOfz50q8c/noXYOD+9IDAeTw03MAeJHhRG3CBn14AcJoz",
+	"vHIAeubg0/i2fu0sQAr+fFODCwHgYWbJxC3LgyC46NTxrB2QVhvFqEUzdsvyDEyrr1/833dvXpOSC9Yj",
+	"lh6WVJtgxWe33DwHaceZd089oxsqGAi5Ve0FIENwMcDTR9prJD1kEGv1oA/Aeu08JzAYCFrUWbiDMZnM",
+	"ZFWip2GekbETliwGVoqB64IM2FAq++mcyMpMK5OWmqihSQkhyOrLTxxAoocRD0f4ovqJ11GbQlYGrlTB",
+	"lFrGccf5izeVSRkcvmygxoTj350qc8vyt6iLJpQLNUpImW8rQQquWG7KeQYylKyMRbkxQ4E4cPHl/S+J",
+	"35MJFUV6DpDODgZcHOgx2c/TovYsLfg5m0Ba/2xfWM2QtSl42pZlz1BW5h260uwrE3qLxowfjvr9pG2j",
+	"3QaTPmR/Ijs+Zl2ViVNuahQbyK/rbgagf1IcxyvSBtW2mwGWQAHmkQTdg0uPnPOQ/M6fkSlTjvx5+SZC",
+	"nfi6NRRvv6ds6SI3dK54LR83PUyA+87O8iUvWdpIy/ULrtIQnMjiYiu1Y+IOOLxdcWEeHyURAt2qKc3N",
+	"ueuXMYH/xe5mtFyAMdqsdS8A5f5gdkMGWO9CZwnLWyKCSX0hpSK8lOo6otRp0jakpWaLHNhb35sXx3sn",
+	"iH18Sgqur2vvCgj/Y/DixCKnfanjDbxJDlfSAVtl+9uE9hpTRtR1CUUCuX18+PTo6Li/Nc39knWCdSjB",
+	"9FCMP5eybJ7vhN7+xsTIItLTx9l65qbYiEuRYKBnec6mBqzQ7p3MBUgoK2dxpU2DjUYTHz15snbmlfut",
+	"rWFLG2+1vygqrpd3cRicbgOmjbe120E0evFzkN1Ae4xcc6eEDrQVU4fO42/VbauN3jTU6Yi6oLqZUozn",
+	"Na5aSp8eqUUxh92m7pnzxW93xQBpfrl1RvGlpf7GDJlJdU1GkhhJmHvRQYsaQsuy10uxKat2DWlVmrX2",
+	"9AUDcLhDKF+XfMgsqUftAFVHPCZQt4gAdbMPmj+7nXI179qVhitG9gwTZM6o0t1onTXY/J7CvWmup9fr",
+	"UdSuBZEQfyYxBG0bgTGJ2Q5rF84DiXhyTPfsLRtUvDQt4XG84WU2klBy/v7CKkfnZxfPf8UwE9gI0kxV",
+	"MafIoO4fx2s504abl+xxo0kuxZCPwIxc+7a6GdGy6YMidpEFKlx+ACrYrEfORPgBzvGasaml1zqYL7Tf",
+	"RQhtQcJN9ob0mnVJKTWDkSd2NB/b4zaAw0XT9sA0QAsLngUfToStA8XoNVObBJo8c6+Cfb/20K76LHhy",
+	"QXewENzay5THHs+Vc4UX7VdohTgzmwtQedNnuXKq6FV7lYZDlht+w14yaiq1IG8sk+f0oQQ+NNxolMWv",
+	"xoyWZgwnsv7UuRNHV20yDi8AQUGb4DltmSEWK7Q5V3LAVpzA2kEm9Pa5FHmlFBNI4ZeZzYTegiXIfpJ8",
+	"oVXWRVa+ykmRisV95x95QyFwM7jQVDEipIlsl5ZcoPltxWWMVTFZqTxpUmaK1bNxTQo25IIVPXKF1+rq",
+	"ZIl2OIo15CVz8aOOUoEJkcwUN0yjgfjs/BVRbFgBeZGeokjl7LGEG7J33P+p2yNXdMqvglGbmLGS1Wgc",
+	"BpGKXDClqD1vslcwsAq5SDiQM6TsIil2XzyKJuyRMw9NBsvGlWrL8bgYkQHD2Fe/5VMQR7gBM/byW3al",
+	"MBXX5JpNG3Kxo0WZ1fmsULEaFZPGTksR3yg+4uK5H6z+6ez8lR221mx8NGx4oxEv45c1VfzGino1d07K",
+	"7NW02Ja4zaiabKz8fKBq8m5M0xHediQXprTsMIUALzUh2n4d4k1DgCYqKETIWUOKWLsWFxW1jnQuSIwA",
+	"8yA+dDy8l+hKk4jEHCerESUQ5XBLa5Kb4gAfW0SfZzW/TQSOouCRc5VX3BDHmwMcvYiB1AYkHU00YwDU",
+	"PSvAhFdq4ULORGZpA4oS3R55ZYicMuH9arkUmuWVXbxzmmigWXZSKoisDB0xspcOK6HEWdfspQ5BJmgU",
+	"7mbghIOg9UiqmlquQDSd61MXzGtXkxEhg2uFa+8si2hsj7wBD8+UiffC8BK1Bx/lPqblcN8+OwGiEOIY",
+	"3ArtKyUzgV7ZvRGjuI8/pkRXec60JjkKWdzuKBiuEV7cEDqiXKAeNeM5s+OUUoxSRvQA1Zc4SOK6xOBm",
+	"RRPgmvusArD6u+WlFa4AkxTnqCEMgi83xFRKRBBrOMFXEpFVih1HrGLFSb1oB74e+WUyNU7wBvgWSdsw",
+	"hErF5BDf7eAG7X3zS97QH+Xu2nM/jPv7DY7m/vqVlsM3bswleu3ecZ76BAFqOOIN0u7U2beRg13YqjAI",
+	"/M52Kvv5OTX5eEsV+mvL83cUzu8mTS+LnqssVkti6OqXV0iedxUJdsXf2zT2d1OWb2tiWaHS/4s7d8Wd",
+	"u6gz3wFSrZDL0jRJmbvZzr0DIRidnz558vhJZHA+TBqcm5ZGZVasqg75b85cqXJ9KKx9KTm0y6ZZjkr2",
+	"kcF8WzS8gwmk3S8Um983iuJElERReS3uvA0v2n2wybR0ksDyJle7Gpbvy9a6UhpZG8cQ76yxpBjo8dQr",
+	"TnwnAoBPxbq7DIAj3IHKL+LnguekKFiB1liEzCNQSEj8VY+8M1KxgmiIZQd53AcpFBVm0jC9XZzCt8LX",
+	"hd0bMpHakMP+0TEZzN0uIu+QfZCtQ/LmmO81K1CSDl6BQoI/wBBtNZzw7Snpk59JcA8kY1134pqro30X",
+	"BURtks40VbGC2Kfg3CjR4OOiVB9pEqxvWcOUJsA+npcVZD8wbfgEHlANChmov3UwsB2+qdm0JujcgVAW",
+	"LC+pSoU3fBgzsMpHW0JfV2VOrXpXCf9teDym9vgwvyPtUmqly22h2TCW83O9GXZO/tgolfJ/4KsvHxd9",
+	"U5ggPOSsBGMaLWd0bhV5Bn7BPYtmlSj5hBtWdHt3tFBVPv58g4W+h3cXyRtGOzuCHU7IA8PPgFJkGxW0",
+	"/9wRSQ7e8TuT5PpM1tHkBe+lPQowUEMUdMvtWm+0DuUKjBwBViNJCWedMHtMK7wS4AIFEtKSk2qvvq7y",
+	"MaHhHkwqbcKU+bRKX99Asizx7MN/a9LbCq6v/wtz7nawMDfaanJ62D/+8ckPT1csL5b/46zAHawwjLdm",
+	"jU9/+OGHo8MNF7ngEqkXGe15g4FWMJA7CB+BzG1O3FYs4L2nQIl4/t3dodZLswGnijB5A9F3smV2a+OI",
+	"1+hI9bsZrD+erV5niq699RH451Qnk0OL7fhGCAhuCTahWvs8Bx97bIkjEwU69ktGNQMWXUptsqbDAs+w",
+	"mzRX8mLDVCVYgs9DOfV2awGGcXnDVEmnEEcAGS4uVjtKVlJgWd8wVWm6FAW1Wo71ZwHFKUDxTQZGgRSe",
+	"9lk0nBJ2rR7qbTZetaVgAKmRr4r07PDQ3UJ97QoLUEGk+FSwiVUlWpdiFB+NUp6YKVNcFjxHXCih8MEj",
+	"DWbz03rgLJow4QbFGHmhZclix6Mfu5N1wkgJ28uilBBlfoBq6W9JfTb1fjwSrL18u5Bzmrd5bY7XJrlX",
+	"q9ddI2oihgjzMrayktQa5jIiPHMZmYoNtY+XC+9HUTvoJS+2U1GBbiWDDe0/3Hwcg+QQwZEYocfegtU9",
+	"gmwQM2YT9E5tt4rS6WibfyHVdEyFxvyZYjOgLYHKKm1uoC0V+9aYR59KtNVm9DWHnKL1sYqWv4fksYLs",
+	"2csT8uiE9EFX3XbP1nNMv9tmgZuGQIbr0XY1HoAtJNbWdncjq0qLuhCD/ub5+XtnvIjcxk7k9JEsteg7",
+	"G0vNUHkmJSo+z8/fh3AWyPrDpxjfag8SctgJN90eORvIG/SzOkHWcuCFog8bKCLbqCDxZtt26YwaVgsi",
+	"wYxEzjfUO7bUOO68oKfkYlMt435pNj5r4G1kd91l2oCvorTMUzAFV6djy1yS6Ft7lVJerrvb7tebzqD8",
+	"QnRS8ONEFqwM8VUOfUEJcXB7OJMYWBmZ3uYTu4VQcylZpCidLMYFN88xE02v0NeceTRkgHMrR9dfhsB2",
+	"HxcRXhSulsMWbHQHWRStZRbuZMteVZzBe5q2KtywLqrfGydmFGxPitTJ32QmVZEWwld4Le9mjQ9BJFsV",
+	"YNjc5bSsgoRIfc2MwZIjDvUyrEUB32KVUJfvfUr6J7VlnuyFu+MLdjrU7G6o9d3XycVTxSJ8OEvs63J4",
+	"vuQPC2RyGw+YOwWMgrqn22kLuXvLTNMFbFfcsH0pynkyqWKRorXVkCOvXmClCm2kYkDL0zaGlZTOP0Fq",
+	"V3JLzFQlQhpBsBda1MM4OYeAKBbVobo+uu+RBhL5yeX56m5WU0WwUEBEnZsK2W6oyeUmy6kIZXImUEYB",
+	"k9dd2VzYsNdXROHMILBqSGxoyaN6+uTJ46fpEPFX+Pphv/+gdHnRsTmxQJbXzKpqopyfOLPNiAquIfmU",
+	"7DnhiVx6g+llJ60f3JHE15S8pf7mI4iKZidg8YqvDJgsqXfOQl4PBkLaF8OFJ3vo8xk45w/U5UBKmUVF",
+	"ThffQvkjUE0y5GXpPRFQkSXUQL5hmlRCMwPZMb6ErFt8iyC+imltdEZecTDSSwh8m7P6OziJf/MsqYX/",
+	"ZJZHwawhSYzsBRdwt0d+Y0NDZGUCxBCbMsJK7RMRSp7Paw1B9+oFudeOjslYVkr3GtzuwfzQjp3swqoV",
+	"iqo+lD3LTXCXsMs7kLSFUg0Mrq521mkYL8nMVmHYS6t9CDlLYJJV3RWbyBsk81/p2N8tBg+HyjLA2zSX",
+	"vtBOKEFTF9UJpXSaBXQa9XFcGZ1UnFzM8RfElO31qBadx+eEb57Z3aoBrCnBxv9iz+bOHrqJ12gR8FAA",
+	"aVObdlSsDHYYz1+LoDUYk5fJgf9OgmSda+9cmh6ymwL6y4oV7YQWhaLEdw4lqNN1mgvR4ffVR+XeSw19",
+	"YbnrTvC+YT9YiqlBgRa9PZjuNWBW8qSQmg+NCUBjOkGBcvOchpbrVlJt3usdRU+2avar6iTmrlSpx0Nq",
+	"pZlIQdvwgsEw624QnOKdrs+33vN69bwdZ1AcnVAxD0ISpkShqgTV4PaW2Fv3lJROOiJSgWgDGGclWMTh",
+	"ws3pM7SO+4ek5NcMw79cmwThBG5t6FyTkoOZroLEJqepYReFXfHNxn0GOK9BhCJBL6DsciIndoxbytkp",
+	"pthbLWJM9djuAxS+dMKP8cRjFf1DCrO4Bfw080tq3csuKLBbwZ3J74WqtGl1Wi4WoliO/luq1LCdu6z5",
+	"ydZlF6Cc3Qorq69poC0ey6E9e1YO09aMlTXnW0mJkKYt5SFn/IbpD1Jdt0di1orqhM5JpaNE6kq4KAuC",
+	"2Rp1w44sXdRKt9RNxvrbUj3SYAUEFQsdVVwTWpmxVNxQw29Yb9OI8+W01cZ2U4i2Ej+biLYqSKDO5Ngu",
+	"7PAMKhNBdJqvkekBjemoLoKB0DGj8B7GP/TIWaPACXRagpDeW5obaH3FdWx5cPYBKiLHBha2AzUzqh6P",
+	"+Agh53sDNpfOMRIUWrRVCBkMc5k9sBG/gaonviD9xCo5oD/Pxu4BEGhazOtkdtinS1inQmK4JPxvxrU3",
+	"v/m8eapJpStaLgeDTejt2Yi1cjQQhYQ0pA+sqWRUG/K0383qZjxjqn2XDQAcFJiG9WJSbZqjrPQXrvIZ",
+	"3NFM7+qJLdfDBn7cRJxQn9YyXO1SpXqdhdjDdZtYYeRf5I92ca03o0WYXg0jqxKliiaCMRYyHlwlX4hf",
+	"cnjSVl7pjn6RkGHWXMX/YMFhqUisKafnNlSNWAsNhJx/SwD5Xy0rX3cC7am14csaFxeScHBhHtTRfpfP",
+	"EeqM55XiZv7Ogsq1FmFUIScE+AHtx5/CAGNjptibxddPSaTwV4OS5xgFhsEvL2qnM8mlMEqWlicJdhLF",
+	"kUIUGRNUGJ1hrYzsUiAzQgqDVkyoweV4je4RqA8LlRR/vbg4RwqIi3Yf9AiUbAF776W4+nyJYUeXnRPy",
+	"+RIqvV52MnLpy7/jH64fxGXny5er07rYa8FyXjibDmqEZO+4378USy0yEp3D7I+P41YZx/3juF3Gcf+n",
+	"eiDXM+P48HGqb8bx0VFL7wwLqUvR1j/j+OinS7HYROMJLDXZSKOtJ1nX8iv70IoTUOn2UlxFLcquyJ5v",
+	"Gph5NjaZlqwu1gemKYse/tLXeMA1GVZl2bsUcLYDWXhrvYu5J0aSY/I7f5ZhiRT3hpHksN+3v/cuBVR6",
+	"N9CHMUa+s/NXnagVT+fQ1w6gU9456Tzu9XuPO1gDEm7EAda3+Mv+2936AJ5XReek81/M/OpeWei4d9Tv",
+	"t1Gn8N7BQg+l+F52Tv74mHV0NZlQNQeD9g0TTOvToFTVfeCmSkLlBqjCHNwL6G6mIygEEJatOx/tNAcT",
+	"ZhTP9aqd/e5eSe8s6vZk2K05mJaUL/R5SnQlbJILN0Nv5c7PlZxYObbSxC3ae/fsvFbjlBoENFfveeW2",
+	"gTiuPM+3+MYujjPrPOk/Xv9ZsznjKlDYtXHEgkaQNnfdNqFAoyWWEz5S1AVktsLi5vAAzAsH01A/sA0o",
+	"rsLgXYCy0H/wS9Y5vgNQsto8ue7LqM8kmCbd9tGS8tHKclVik+dVvEm4QM8kiiw775fY7OP5ZVdQ7d8B",
+	"qnc7i+PDb3mCC7jr9Psk6v7GtUGjwVoidr8WlGBlSVA4TBzEGForm4BdCDhGtuCOhr43WCuw913cknQA",
+	"niDslmvg2VZNx+a3PzWbfZ0SLX0ah6C+gmcobJaqz+bKuUGfX6kZceIY2lS0JHtOJOuhwGtH90XQwEnd",
+	"PHa030FVmIe6za4gyEb3+XCT+xz1Rv3at7n/03dPA2oe6AtbIT5NqKCj5TJ8Md9rJxsHny12fkEsL5lJ",
+	"B5JsgrZkz+FlQErkycMKktXtzV+6JStxGuTmHJVSIU0WNY0wY47mjNo5e+LczYRHUbEYQSK0YbTAACRI",
+	"mcDahxBip1iJqVrcuCAYCzsfBgNxTAMWEhbGTLkuHC7eFuvcBcG9kFFkOcXSa+HpSdTchuQlxFvYF+pa",
+	"eUgCmQ/mWhgcbaquVFnwKvyEoPVwjDv1uEK3UPvL24VmVBNteFkGE4oFI7pEQpvXJiXBJA9HSeJ+9X98",
+	"TrZph1Nr9G8NGO8shktV/T8u0YvjhKEEzrfo3eeWH3812nD/W477jUrfQfeVGh/wGKWAMnUA9J8t7a3v",
+	"hAuwc13ikfeGHByfWQS/lGiRj4fUoRXdnsvR6TZmQTzGKbJGuQ5uFjrSH/d/ShGjbIWo7bjW9iLhIgv5",
+	"emiyQ7EjccearfCdd2DzZvgfQaPHMKMdUndPYx854tY48y1I/TLRgaCoB5ZeMPBqd+rItxRfjv/5Qg/W",
+	"I9ZywjDEtM7dwD/BTWDRkCtyQ8uK6TTVcbrvd3gNsqjgZySoYDstKNUcTYVLQqsPBFgv36HKfDfy/78X",
+	"6JtfIBfyuZDY51EIyiCApgrypfPn51SAQAt3r7tepUC3zBpjhH/pIe0RUV21dpMEvpT5mmODOQDgOzA9",
+	"JIGaVNWSonrsHPtOherdSUutQmQbFDYhRfjtv6JkiyjZZj2OQP4ADCcqT7gznpM66H+qEXnJgAS94yOm",
+	"4EJq9oLz1HR7pO51AbGQYFvhhjCqSs4UCl3YZ9mQEUWFdbIJp/hflpu1nAJfelhOEcq9JTiFX0LMJKQa",
+	"ofHoG3GL+hyRjy3WEkR1nHkeh3lOPigoqqsYrPHgD88IlMZDK7yrm7jRER58lmr05eCz+3szBuXSS/+1",
+	"+qyw+izViPS5ee68MPTtRl6zhcpkPuzjrTe+xm7yUG1ybf2yLY02bYe6GRm2334rMnz/U7towH/pPtGo",
+	"ZgM0uIlvJRSWgQTYaWXQtaQJn1iCxhvNerGAyV5AC7CmdluU3LWMHzO9N+f7WXKUaXTqu5EgouEeQIII",
+	"NQZ3KEF8S9T9VhLEC0TCBlGJxIlApRaEiTM02OAjZ7axw/SzZkHRlYwnVGDCokZpH23di8+nlUOlrMyV",
+	"cqudSpUhZiaTBflOwmeXYixhra5SYGiz5aJP9q7Covbt+1ddCPqyYPBtiH0suBmzSxHqyflScH5+bLwp",
+	"paUSddFIQsNu0DcMGdJUa8L1pfDp/Fh0A+eFhpWi6BHs/eJikZswob6sWCgSA79fWpV/7ENSY09T05IF",
+	"4kMj5u00qpVH9DXH5kOXAnvNIBeiUUEarIlol8JKzWboXTtrFhP0VRsR4pdiwoui9O50+z0ejJtYszp9",
+	"pqRTV/tJMVaX7cIGRTe01F2MkmsSoVD26rWcPaTcuVitKyF71jVH7T4hRhKOpOD3E4d+2tkmYPBfXNv/",
+	"1BYWgjkX0TCqRUGjE7L7PSUeCxUVPXKh5q7vEmZnRWjXwyZcBcNCetGTRJKSS/EyEm6LdykbNYc1+NJ5",
+	"S7yrTqL6Uoe0fR0QpntuuSIK0W0Wsoag6u1IT5STqSXPLITwPIoblQIFaNBBTAb3KogC1N6cnh8gEYx0",
+	"wqTZDuleXZPEl25iUHUACl7zfIwlRTyEqH3jpFHL81IsEt893OeVPZuismAMS3vliIZDoCtX3wKIcSgB",
+	"eil8DMb5m3cXJLHDxaKg5AwqioZFR4S+4AVQYlhvRiAjIJDphaiKDDYokIs50FvgYIdgiFi4FOGQ6iax",
+	"gs3scKkNnwNI/ptNzZUDT4paWrX5bfOTzYIEgNengwSghktbUkeycUt6ihwLNKyRRB+ewIcqq4nLfUam",
+	"VkeQQw/jv6fq0yTdXqNUVGQexSAIIQOePYpa8q2lDajKrrQSXeArD3iUdRJp4ghxerInfI9DrggmpOru",
+	"dxXFmIoPvHAZtA+hbcX55JvHCO566iJ5ZiEl3JtU8MR6/2EGYCoI4InL+3IVka6ZwCA3BAqWYEKJw3m2",
+	"Q+mz9Vf34DMvNjAJ1oi43iDoUuL/wU4ZqNqwhUGlCXefodxmqYtT0R+SakbTpHywNB97kRKW7No0u+xw",
+	"F1Pm07cxCa5kBiM1rZY8k+r6+/HVshv7Wavo+sHZ8K6Gsizl7ApTdT3zx48zIssiZpaiIFd1qakrJ8eh",
+	"XBOnKIcWAyOW1Y1XfZukE2TKBUSJZFjjFDTySwERolCeCRYQlfnjIgfHuIV8CcYFdBaQCUc7iZUrL8Wl",
+	"gKBEtyuIDLxaCIGhRBvF6ITsXcW4dLsvCotPVy5r+Re7AhDJSckFc92O52Ad8svK6qBV1AKvEBZXkAYN",
+	"pfcQgAwHu2ZTExLuFMTa2HV3M2ckiComujp0TjyvyxROdY+A2nEpYFDI9eMsdFUOSzipSyKi8GNFIsFy",
+	"E6lJcCzYrvxSQHnEAM3a4AKtnP0P0GAYq4rA7FwTHeps4LFfCqOo0BQqxuPcAzaCuGXX5wKs/RDcCyfK",
+	"sQaC3ccNI5RMJGTJA0StBsN86/dQDVdn3i5WQTa9xZ42beAXvAdLVG5tVT64D8GBZY9idBBZFuta3y6j",
+	"VqqRLzsH9SITGkBUxnSVWbu5tDeCRR3E8GK0TeDe62xiN19cG0ZmrfwuRZdqsB4AqC/mU8jtXurCjv2j",
+	"/2Iu8hdvKJIHqGUTrjwtmvL496uuZW0B53Zr94043x3jg3Nx6kLWSRG9LcdarTkG5qHik8Yo7UB8w3v3",
+	"EnEPv5WX22IqbkHNG4VFUIq39EwztqxfQglqgIdrre7gEQuvjnMHTt7ogNSqdb6Leh+tJHVvHI/VmDDP",
+	"NNlTbMooUDUosbuvmR3BoC+P3U5LWTAv9SXJjquIV6PQNgUt64LXi30wzLx0CRyTBEW5ZvOfIa72lLgN",
+	"QPFiEFKJtkeDpUw22ACUm0xvYH23jsVV3pW6bsOR7slh/jMtYHEt1pUULNy4vyFxghYwUVCNs3dZUW+1",
+	"uasmM+uMNO+ClLFaprJyveKs8HWUgtyp6YSRazYne/Yn57t0qNsNtYvgrYEs5l4/qH91a3UhQ0f9vrMP",
+	"hC8mjMbvY/j9CdFTmnu5tm5oJod2Mc1suYw4F45raqjJuWJDpkJYypQqV8kJ57bbARs4eoVgYZSE3h64",
+	"rKUExKMj0lYZBO3v9ub4gH5Vt1Os2/0FSoDrrS/bq3rc/f9m88atiwo5Hz15kt1B1kNodPC+7t5W16zC",
+	"v6vYCDfqB8ob8RFH/aM7f/s1icNXDTe7kyHw+Ojo6zki0+V2oO8V5M5gZyW0glMXk+ZFtZD1opglOqwA",
+	"24XGfs3OCIS9RbqnVi5qu6R2zIWLBvFTeFnri75ICZCxHH1Fz/dijaFGK2iA1Ehi1SZXYi6EzLjKJj79",
+	"HykSNzU5xw49yCy/uSvaqZeR132rEkdf3Xd/f45/pq9dgTbPEsgrsMyEymkhXAVMbiMlK1GchPKBUriQ",
+	"myjKpS5oVNcctAgBOfpgv6EuGUyX0pChYswXLcQS5+GmcU2KCsyAdTUAdw6+DKHLJL5CnnIC0Pz5dcNu",
+	"h6FE1dQC+3UojDt05rGggEkyYHU3kdDup9sm5yxqWBs6B1oFoG2YZoN5fX0GdPxtnLM+mDc+t15NQs1p",
+	"qOTGiK/W7xAnqiRgZBwWvFv0ifolb4BB7fHHNZLcWVD59k6iBaVgK2x3m3j1otNI907kVcegejBZcrfZ",
+	"1ckT6v+b6bkqVRqbhHifxsXFb648uQFfgP0BdS+NST1Czrai28sur1YrWZtTYDsD91ewojQljtr3BvGm",
+	"IiQ9oadNhqrR0Rs30H8g8qn5avJtJqRvbKSJjdVrjcy9r6+CHX+zoKbaCTTm2kg1X/LPLlh3Tpx92rnP",
+	"5JC4sFeQkGdjiRl03PWXB6UJQqyxbx7+CqVZsdYqxDgjP6zfsR+g9FmXNPejaTJjfDRmhfOdz1G/sgqS",
+	"cwFL1xZjyfZ9H2bTQh1uWY7dWO/BxJLB/VgHB+z4Px/GYgf+5jrhYfO6R5rIykwrV47JielFlbumlFKw",
+	"SyGHkAKAtTM1ycdSM0EG8zg0/pEmZ9AywhmqTi7FpdgnaZ82dtZzaNhFS/IvtyyHy0a8j7tH3uDS8BQu",
+	"BcFKsuQKN3KFEQAFNfQqi7ZBseQvkgdw6cIxD+a+djr4uY0dD6KvyfuLl/s/OoevtiO8/z8vX7580SOv",
+	"JTrbuUZV9EdXO3ZhXzei6EVdc3v2aPeH9sz0VYY6i4NNU1mldgl/VhTL8kKP5b+Ykl5zKeUMIuaoIK9f",
+	"2C090idkwAVVc4KjZ7gzGOfJPmwQoY/3xhcG7pFn9lHf1+K45lbfOiTaFLIyGTmy/2JKZeSxHWnIBS3x",
+	"G00O949JSGTB4R5pUoK1LsNmHZqPrEo34KN9JgpOBXl8tD/gAGDHPeCuuiYhPz7+8cen/R/JHkCzewpx",
+	"u7Bo346aQjl2pnCXHg1gabBthwZNNIaucHFYREYqwXROp8zVNoPwAhgB0kIImlxFOccd4yNsA+h26gGG",
+	"JaQHLsnQnYZ3HTJRwGhwpHtURJgMP7Fbbp7LwrUysYSweFO5uAvNTO2YBNLWzfxY0mIzEWyGd+G1C3lA",
+	"d51FIogveSbBpeluZoALmJm95zO3I5n6d2xthtIOkFM0FVwKKub+HkEwm3vMnM2jzojF0tYZJDb7uE63",
+	"ilPQ4i+FGwcyKV1helcwDkA+YJZ4A9zrwBGwVFzBpFcZ5rP4uR9pb/FxgT+WBVw5nlC/A4xhL2WIAYBj",
+	"/Iar3PVI+yMcKHlt+ckQyla7H4FUQLG5+jTiBc+ovhR5ZeruBg2amkssfema2aTiQSyitOruacemXVlD",
+	"FvJdgPqdrHOIfTAYNGIrNUu1P3ogA7ndylscdwudZodTayvQLMYTrCDMzfEX+/YBlQH54hDJKjTt2EuS",
+	"TESKrpV3jvHliBJ6QoIEs0EGLfWrG2Pge6fOtRLI0aMlWoQPaxpDNZCnRsMKZBLJJir3DLfw07ZFDSs4",
+	"iJqmBTFkx5EW37uS+uQbZRu8rQShnhD5kogJUTAOPAwnYqldiGW0MllE7rZTfddXOXJ076WrdLSl4ZKa",
+	"cedB1b6XK6ojveCK5VbhIUwYxdnfBZOf3EnFfPJNood3ZehbgZ4HEaIk0fQto0WEptvFgsvcMLPvGHYD",
+	"7dZT6SRldVXtXPPjfzTp/I9D02xzipesDAEN9xdRdRMh755Yuk7IS6Sn2KUaJv7F4O8Qg1uIpWscuAtD",
+	"VRNtX0p1/bC+FjtDpJZ8uYej8z/BteIiQP6B6F5LyL5VdMPVatUwjAIAi0v4PVTKr1sfuvAENKRIWW4n",
+	"GEMT9Ye5Ted26O/Cy/vPFU9rNHqpGPvLWcSw7TmBdKq9kg9ZPs9L1oOz3rca8YR1t0QTqdBzuHs0+eV2",
+	"KgOenPscx4eof6zMN7II4dShWVbCbff+7W/YDguiN8A9pMy/MsnfRibBS/UwF+QtjP0vIf1qBR0tuMFZ",
+	"BfGpURz55vjg2fMam1N46yGzOtwkrfUwGq7zsPDeNwyqCmC5d1DVqiwNN8tDRVW54bcuqLHmKrth/xOk",
+	"/78Vi4hwtoUkGKrMw3CId3bofxnE11LYIK6bhkqHd2MQRk4fChnk9F9c+Gq4IKcZFGjzgnvB9XWsdNmD",
+	"3oe7v6XKNaO83RXwgXKzYZrhxTgkMvtMjKFUu0tqbi97c6ck5wkXr/C7w60znn+VM4jUCRt1vu1T0g8Z",
+	"Gy6roy260/AJk5VxuSvpQNXHcZzq0zhKtZ+IUv34Nwyfvv/FsAgaVW2Jsl14SJixD7AkDuIneOm5INTn",
+	"GJQu0WEPgyqzKPeg64J3XMHFGwzvdRM2ztBVJ4UGAD7doU60deY2F2sI9R3xaxeUF4KOTuw1mfrIM1wX",
+	"BLXpa5fLBDFdrhLNjF4z3xSSG0gaI41KLdgaUtolhcrHmW99CfUFsY7Pigzke/sgvciyaVZPLDCvc6u8",
+	"cB0496QitIQW5mQkBeveQ6+4F2v4tsVfa4PtI+2yLxF3BwztPtg2dUyhLqzv5iRFo27sqYtvzaUqLAbO",
+	"dWYpnetQinnVJTX3rCab1sJas3hakaJ/V2Xmu1M5d1Hwrdkh/3NnwKhiqnPyx0fLIDRTN362SpWdk87Y",
+	"mOnJwcHh0Q+9fq/fOzz58Yd+H6Q+t+TPCzWNXM6F/zHsJ/rRBY9Hv2BNtOiHqOH+l49f/l8AAAD//340",
+	"pqb99AAA",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

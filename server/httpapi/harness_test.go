@@ -133,7 +133,7 @@ func feed(t testing.TB, st store.Store) *changes.Hub {
 
 type stubReconciler struct{}
 
-func (stubReconciler) Reconcile(context.Context) (reconcile.Report, error) {
+func (stubReconciler) ReconcileBy(context.Context, string) (reconcile.Report, error) {
 	return reconcile.Report{Pools: []reconcile.PoolReport{{Pool: "fake", Lost: []string{"sbx_x"}}}}, nil
 }
 

@@ -475,7 +475,7 @@ func TestPoolsOutsideThePolicyAreUnusable(t *testing.T) {
 // countingReconciler counts passes run on demand.
 type countingReconciler struct{ n atomic.Int64 }
 
-func (c *countingReconciler) Reconcile(context.Context) (reconcile.Report, error) {
+func (c *countingReconciler) ReconcileBy(context.Context, string) (reconcile.Report, error) {
 	c.n.Add(1)
 	return reconcile.Report{}, nil
 }

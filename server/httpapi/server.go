@@ -62,7 +62,7 @@ type Direct = sandboxes.Direct
 
 // Reconciler runs one reconcile pass on demand (POST /v1/admin/reconcile).
 type Reconciler interface {
-	Reconcile(ctx context.Context) (reconcile.Report, error)
+	ReconcileBy(ctx context.Context, tokenID string) (reconcile.Report, error)
 }
 
 // Options wires the API to the rest of the daemon.

@@ -43,6 +43,9 @@ type Options struct {
 	AdoptMargin time.Duration
 	// Grace protects recent changes from being failed or followed: 30 s.
 	Grace time.Duration
+	// KeepPasses is how many recorded passes the store keeps, the newest
+	// (scheduler.reconcilePassesKept): defaults.ReconcilePassesKept when 0.
+	KeepPasses int
 	// CallTimeout bounds each List and Delete: 60 s.
 	CallTimeout time.Duration
 	Logger      *slog.Logger
@@ -102,6 +105,9 @@ func New(st store.Store, ps PoolSource, clk clock.Clock, opts Options) *Reconcil
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = 30 * time.Second
+	}
+	if opts.KeepPasses <= 0 {
+		opts.KeepPasses = defaults.ReconcilePassesKept
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = 60 * time.Second
@@ -173,8 +179,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err err
 		}
 		return Report{}, false, err
 	}
+	started := r.clk.Now()
 	rep, err = r.reconcile(ctx, l)
-	r.endPass(ctx, l, triggerInterval)
+	r.endPass(ctx, l, triggerInterval, passRecord{started: started, report: rep, err: err})
 	if err != nil && ctx.Err() == nil {
 		r.opts.Logger.Warn("reconcile pass failed", "error", err)
 	}
@@ -190,7 +197,12 @@ func (r *Reconciler) RunOnce(ctx context.Context) (rep Report, led bool, err err
 // another replica holds the pass lease it runs nothing and fails with an
 // invalid_state error wrapping ErrPassRunning. A replica that holds the leader lease,
 // or can take it, renews or takes it too, as Run would.
-func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
+//
+// The pass is recorded as asked for by no token; ReconcileBy names the token.
+func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) { return r.ReconcileBy(ctx, "") }
+
+// ReconcileBy is Reconcile asked for by token tokenID, which is recorded with the pass.
+func (r *Reconciler) ReconcileBy(ctx context.Context, tokenID string) (rep Report, err error) {
 	if err := r.lockTurn(ctx); err != nil {
 		return Report{}, err
 	}
@@ -204,16 +216,49 @@ func (r *Reconciler) Reconcile(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer r.endPass(ctx, l, triggerRequest)
+	started := r.clk.Now()
+	defer func() {
+		r.endPass(ctx, l, triggerRequest, passRecord{started: started, tokenID: tokenID, report: rep, err: err})
+	}()
 	return r.reconcile(ctx, l)
 }
 
-// endPass gives the pass lease up and then counts the pass, so that whoever sees
-// differently_reconcile_passes_total rise (a caller refused with ErrPassRunning,
-// waiting to ask again) finds the pass lease free.
-func (r *Reconciler) endPass(ctx context.Context, l *lease, trigger string) {
+// passRecord is what endPass records of a pass that ran.
+type passRecord struct {
+	started time.Time
+	tokenID string
+	report  Report
+	err     error
+}
+
+// endPass records the pass, gives the pass lease up and then counts the pass, so
+// that whoever sees differently_reconcile_passes_total rise (a caller refused with
+// ErrPassRunning, waiting to ask again) finds the pass lease free and the pass
+// recorded. The record is written under the pass lease, so recorded passes are in
+// the order they ran, whichever replica ran them.
+func (r *Reconciler) endPass(ctx context.Context, l *lease, trigger string, rec passRecord) {
+	r.recordPass(ctx, trigger, rec)
 	l.end(ctx)
 	r.m.passes.WithLabelValues(trigger).Inc()
+}
+
+// recordPass stores the pass for GET /v1/admin/reconcile/passes. A record that
+// fails is logged and lost: the pass itself did its work, and the next is recorded.
+func (r *Reconciler) recordPass(ctx context.Context, trigger string, rec passRecord) {
+	p := store.ReconcilePass{StartedAt: rec.started, EndedAt: r.clk.Now(), Replica: r.opts.ReplicaID,
+		Trigger: store.TriggerPeriodic, Pools: rec.report.Pools}
+	if trigger == triggerRequest {
+		p.Trigger, p.TokenID = store.TriggerOnDemand, rec.tokenID
+	}
+	if rec.err != nil {
+		p.Error = rec.err.Error()
+	}
+	// A pass cut short by its caller or a shutdown is still recorded.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := r.st.RecordReconcilePass(wctx, p, r.opts.KeepPasses); err != nil {
+		r.opts.Logger.Warn("reconcile pass not recorded", "error", err)
+	}
 }
 
 func (r *Reconciler) lockTurn(ctx context.Context) error {

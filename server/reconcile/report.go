@@ -3,22 +3,11 @@
 // places there (adapter specification, section 6).
 package reconcile
 
-// PoolReport is what one pass found and did on one pool. Entries are sandbox IDs,
-// except OrphansDeleted, which holds backend refs.
-type PoolReport struct {
-	Pool string `json:"pool"`
-	// Skipped says why the pool was left alone this pass (List failed, no adapter).
-	Skipped        string   `json:"skipped,omitempty"`
-	OrphansDeleted []string `json:"orphansDeleted,omitempty"`
-	Adopted        []string `json:"adopted,omitempty"`
-	Requeued       []string `json:"requeued,omitempty"`
-	Lost           []string `json:"lost,omitempty"`
-	StateChanged   []string `json:"stateChanged,omitempty"`
-	Duplicates     []string `json:"duplicates,omitempty"`
-	// Errors lists the actions of this pass that failed (a Delete the backend
-	// refused, say); the next pass tries them again.
-	Errors []string `json:"errors,omitempty"`
-}
+import "github.com/different-ai/differently/server/store"
+
+// PoolReport is what one pass found and did on one pool (see
+// store.ReconcilePoolReport, where it is defined so that every pass is recorded).
+type PoolReport = store.ReconcilePoolReport
 
 // Report is one reconcile pass over every pool.
 type Report struct {

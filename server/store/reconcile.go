@@ -64,11 +64,6 @@ type ReconcilePassFilter struct {
 	Limit int
 }
 
-// DefaultReconcilePassesKept is how many passes are kept when the configuration
-// does not say (scheduler.reconcilePassesKept): at the default interval of 30 s,
-// the last hundred minutes of the leader's passes.
-const DefaultReconcilePassesKept = 200
-
 // ValidateReconcilePass checks what a driver would store.
 func ValidateReconcilePass(p ReconcilePass) error {
 	switch {
