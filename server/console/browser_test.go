@@ -197,7 +197,7 @@ func TestConsoleBrowser(t *testing.T) {
 	run("trust", chromedp.Navigate(dd.url+"/ui/trust"), chromedp.WaitVisible(css("#trust")), shot("trust"))
 	run("reconcile", chromedp.Navigate(dd.url+"/ui/reconcile"), chromedp.Click(css("#action-reconcile")),
 		chromedp.WaitVisible(css("#confirm")), chromedp.Click(css("#confirm")),
-		chromedp.WaitVisible(css("table.pass")), shot("reconcile"))
+		chromedp.WaitVisible(css(`section.pass[data-trigger="on_demand"] table.pass`)), shot("reconcile"))
 
 	// A project token: its own project only. Another project's sandbox is not
 	// found, and absent from the list.
