@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/client"
+	"github.com/different-ai/differently/server/reconcile"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -286,6 +287,41 @@ func TestConsoleHTTP(t *testing.T) {
 		}
 		if resp, _ := b.get("/ui/reconcile?cursor=nope"); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("a bad cursor: %d, want 400", resp.StatusCode)
+		}
+		// While another replica is in a pass, asking for one runs nothing, says why,
+		// and records nothing. The daemon's leader holds the pass lease only for the
+		// moment of its own pass: take it once that pass has ended.
+		took := false
+		for range 1000 {
+			won, err := st.TryLease(t.Context(), reconcile.PassLeaseName, "r-elsewhere", time.Now(), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took = won; took {
+				break
+			}
+		}
+		if !took {
+			t.Fatal("the pass lease stayed held by the daemon")
+		}
+		before, _, err := st.ListReconcilePasses(t.Context(), store.ReconcilePassFilter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := b.post("/ui/reconcile", url.Values{"csrf": {csrf}})
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `id="reconcile-failed"`) ||
+			!strings.Contains(body, "another replica") {
+			t.Errorf("reconcile beside another replica's pass: %d\n%s", resp.StatusCode, body)
+		}
+		after, _, err := st.ListReconcilePasses(t.Context(), store.ReconcilePassFilter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before[0].ID != after[0].ID {
+			t.Errorf("a pass that did not run was recorded: %+v", after[0])
+		}
+		if err := st.ReleaseLease(t.Context(), reconcile.PassLeaseName, "r-elsewhere"); err != nil {
+			t.Fatal(err)
 		}
 		if resp, _ := b.post("/ui/sandboxes/"+sbB.Id+"/ttl", url.Values{"csrf": {csrf}, "ttl": {"7200"}}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("ttl: %d", resp.StatusCode)
