@@ -247,6 +247,10 @@ func (r *Reconciler) endPass(ctx context.Context, l *lease, trigger string, rec 
 func (r *Reconciler) recordPass(ctx context.Context, trigger string, rec passRecord) {
 	p := store.ReconcilePass{StartedAt: rec.started, EndedAt: r.clk.Now(), Replica: r.opts.ReplicaID,
 		Trigger: store.TriggerPeriodic, Pools: rec.report.Pools}
+	if p.EndedAt.Before(p.StartedAt) {
+		// A wall clock stepped back during the pass: the record still goes in.
+		p.EndedAt = p.StartedAt
+	}
 	if trigger == triggerRequest {
 		p.Trigger, p.TokenID = store.TriggerOnDemand, rec.tokenID
 	}
