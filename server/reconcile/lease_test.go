@@ -156,6 +156,16 @@ func TestPassStopsWhenTheLeaseIsLost(t *testing.T) {
 	if v := e.value(t, "differently_reconcile_findings_total", map[string]string{"pool": "p", "kind": "skipped"}); v != 1 {
 		t.Errorf("skipped on p = %v, want 1", v)
 	}
+	// The stopped pass is recorded with why it stopped, and the pools it skipped.
+	passes, _, err := e.st.ListReconcilePasses(t.Context(), store.ReconcilePassFilter{})
+	if err != nil || len(passes) != 1 {
+		t.Fatalf("recorded passes %+v, %v", passes, err)
+	}
+	if p := passes[0]; !strings.Contains(p.Error, "leadership lost") ||
+		len(p.Pools) != 2 || !strings.HasPrefix(p.Pools[1].Skipped, "pass stopped") ||
+		!p.EndedAt.Equal(p.StartedAt.Add(3*interval+time.Second)) {
+		t.Errorf("recorded pass %+v", p)
+	}
 }
 
 // A pass past its local deadline stops even though nobody took the lease yet: the
