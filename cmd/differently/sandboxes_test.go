@@ -265,3 +265,22 @@ func TestPlainName(t *testing.T) {
 		}
 	}
 }
+
+// With no pool asked for, the README's first sandbox lands on local, the dev pool
+// that isolates, rather than devhost or fake, which are as free and as roomy.
+func TestFirstSandboxIsIsolated(t *testing.T) {
+	dd := startDaemon(t)
+	if !slices.Contains(dd.devPools(t), "local") {
+		if os.Getenv("DIFFERENTLY_SKIP_LOCAL") == "1" {
+			t.Skip("DIFFERENTLY_SKIP_LOCAL=1: no local pool on this host")
+		}
+		t.Fatal("the dev daemon has no local pool: is bwrap installed? (DIFFERENTLY_SKIP_LOCAL=1 skips)")
+	}
+	c := dd.cli(t)
+	var sb client.Sandbox
+	c.json(&sb, "create", "--wait")
+	if deref(sb.Pool) != "local" {
+		t.Errorf("the first sandbox went to %q, want local", deref(sb.Pool))
+	}
+	c.ok("rm", sb.Id, "--wait")
+}

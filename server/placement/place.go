@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/internal/textcut"
 	"github.com/different-ai/differently/server/pools"
@@ -330,8 +331,9 @@ func transientRejection(req Request, v pools.View, active int) (rejection, bool)
 
 // rank sorts eligible pools: the preferred region (the first requested) first, then
 // a half-open pool whose trial Creates are all in flight last (BeginCreate would
-// refuse it), then the roomiest, then the cheapest, then by name so that equal pools
-// keep a stable order across replicas.
+// refuse it), then the roomiest, then the cheapest, then one that isolates its
+// sandboxes (a container or a microVM) before one that does not, then by name so
+// that equal pools keep a stable order across replicas.
 //
 // A half-open pool that can take a trial ranks as a closed one would: were it ranked
 // after every closed pool, it would get its trial only once all of them were full,
@@ -375,8 +377,24 @@ func rank(vs []pools.View, req Request, active map[string]int) {
 			}
 			return 1
 		}
+		// Among pools alike in all else, the one that isolates: what a sandbox
+		// runs is kept from the host where nothing says otherwise.
+		if ia, ib := isolates(a), isolates(b); ia != ib {
+			if ia {
+				return -1
+			}
+			return 1
+		}
 		return strings.Compare(a.Pool.Name, b.Pool.Name)
 	})
+}
+
+// isolates reports whether a pool declares that its sandboxes run isolated from the
+// host: in containers or microVMs.
+func isolates(v pools.View) bool {
+	f := v.Capabilities.Features
+	return (slices.Contains(f, adapters.FeatureContainer) || slices.Contains(f, adapters.FeatureMicroVM)) &&
+		!slices.Contains(f, adapters.FeatureIsolationNone)
 }
 
 // trialsFull reports whether the pool is half-open with every trial Create it allows

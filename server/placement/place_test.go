@@ -89,6 +89,11 @@ func limits(cpu float64, mem, disk int64) func(*pools.View) {
 	}
 }
 
+// features adds declared features to a pool's capabilities.
+func features(f ...string) func(*pools.View) {
+	return func(v *pools.View) { v.Capabilities.Features = append(v.Capabilities.Features, f...) }
+}
+
 func costs(cpuHour, memGiBHour float64) func(*pools.View) {
 	return func(v *pools.View) { v.Pool.CostModel = store.CostModel{CPUHour: cpuHour, MemoryGiBHour: memGiBHour} }
 }
@@ -278,6 +283,20 @@ func TestPlaceRanking(t *testing.T) {
 			// a: 1*1 + 2*1 = 3; b: 1*2 + 2*0.25 = 2.5.
 			views: []pools.View{pool("a", costs(1, 1)), pool("b", costs(2, 0.25))},
 			want:  []string{"b", "a"},
+		},
+		{
+			name: "among equals, a pool that isolates first",
+			req:  req,
+			views: []pools.View{pool("devhost", features(adapters.FeatureIsolationNone)), pool("fake"),
+				pool("local", features(adapters.FeatureContainer)), pool("vm", features(adapters.FeatureMicroVM))},
+			want: []string{"local", "vm", "devhost", "fake"},
+		},
+		{
+			name:   "isolation only breaks ties: load and cost come first",
+			req:    req,
+			views:  []pools.View{pool("local", features(adapters.FeatureContainer), maxConcurrency(10)), pool("devhost", maxConcurrency(10)), pool("vm", features(adapters.FeatureMicroVM), maxConcurrency(10), costs(1, 1))},
+			active: map[string]int{"local": 1, "vm": 1},
+			want:   []string{"devhost", "local", "vm"},
 		},
 	}
 	for _, tt := range tests {
