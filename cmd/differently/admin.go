@@ -19,23 +19,7 @@ func (a *app) adminCmds() []*cobra.Command {
 
 func (a *app) poolsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pools", Short: "Pools: their health, capacity and features"}
-	ls := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the pools",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			pools, err := c.ListPools(a.ctx)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"items": orEmpty(pools)}, a.poolTable(pools))
-		},
-	}
+	ls := listCmd(a, "List the pools", (*client.Client).ListPools, a.poolTable)
 	get := &cobra.Command{
 		Use:               "get NAME",
 		Short:             "Show a pool",
@@ -162,20 +146,7 @@ func (a *app) projectsCmd() *cobra.Command {
 		}
 		return org, name, nil
 	}
-	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List the projects", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.ListProjects(a.ctx)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"items": orEmpty(l)}, projectTable(l))
-		},
-	}
+	ls := listCmd(a, "List the projects", (*client.Client).ListProjects, projectTable)
 	get := &cobra.Command{
 		Use: "get [ORG/]PROJECT", Short: "Show a project", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -265,20 +236,7 @@ func (a *app) tokensCmd() *cobra.Command {
 		}
 		return t
 	}
-	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List the tokens (never a secret)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.ListTokens(a.ctx)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"items": orEmpty(l)}, tokenTable(l))
-		},
-	}
+	ls := listCmd(a, "List the tokens (never a secret)", (*client.Client).ListTokens, tokenTable)
 	var admin bool
 	var project, org, name string
 	create := &cobra.Command{

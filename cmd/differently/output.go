@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/different-ai/differently/client"
 )
 
 // table is what a command shows with -o table (aligned columns) and -o id (the first
@@ -346,6 +350,25 @@ func (s *spinner) end() {
 }
 
 // orEmpty gives an empty list rather than null to -o json.
+// listCmd is a group's ls: what list returns, drawn by table, or as {"items": [...]}
+// for -o json and -o yaml.
+func listCmd[T any](a *app, short string, list func(*client.Client, context.Context) ([]T, error), table func([]T) *table) *cobra.Command {
+	return &cobra.Command{
+		Use: "ls", Aliases: []string{"list"}, Short: short, Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := list(c, a.ctx)
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"items": orEmpty(l)}, table(l))
+		},
+	}
+}
+
 func orEmpty[T any](s []T) []T {
 	if s == nil {
 		return []T{}

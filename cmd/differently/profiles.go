@@ -36,20 +36,7 @@ func (a *app) profilesCmd() *cobra.Command {
 		}
 		return t
 	}
-	ls := &cobra.Command{
-		Use: "ls", Aliases: []string{"list"}, Short: "List the profiles", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.ListProfiles(a.ctx)
-			if err != nil {
-				return err
-			}
-			return a.emit(map[string]any{"items": orEmpty(l)}, profileTable(l))
-		},
-	}
+	ls := listCmd(a, "List the profiles", (*client.Client).ListProfiles, profileTable)
 	get := &cobra.Command{
 		Use: "get NAME", Short: "Show a profile", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
