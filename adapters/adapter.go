@@ -97,6 +97,22 @@ type StdinStreamer interface {
 	ExecStdin(ctx context.Context, ref string, req api.ExecRequest, stdin <-chan []byte, emit func(stream string, data []byte) error) (ExitStatus, error)
 }
 
+// PTYExec backs pty: a command on a terminal of its own, as a person at a shell
+// has (E2B's sbx.pty). Its output is the terminal's, stdout and stderr as one.
+type PTYExec interface {
+	// ExecPTY runs a command (req.Stdin must be empty) on a new terminal of size,
+	// writes what arrives on input to the terminal as typed keys (a Ctrl-D, 0x04,
+	// is end of file to a program reading lines), resizes the terminal on each
+	// size from resize, and emits its output with stream stdout. Neither channel
+	// closing ends the command; the command ending ends the exec, as for
+	// ExecStdin. The timeout, ctx and emit's errors behave as for ExecStream.
+	ExecPTY(ctx context.Context, ref string, req api.ExecRequest, size TermSize, input <-chan []byte, resize <-chan TermSize,
+		emit func(stream string, data []byte) error) (ExitStatus, error)
+}
+
+// TermSize is a terminal's size in characters.
+type TermSize struct{ Cols, Rows uint16 }
+
 // ExitStatus is how a streamed command ended.
 type ExitStatus struct {
 	Code int

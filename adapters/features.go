@@ -21,9 +21,11 @@ const (
 	FeatureFork            = "fork"
 	FeaturePortsExpose     = "ports.expose"
 
+	// A command on a terminal of its own (PTYExec).
+	FeaturePTY = "pty"
+
 	// Reserved: no adapter offers them yet, so requests for them find no pool.
 	FeatureSSH = "ssh"
-	FeaturePTY = "pty"
 	FeatureGPU = "gpu"
 
 	// Declaration only: advertised as configured, never checked against an interface.
@@ -52,7 +54,7 @@ var featureInterface = map[string]func(ExecutionAdapter) bool{
 	FeatureFork:            implements[Snapshotter],
 	FeaturePortsExpose:     implements[PortExposer],
 	FeatureSSH:             nil,
-	FeaturePTY:             nil,
+	FeaturePTY:             implements[PTYExec],
 	FeatureGPU:             nil,
 	FeatureEgressControl:   nil,
 	FeatureArchAMD64:       nil,

@@ -68,13 +68,13 @@ func (withPauseAndPorts) ExposePort(context.Context, string, int) (string, error
 }
 
 var interfaceBacked = []string{
-	adapters.FeatureExecStream, adapters.FeatureExecStdin, adapters.FeatureFiles, adapters.FeatureStopStart,
+	adapters.FeatureExecStream, adapters.FeatureExecStdin, adapters.FeaturePTY, adapters.FeatureFiles, adapters.FeatureStopStart,
 	adapters.FeaturePersistenceDisk, adapters.FeaturePauseResume, adapters.FeatureSnapshotsDisk,
 	adapters.FeatureSnapshotsMemory, adapters.FeatureFork, adapters.FeaturePortsExpose,
 }
 
 var declarationOnly = []string{
-	adapters.FeatureSSH, adapters.FeaturePTY, adapters.FeatureGPU, adapters.FeatureEgressControl,
+	adapters.FeatureSSH, adapters.FeatureGPU, adapters.FeatureEgressControl,
 	adapters.FeatureArchAMD64, adapters.FeatureArchARM64, adapters.FeatureMicroVM,
 	adapters.FeatureContainer, adapters.FeatureIsolationNone,
 }

@@ -45,6 +45,7 @@ func checks() []check {
 		{"feature/exec.stream/emit-error-stops", checkStreamEmitError},
 		{"feature/exec.stream/bytes", checkStreamBytes},
 		{"feature/exec.stdin", checkStdin},
+		{"feature/pty", checkPTY},
 		{"feature/files", checkFiles},
 		{"feature/lifecycle.stop-start", checkStopStart},
 		{"feature/lifecycle.pause-resume", checkPauseResume},

@@ -134,6 +134,42 @@ func checkStreamBytes(ctx context.Context, s *suite) error {
 
 var errStopStream = errors.New("conformance: the consumer stopped reading")
 
+// checkPTY: a command on a terminal sees one, of the size asked for, reads keys
+// typed on it, and ends the exec with its exit code.
+func checkPTY(ctx context.Context, s *suite) error {
+	if err := s.requireFeature(adapters.FeaturePTY); err != nil {
+		return err
+	}
+	if s.opts.SimulatedExec {
+		return skipf("commands are simulated")
+	}
+	pe := s.a.(adapters.PTYExec)
+	main, err := s.mainInstance(ctx)
+	if err != nil {
+		return err
+	}
+	input := make(chan []byte, 1)
+	var out strings.Builder
+	sent := false
+	status, err := pe.ExecPTY(ctx, main.Ref, api.ExecRequest{Command: `test -t 0 && test -t 1 && stty size; read -r l; echo "got $l"; exit 3`},
+		adapters.TermSize{Cols: 77, Rows: 22}, input, nil, func(_ string, data []byte) error {
+			out.Write(data)
+			if !sent && strings.Contains(out.String(), "22 77") {
+				sent = true
+				input <- []byte("typed\r")
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("ExecPTY: %w", err)
+	}
+	got := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	if !strings.Contains(got, "22 77\n") || !strings.Contains(got, "got typed\n") || status.Code != 3 {
+		return fmt.Errorf("ExecPTY: output %q exit %d, want the size 22 77, \"got typed\" and exit 3", got, status.Code)
+	}
+	return nil
+}
+
 // checkStdin: input fed while a command runs reaches it in order, an answer can
 // come before the next input is sent, closing the channel is end of file, and a
 // command that ends with stdin open ends the exec.
@@ -520,6 +556,15 @@ func checkUndeclared(ctx context.Context, s *suite) error {
 			in := make(chan []byte)
 			close(in)
 			_, err := ss.ExecStdin(ctx, ref, api.ExecRequest{Command: "true"}, in, func(string, []byte) error { return nil })
+			return true, err
+		}},
+		{adapters.FeaturePTY, func() (bool, error) {
+			pe, ok := s.a.(adapters.PTYExec)
+			if !ok {
+				return false, nil
+			}
+			_, err := pe.ExecPTY(ctx, ref, api.ExecRequest{Command: "true"}, adapters.TermSize{Cols: 80, Rows: 24}, nil, nil,
+				func(string, []byte) error { return nil })
 			return true, err
 		}},
 		{adapters.FeatureFiles, func() (bool, error) {

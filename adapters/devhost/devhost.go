@@ -232,6 +232,7 @@ func (a *Adapter) Capabilities(context.Context) (_ adapters.Capabilities, err er
 		adapters.FeatureExec,
 		adapters.FeatureExecStream,
 		adapters.FeatureExecStdin,
+		adapters.FeaturePTY,
 		adapters.FeatureFiles,
 		adapters.FeatureStopStart,
 		adapters.FeaturePersistenceDisk,

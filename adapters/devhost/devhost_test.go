@@ -116,7 +116,7 @@ func TestInfoCapabilitiesHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"exec", "exec.stdin", "exec.stream", "files", "fork", "isolation.none", "lifecycle.stop-start",
-		"persistence.disk", "snapshots.disk", "arch." + runtime.GOARCH}
+		"persistence.disk", "pty", "snapshots.disk", "arch." + runtime.GOARCH}
 	slices.Sort(want)
 	if !slices.Equal(caps.Features, want) {
 		t.Fatalf("features = %v, want %v", caps.Features, want)

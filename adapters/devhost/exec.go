@@ -95,12 +95,40 @@ func (a *Adapter) ExecStdin(ctx context.Context, ref string, req api.ExecRequest
 	return a.run(ctx, ref, req, emit, stdin)
 }
 
+// ExecPTY implements adapters.PTYExec.
+func (a *Adapter) ExecPTY(ctx context.Context, ref string, req api.ExecRequest, size adapters.TermSize, input <-chan []byte,
+	resize <-chan adapters.TermSize, emit func(stream string, data []byte) error) (_ adapters.ExitStatus, err error) {
+	defer a.rename(&err)
+	if req.Stdin != "" {
+		return adapters.ExitStatus{}, adapters.InvalidRequest("devhost: a command on a terminal takes its input as keys, not stdin up front")
+	}
+	if size.Cols == 0 || size.Rows == 0 {
+		return adapters.ExitStatus{}, adapters.InvalidRequest("devhost: a terminal needs columns and rows, got %dx%d", size.Cols, size.Rows)
+	}
+	if input == nil {
+		input = make(chan []byte) // never sends
+	}
+	return a.runOn(ctx, ref, req, emit, input, &terminal{size: size, resize: resize})
+}
+
+// terminal is what a command on a PTY has beyond a piped one: its size, and
+// where new sizes come from.
+type terminal struct {
+	size   adapters.TermSize
+	resize <-chan adapters.TermSize
+}
+
 // sink receives output chunks, always from the goroutine that called run.
 type sink func(stream string, data []byte) error
 
 // run is the one implementation behind Exec, ExecStream and ExecStdin; stdin is
 // ExecStdin's, nil for the others.
 func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out sink, stdin <-chan []byte) (adapters.ExitStatus, error) {
+	return a.runOn(ctx, ref, req, out, stdin, nil)
+}
+
+// runOn is run on a terminal when term is not nil (ExecPTY).
+func (a *Adapter) runOn(ctx context.Context, ref string, req api.ExecRequest, out sink, stdin <-chan []byte, term *terminal) (adapters.ExitStatus, error) {
 	if err := req.Validate(); err != nil {
 		return adapters.ExitStatus{}, err
 	}
@@ -119,7 +147,7 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 	// so a Stop or Delete either sees this exec (and kills it) or runs first (and the
 	// exec is refused): no command slips past a stop.
 	unlock := a.locks.lock("sbx:" + ref)
-	s, early, err := a.start(ref, req, stdin != nil)
+	s, early, err := a.start(ref, req, stdin != nil, term)
 	unlock()
 	if err != nil {
 		return adapters.ExitStatus{}, err
@@ -133,6 +161,9 @@ func (a *Adapter) run(ctx context.Context, ref string, req api.ExecRequest, out 
 	}
 	defer a.procs.remove(ref, s.proc)
 	s.stdinCh = stdin
+	if term != nil {
+		s.resize = term.resize
+	}
 	return s.wait(ctx, timeout, out)
 }
 
@@ -151,11 +182,16 @@ type session struct {
 	stdin          *os.File // nil when the request has no stdin
 	stdinData      string
 	stdinCh        <-chan []byte // ExecStdin's; nil otherwise
-	exited         func()        // the jail's, called after Wait; nil without one
+	// pty is the terminal's master when the command runs on one: it is stdout and
+	// stdin both, and stderr is nil. resize brings new sizes for it.
+	pty    *os.File
+	resize <-chan adapters.TermSize
+	exited func() // the jail's, called after Wait; nil without one
 }
 
-// start starts req's command; feed asks for a stdin pipe though req.Stdin is empty.
-func (a *Adapter) start(ref string, req api.ExecRequest, feed bool) (*session, *startFailure, error) {
+// start starts req's command; feed asks for a stdin pipe though req.Stdin is empty;
+// term, when not nil, runs it on a new terminal instead of pipes.
+func (a *Adapter) start(ref string, req api.ExecRequest, feed bool, term *terminal) (*session, *startFailure, error) {
 	m, err := a.loadMeta(ref)
 	if err != nil {
 		return nil, nil, err
@@ -202,20 +238,44 @@ func (a *Adapter) start(ref string, req api.ExecRequest, feed bool) (*session, *
 	}
 	s := &session{stdinData: req.Stdin}
 	var outW, errW, inR *os.File
-	if s.stdout, outW, err = pipe(); err == nil {
-		if s.stderr, errW, err = pipe(); err == nil && (req.Stdin != "" || feed) {
-			inR, s.stdin, err = pipe()
+	if term != nil {
+		var tty *os.File
+		if s.pty, tty, err = openPTY(); err != nil {
+			return nil, nil, internalError("open a terminal: %v", err)
 		}
+		files = append(files, s.pty, tty)
+		if err := setWinsize(s.pty, term.size); err != nil {
+			closeAll()
+			return nil, nil, internalError("size the terminal: %v", err)
+		}
+		s.stdout, s.stdin = s.pty, s.pty
+		outW, errW, inR = tty, tty, tty
+	} else {
+		if s.stdout, outW, err = pipe(); err == nil {
+			if s.stderr, errW, err = pipe(); err == nil && (req.Stdin != "" || feed) {
+				inR, s.stdin, err = pipe()
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, internalError("create pipes: %v", err)
+		}
+		growPipe(s.stdout)
+		growPipe(s.stderr)
 	}
-	if err != nil {
-		closeAll()
-		return nil, nil, internalError("create pipes: %v", err)
+	onTerminal := func(cmd *exec.Cmd) *exec.Cmd {
+		if term != nil {
+			// The terminal becomes the command's controlling terminal in a
+			// session of its own, whose ID is also its process group's: the
+			// group kill of Stop and Delete still reaches everything.
+			cmd.SysProcAttr.Setpgid = false
+			cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+		}
+		return cmd
 	}
-	growPipe(s.stdout)
-	growPipe(s.stderr)
 
 	if a.jail != nil {
-		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
+		s.cmd = onTerminal(command(path, args, dir, env, outW, errW, inR, nil))
 		started, exited, err := a.jail.Wrap(JailSandbox{ID: ref, Dir: fsDir, Resources: m.Resources}, s.cmd)
 		if err == nil {
 			err = s.cmd.Start()
@@ -237,14 +297,14 @@ func (a *Adapter) start(ref string, req api.ExecRequest, feed bool) (*session, *
 		return s.started(a, ref, execID, fsDir, nil, outW, errW, inR), nil, nil
 	}
 	group := a.track.newExecGroup(ref, execID)
-	s.cmd = command(path, args, dir, env, outW, errW, inR, group)
+	s.cmd = onTerminal(command(path, args, dir, env, outW, errW, inR, group))
 	err = s.cmd.Start()
 	if err != nil && group != nil {
 		// The kernel may lack CLONE_INTO_CGROUP (before 5.7); the marker remains.
 		group.started()
 		group.remove()
 		group = nil
-		s.cmd = command(path, args, dir, env, outW, errW, inR, nil)
+		s.cmd = onTerminal(command(path, args, dir, env, outW, errW, inR, nil))
 		err = s.cmd.Start()
 	}
 	group.started()
@@ -318,10 +378,17 @@ func (c chunk) release() {
 func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (adapters.ExitStatus, error) {
 	var wg sync.WaitGroup
 	chunks := make(chan chunk)
-	for _, p := range []struct {
+	streams := []struct {
 		f    *os.File
 		name string
-	}{{s.stdout, api.StreamStdout}, {s.stderr, api.StreamStderr}} {
+	}{{s.stdout, api.StreamStdout}}
+	if s.stderr != nil { // nil on a terminal, whose output is one stream
+		streams = append(streams, struct {
+			f    *os.File
+			name string
+		}{s.stderr, api.StreamStderr})
+	}
+	for _, p := range streams {
 		wg.Go(func() { readPipe(p.f, p.name, chunks) })
 	}
 	var closeStdin sync.Once
@@ -353,14 +420,21 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 	var (
 		graceC   <-chan time.Time
 		done     = ctx.Done()
-		open     = 2
+		open     = len(streams)
 		hasExit  bool
 		waitErr  error
 		timedOut bool
 		failErr  error // from out or ctx; stops further output
 	)
+	resize := s.resize // nil but on a terminal; this loop, which owns the terminal, applies each size
 	for !hasExit || open > 0 {
 		select {
+		case sz, ok := <-resize:
+			if !ok {
+				resize = nil
+			} else if sz.Cols > 0 && sz.Rows > 0 {
+				_ = setWinsize(s.pty, sz)
+			}
 		case c := <-chunks:
 			if c.eof {
 				open--
@@ -384,7 +458,9 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 		case <-graceC:
 			graceC = nil
 			_ = s.stdout.Close() // wakes the readers with an error, ending them
-			_ = s.stderr.Close()
+			if s.stderr != nil {
+				_ = s.stderr.Close()
+			}
 		case <-timer.C:
 			if !hasExit {
 				timedOut = true
@@ -399,7 +475,9 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 		}
 	}
 	_ = s.stdout.Close()
-	_ = s.stderr.Close()
+	if s.stderr != nil {
+		_ = s.stderr.Close()
+	}
 	end()
 	if s.stdin != nil {
 		// Wakes a writer still blocked because a reader escaped the group.
@@ -430,7 +508,11 @@ func (s *session) wait(ctx context.Context, timeout time.Duration, out sink) (ad
 // Once a write fails (the command closed its stdin), what still arrives is
 // received and dropped, so that the sender is never held up by a reader that is gone.
 func (s *session) feed(ended <-chan struct{}, closeStdin *sync.Once) {
-	defer closeStdin.Do(func() { _ = s.stdin.Close() })
+	// A terminal's input has no end of file to give: its master is also the
+	// output, which must stay open. (A Ctrl-D is the terminal's end of file.)
+	if s.pty == nil {
+		defer closeStdin.Do(func() { _ = s.stdin.Close() })
+	}
 	broken := false
 	for {
 		select {

@@ -530,3 +530,52 @@ func TestExecStdin(t *testing.T) {
 		}
 	})
 }
+
+// ExecPTY: the command sees a terminal of the size asked for, reads typed keys,
+// follows a resize, and ends the exec with its own exit.
+func TestExecPTY(t *testing.T) {
+	a := newAdapter(t)
+	ctx := context.Background()
+	create(t, a, "sbx_pty", nil)
+
+	input := make(chan []byte, 1)
+	resize := make(chan adapters.TermSize, 1)
+	var out strings.Builder
+	step := 0
+	cmd := `test -t 0 && test -t 1 && echo on-a-tty; stty size; read -r line; echo "got $line"; read -r _; stty size; exit 5`
+	st, err := a.ExecPTY(ctx, "sbx_pty", api.ExecRequest{Command: cmd}, adapters.TermSize{Cols: 100, Rows: 30}, input, resize,
+		func(stream string, data []byte) error {
+			if stream != api.StreamStdout {
+				t.Errorf("output on %s, want stdout", stream)
+			}
+			out.Write(data)
+			switch {
+			case step == 0 && strings.Contains(out.String(), "30 100"):
+				step++
+				input <- []byte("hello\r") // Enter, as a terminal sends it
+			case step == 1 && strings.Contains(out.String(), "got hello"):
+				step++
+				resize <- adapters.TermSize{Cols: 120, Rows: 40}
+				// The resize is applied before the next key reaches the command.
+				input <- []byte("\r")
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	for _, want := range []string{"on-a-tty\n", "30 100\n", "hello\n", "got hello\n", "40 120\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output %q lacks %q", got, want)
+		}
+	}
+	if st.Code != 5 {
+		t.Errorf("exit %d, want 5", st.Code)
+	}
+
+	_, err = a.ExecPTY(ctx, "sbx_pty", api.ExecRequest{Command: "true"}, adapters.TermSize{}, nil, nil, func(string, []byte) error { return nil })
+	if !api.IsCode(err, api.CodeInvalidRequest) {
+		t.Errorf("a terminal of no size: %v, want invalid_request", err)
+	}
+}

@@ -234,3 +234,27 @@ func TestErrorsSayLocal(t *testing.T) {
 		t.Errorf("Get of a missing instance: %v, want not_found starting local:", err)
 	}
 }
+
+// A command on a terminal through bwrap: the terminal, its size and typed keys
+// reach it.
+func TestExecPTYThroughTheJail(t *testing.T) {
+	t.Parallel()
+	a := newAdapter(t)
+	ref := create(t, a, nil)
+	input := make(chan []byte, 1)
+	var out strings.Builder
+	sent := false
+	st, err := a.ExecPTY(t.Context(), ref, api.ExecRequest{Command: `test -t 0 && echo on-a-tty; stty size; read -r line; echo "got $line"`},
+		adapters.TermSize{Cols: 90, Rows: 20}, input, nil, func(_ string, data []byte) error {
+			out.Write(data)
+			if !sent && strings.Contains(out.String(), "20 90") {
+				sent = true
+				input <- []byte("keys\r")
+			}
+			return nil
+		})
+	got := strings.ReplaceAll(out.String(), "\r\n", "\n")
+	if err != nil || st.Code != 0 || !strings.Contains(got, "on-a-tty\n20 90\n") || !strings.Contains(got, "got keys\n") {
+		t.Fatalf("ExecPTY = %+v, %v; output %q", st, err, got)
+	}
+}

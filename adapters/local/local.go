@@ -189,6 +189,7 @@ func (a *Adapter) Capabilities(context.Context) (adapters.Capabilities, error) {
 		adapters.FeatureExec,
 		adapters.FeatureExecStream,
 		adapters.FeatureExecStdin,
+		adapters.FeaturePTY,
 		adapters.FeatureFiles,
 		adapters.FeatureStopStart,
 		adapters.FeaturePersistenceDisk,
