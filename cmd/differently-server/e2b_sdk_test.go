@@ -32,8 +32,9 @@ type e2bPool struct {
 }
 
 var e2bPools = []e2bPool{
-	// Real commands in a shell, stdin fed while they run, and a real directory; no pause.
-	{name: "devhost", template: "devhost", features: "exec,stdin", start: startDevForE2B},
+	// Real commands in a shell, stdin fed while they run, terminals, and a real
+	// directory; no pause.
+	{name: "devhost", template: "devhost", features: "exec,stdin,pty", start: startDevForE2B},
 	// In memory: files and pause, but commands only echo, so what needs a shell
 	// (commands, makeDir, rename, remove, and relative paths, which envd resolves
 	// against the $HOME a shell reports) is skipped.

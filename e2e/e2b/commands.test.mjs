@@ -99,3 +99,50 @@ test('stdin on a pool that cannot feed it is refused, naming the pool', { ...nee
     })
   })
 })
+
+test('a terminal: bash on a pty takes keys, resizes and exits', needs('exec', 'pty'), async () => {
+  await withSandbox({}, async (sbx) => {
+    const decoder = new TextDecoder()
+    let out = ''
+    const waiters = []
+    const waitFor = (text) =>
+      new Promise((resolve) => {
+        waiters.push({ text, resolve })
+        check()
+      })
+    const check = () => {
+      for (const w of waiters.splice(0)) {
+        if (out.includes(w.text)) w.resolve()
+        else waiters.push(w)
+      }
+    }
+    const term = await sbx.pty.create({
+      cols: 100,
+      rows: 30,
+      onData: (data) => {
+        out += decoder.decode(data, { stream: true })
+        check()
+      },
+    })
+    assert.ok(term.pid > 0, `pid ${term.pid}`)
+    const enc = new TextEncoder()
+    await sbx.pty.sendInput(term.pid, enc.encode('echo "size $(stty size) ans=$((6*7))"\n'))
+    await waitFor('size 30 100 ans=42')
+    await sbx.pty.resize(term.pid, { cols: 120, rows: 40 })
+    await sbx.pty.sendInput(term.pid, enc.encode('echo "now $(stty size)"; exit 3\n'))
+    await waitFor('now 40 120')
+    await assert.rejects(term.wait(), (err) => {
+      assert.equal(err.exitCode, 3)
+      return true
+    })
+  })
+})
+
+test('a terminal on a pool without one is refused, naming the pool', { ...needs(), skip: features.has('pty') ? 'the pool under test has terminals' : false }, async () => {
+  await withSandbox({}, async (sbx) => {
+    await assert.rejects(sbx.pty.create({ cols: 80, rows: 24, onData: () => {} }), (err) => {
+      assert.match(err.message, /a terminal \(pty\) is not supported by pool \S+/)
+      return true
+    })
+  })
+})

@@ -26,7 +26,7 @@ export const testTimeout = { timeout: 120_000 }
 // sandboxes and moving whole files, as the Go driver says (E2B_TEST_FEATURES,
 // comma-separated): "exec", commands run in a POSIX shell (which envd's makeDir,
 // rename and remove, and relative paths, rest on); "stdin", input to a running
-// command (exec.stdin); "pause", pause and resume.
+// command (exec.stdin); "pty", terminals; "pause", pause and resume.
 export const features = new Set((process.env.E2B_TEST_FEATURES ?? '').split(',').filter(Boolean))
 
 // needs is the options of a test that needs features: skipped, saying which, on a

@@ -94,3 +94,26 @@ func (x *Command) StreamStdin(ctx context.Context, stdin <-chan []byte, out Outp
 	}
 	return api.ExitEvent(st.Code, st.TimedOut), nil
 }
+
+// CanUsePTY says whether the command's pool can run it on a terminal (pty): nil
+// when it can, unsupported_operation naming the pool when not.
+func (x *Command) CanUsePTY() error {
+	if _, ok := x.t.view.Adapter.(adapters.PTYExec); ok && x.t.view.Supports(adapters.FeaturePTY) {
+		return nil
+	}
+	return unsupported("a terminal (pty)", x.t.view)
+}
+
+// StreamPTY runs the command on a terminal of size (see adapters.PTYExec): input
+// is typed on it, each size from resize resizes it, and its output goes to out
+// as stdout.
+func (x *Command) StreamPTY(ctx context.Context, size adapters.TermSize, input <-chan []byte, resize <-chan adapters.TermSize, out Output) (api.ExecEvent, error) {
+	if err := x.CanUsePTY(); err != nil {
+		return api.ExecEvent{}, err
+	}
+	st, err := x.t.view.Adapter.(adapters.PTYExec).ExecPTY(ctx, x.t.sb.BackendRef, x.req, size, input, resize, out.EmitBytes)
+	if err != nil {
+		return api.ExecEvent{}, adapterError(err, "exec", x.t.view)
+	}
+	return api.ExitEvent(st.Code, st.TimedOut), nil
+}

@@ -36,8 +36,10 @@
 // pools with exec.stdin; elsewhere a start that asks for stdin is refused, naming
 // the pool, and one that does not ask runs with stdin at end of file.
 //
-// Not served, with unimplemented errors that say why: PTYs. The username query
-// parameter and X-Metadata-* upload headers are ignored.
+// A process started with a pty runs on a terminal where the pool has one (pty):
+// its output comes as pty data, SendInput and StreamInput type on it, Update
+// resizes it; elsewhere such a start is refused, naming the pool. The username
+// query parameter and X-Metadata-* upload headers are ignored.
 package envd
 
 import (
@@ -291,9 +293,4 @@ func connectError(err error) error {
 		return connect.NewError(connect.CodeUnavailable, msg)
 	}
 	return connect.NewError(connect.CodeInternal, msg)
-}
-
-// unimplemented is the answer to what the front door cannot do, saying why.
-func unimplemented(what, why string) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported: "+why))
 }

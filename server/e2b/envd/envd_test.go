@@ -398,8 +398,8 @@ func TestStdin(t *testing.T) {
 	}
 	_, err = e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel,
 		Input: &processpb.ProcessInput{Input: &processpb.ProcessInput_Pty{Pty: []byte("x")}}}))
-	if connect.CodeOf(err) != connect.CodeUnimplemented || !strings.Contains(err.Error(), "PTY") {
-		t.Errorf("PTY input: %v, want unimplemented naming the PTY", err)
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "no terminal") {
+		t.Errorf("pty input to a process without a terminal: %v, want failed_precondition", err)
 	}
 	if _, err := e.process().CloseStdin(ctx, connect.NewRequest(&processpb.CloseStdinRequest{Process: sel})); err != nil {
 		t.Fatal(err)
@@ -452,6 +452,82 @@ func TestStdin(t *testing.T) {
 	}
 	if _, err := e.process().SendSignal(ctx, connect.NewRequest(&processpb.SendSignalRequest{Process: sel2, Signal: processpb.Signal_SIGNAL_SIGKILL})); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A process on a terminal: its output as pty data, keys typed by SendInput, a
+// resize by Update; stdin input and CloseStdin refused for it.
+func TestPTY(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	stream, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", `stty size; read -r l; echo "got $l"; read -r _; stty size`}},
+		Pty:     &processpb.PTY{Size: &processpb.PTY_Size{Cols: 100, Rows: 30}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() || stream.Msg().GetEvent().GetStart() == nil {
+		t.Fatalf("no start event: %v", stream.Err())
+	}
+	sel := &processpb.ProcessSelector{Selector: &processpb.ProcessSelector_Pid{Pid: stream.Msg().GetEvent().GetStart().GetPid()}}
+	var out string
+	until := func(want string) {
+		t.Helper()
+		for !strings.Contains(out, want) {
+			if !stream.Receive() {
+				t.Fatalf("the stream ended before %q: %q, %v", want, out, stream.Err())
+			}
+			d := stream.Msg().GetEvent().GetData()
+			if len(d.GetStdout()) > 0 || len(d.GetStderr()) > 0 {
+				t.Fatalf("terminal output as stdout or stderr: %v", d)
+			}
+			out += strings.ReplaceAll(string(d.GetPty()), "\r\n", "\n")
+		}
+	}
+	keys := func(s string) *processpb.ProcessInput {
+		return &processpb.ProcessInput{Input: &processpb.ProcessInput_Pty{Pty: []byte(s)}}
+	}
+	until("30 100\n")
+	_, err = e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel,
+		Input: &processpb.ProcessInput{Input: &processpb.ProcessInput_Stdin{Stdin: []byte("x")}}}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("stdin input to a terminal: %v, want failed_precondition", err)
+	}
+	if _, err := e.process().CloseStdin(ctx, connect.NewRequest(&processpb.CloseStdinRequest{Process: sel})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("CloseStdin of a terminal: %v, want failed_precondition", err)
+	}
+	if _, err := e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel, Input: keys("hi\r")})); err != nil {
+		t.Fatal(err)
+	}
+	until("got hi\n")
+	if _, err := e.process().Update(ctx, connect.NewRequest(&processpb.UpdateRequest{Process: sel,
+		Pty: &processpb.PTY{Size: &processpb.PTY_Size{Cols: 120, Rows: 40}}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.process().SendInput(ctx, connect.NewRequest(&processpb.SendInputRequest{Process: sel, Input: keys("\r")})); err != nil {
+		t.Fatal(err)
+	}
+	until("40 120\n")
+	for stream.Receive() {
+		if end := stream.Msg().GetEvent().GetEnd(); end != nil {
+			if end.ExitCode != 0 {
+				t.Errorf("end %v", end)
+			}
+		}
+	}
+	// A terminal of no width is refused; a server stream tells on its first Receive.
+	bad, err := e.process().Start(ctx, connect.NewRequest(&processpb.StartRequest{
+		Process: &processpb.ProcessConfig{Cmd: "true"}, Pty: &processpb.PTY{Size: &processpb.PTY_Size{Cols: 0, Rows: 30}}}))
+	if err == nil {
+		defer bad.Close()
+		if bad.Receive() {
+			t.Fatalf("a start with a 0x30 terminal sent %v", bad.Msg())
+		}
+		err = bad.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("a 0x30 terminal: %v, want invalid_argument", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/e2b/envd/gen/processpb"
 	"github.com/different-ai/differently/server/sandboxes"
@@ -57,6 +58,10 @@ type process struct {
 	stdin       chan []byte
 	stdinMu     sync.RWMutex
 	stdinClosed bool
+	// pty, when set, is the terminal the process runs on: stdin then carries
+	// its typed keys, and resize its new sizes.
+	pty    *adapters.TermSize
+	resize chan adapters.TermSize
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -73,7 +78,7 @@ type subscriber struct {
 
 // add registers a process about to run in sandbox; max bounds the sandbox's running
 // processes.
-func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string, timeout time.Duration, max int, stdin bool) (*process, error) {
+func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string, timeout time.Duration, max int, stdin bool, pty *adapters.TermSize) (*process, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -105,8 +110,11 @@ func (r *registry) add(sandbox string, cfg *processpb.ProcessConfig, tag *string
 	}
 	p := &process{pid: r.lastPID, sandbox: sandbox, config: cfg, tag: tag, ctx: ctx, kill: kill,
 		subs: map[*subscriber]struct{}{}, done: make(chan struct{})}
-	if stdin {
+	if stdin || pty != nil {
 		p.stdin = make(chan []byte)
+	}
+	if pty != nil {
+		p.pty, p.resize = pty, make(chan adapters.TermSize)
 	}
 	procs[p.pid] = p
 	r.wg.Add(1)
@@ -120,9 +128,12 @@ func (r *registry) run(p *process, cmd *sandboxes.Command) {
 		defer p.kill(nil)
 		var final api.ExecEvent
 		var err error
-		if p.stdin != nil {
+		switch {
+		case p.pty != nil:
+			final, err = cmd.StreamPTY(p.ctx, *p.pty, p.stdin, p.resize, &output{p: p, pty: true})
+		case p.stdin != nil:
 			final, err = cmd.StreamStdin(p.ctx, p.stdin, &output{p: p})
-		} else {
+		default:
 			final, err = cmd.Stream(p.ctx, &output{p: p})
 		}
 		end := endEvent(final, err, p.ctx.Err() != nil)
@@ -201,8 +212,26 @@ func (p *process) write(ctx context.Context, data []byte) error {
 	}
 }
 
+// setSize resizes the process's terminal.
+func (p *process) setSize(ctx context.Context, size adapters.TermSize) error {
+	if p.pty == nil {
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d has no terminal to resize", p.pid))
+	}
+	select {
+	case p.resize <- size:
+		return nil
+	case <-p.done:
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d has ended", p.pid))
+	case <-ctx.Done():
+		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	}
+}
+
 // closeStdin ends the command's stdin: it reads end of file.
 func (p *process) closeStdin() error {
+	if p.pty != nil {
+		return connect.NewError(connect.CodeFailedPrecondition, errors.New("a terminal has no stdin to close: send Ctrl-D (0x04) as its input"))
+	}
 	if p.stdin == nil {
 		return errNoStdin
 	}
@@ -311,16 +340,22 @@ func realTicker(d time.Duration) (<-chan time.Time, func()) {
 }
 
 // output publishes a command's output as data events.
-type output struct{ p *process }
+type output struct {
+	p   *process
+	pty bool // a terminal's output, one stream
+}
 
 func (o *output) Emit(ev api.ExecEvent) error { return o.EmitBytes(ev.Stream, []byte(ev.Data)) }
 
 func (o *output) EmitBytes(stream string, data []byte) error {
 	b := append([]byte(nil), data...)
 	var d processpb.ProcessEvent_DataEvent
-	if stream == api.StreamStderr {
+	switch {
+	case o.pty:
+		d.Output = &processpb.ProcessEvent_DataEvent_Pty{Pty: b}
+	case stream == api.StreamStderr:
 		d.Output = &processpb.ProcessEvent_DataEvent_Stderr{Stderr: b}
-	} else {
+	default:
 		d.Output = &processpb.ProcessEvent_DataEvent_Stdout{Stdout: b}
 	}
 	o.p.publish(&processpb.ProcessEvent{Event: &processpb.ProcessEvent_Data{Data: &d}})
@@ -367,8 +402,13 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[process
 	if err != nil {
 		return connectError(err)
 	}
+	var term *adapters.TermSize
 	if req.Msg.Pty != nil {
-		return unimplemented("a PTY", "Differently's exec runs commands without a terminal")
+		size, err := termSize(req.Msg.Pty)
+		if err != nil {
+			return err
+		}
+		term = &size
 	}
 	cfg := req.Msg.GetProcess()
 	if cfg.GetCmd() == "" {
@@ -395,12 +435,20 @@ func (s *processService) Start(ctx context.Context, req *connect.Request[process
 	// their caller wants it). Asked for, on a pool that cannot feed a running
 	// command, it is refused; merely not refused, such a pool runs the command with
 	// stdin at end of file, as before the field existed.
-	stdinErr := cmd.CanFeedStdin()
-	if req.Msg.Stdin != nil && *req.Msg.Stdin && stdinErr != nil {
-		return connectError(stdinErr)
+	feed := false
+	if term != nil {
+		// A terminal takes typed keys; its stdin is the terminal's.
+		if err := cmd.CanUsePTY(); err != nil {
+			return connectError(err)
+		}
+	} else {
+		stdinErr := cmd.CanFeedStdin()
+		if req.Msg.Stdin != nil && *req.Msg.Stdin && stdinErr != nil {
+			return connectError(stdinErr)
+		}
+		feed = stdinErr == nil && (req.Msg.Stdin == nil || *req.Msg.Stdin)
 	}
-	feed := stdinErr == nil && (req.Msg.Stdin == nil || *req.Msg.Stdin)
-	p, err := h.procs.add(id, cfg, req.Msg.Tag, timeout, h.opts.MaxProcesses, feed)
+	p, err := h.procs.add(id, cfg, req.Msg.Tag, timeout, h.opts.MaxProcesses, feed, term)
 	if err != nil {
 		return err
 	}
@@ -457,16 +505,22 @@ func (s *processService) SendSignal(ctx context.Context, req *connect.Request[pr
 	return connect.NewResponse(&processpb.SendSignalResponse{}), nil
 }
 
-// stdinOf is what a process's input is, as input's oneof: stdin bytes, or a PTY's,
-// which Differently does not have.
-func stdinOf(in *processpb.ProcessInput) ([]byte, error) {
+// inputOf is the bytes of an input for p: stdin for a process on pipes, pty for one
+// on a terminal.
+func inputOf(p *process, in *processpb.ProcessInput) ([]byte, error) {
 	switch v := in.GetInput().(type) {
 	case *processpb.ProcessInput_Stdin:
+		if p.pty != nil {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d runs on a terminal: send its input as pty", p.pid))
+		}
 		return v.Stdin, nil
 	case *processpb.ProcessInput_Pty:
-		return nil, unimplemented("input to a PTY", "Differently's exec runs commands without a terminal")
+		if p.pty == nil {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d has no terminal: send its input as stdin", p.pid))
+		}
+		return v.Pty, nil
 	}
-	return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("input (stdin) is required"))
+	return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("input (stdin or pty) is required"))
 }
 
 func (s *processService) SendInput(ctx context.Context, req *connect.Request[processpb.SendInputRequest]) (*connect.Response[processpb.SendInputResponse], error) {
@@ -474,11 +528,11 @@ func (s *processService) SendInput(ctx context.Context, req *connect.Request[pro
 	if err != nil {
 		return nil, connectError(err)
 	}
-	data, err := stdinOf(req.Msg.GetInput())
+	p, err := s.h.procs.find(id, req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	data, err := inputOf(p, req.Msg.GetInput())
 	if err != nil {
 		return nil, err
 	}
@@ -509,7 +563,7 @@ func (s *processService) StreamInput(ctx context.Context, stream *connect.Client
 			if p == nil {
 				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("data before the start event that names the process"))
 			}
-			data, err := stdinOf(ev.Data.GetInput())
+			data, err := inputOf(p, ev.Data.GetInput())
 			if err != nil {
 				return nil, err
 			}
@@ -542,6 +596,32 @@ func (s *processService) CloseStdin(ctx context.Context, req *connect.Request[pr
 	return connect.NewResponse(&processpb.CloseStdinResponse{}), nil
 }
 
-func (s *processService) Update(context.Context, *connect.Request[processpb.UpdateRequest]) (*connect.Response[processpb.UpdateResponse], error) {
-	return nil, unimplemented("Update (resizing a PTY)", "Differently's exec runs commands without a terminal")
+func (s *processService) Update(ctx context.Context, req *connect.Request[processpb.UpdateRequest]) (*connect.Response[processpb.UpdateResponse], error) {
+	_, id, err := s.h.caller(ctx, req.Header())
+	if err != nil {
+		return nil, connectError(err)
+	}
+	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if req.Msg.Pty != nil {
+		size, err := termSize(req.Msg.Pty)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.setSize(ctx, size); err != nil {
+			return nil, err
+		}
+	}
+	return connect.NewResponse(&processpb.UpdateResponse{}), nil
+}
+
+// termSize is a PTY message's size, which must fit a terminal's.
+func termSize(pty *processpb.PTY) (adapters.TermSize, error) {
+	cols, rows := pty.GetSize().GetCols(), pty.GetSize().GetRows()
+	if cols == 0 || rows == 0 || cols > 1<<15 || rows > 1<<15 {
+		return adapters.TermSize{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("pty size %dx%d: columns and rows must be from 1 to 32768", cols, rows))
+	}
+	return adapters.TermSize{Cols: uint16(cols), Rows: uint16(rows)}, nil
 }
