@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/different-ai/differently/adapters/opensandbox/ossfake"
 )
 
 // e2bSDKDir holds the suite written with E2B's published JavaScript SDK, pinned by its
@@ -39,6 +41,30 @@ var e2bPools = []e2bPool{
 	// (commands, makeDir, rename, remove, and relative paths, which envd resolves
 	// against the $HOME a shell reports) is skipped.
 	{name: "fake", template: "fakebox", features: "pause", start: startDevForE2B},
+	// OpenSandbox's published API, served by adapters/opensandbox/ossfake on
+	// loopback: real commands in a directory per sandbox and pause, reached through
+	// the opensandbox adapter as a production pool would be; no stdin or terminal
+	// (the adapter has neither).
+	{name: "opensandbox", template: "ossbox", features: "exec,pause", start: startOpenSandboxForE2B},
+}
+
+// startOpenSandboxForE2B is startDevForE2B with a pool named opensandbox on a fake
+// OpenSandbox server, added through the admin API with its key in the daemon's
+// environment.
+func startOpenSandboxForE2B(t *testing.T) (string, string) {
+	t.Helper()
+	const keyVar = "E2B_TEST_OPENSANDBOX_KEY"
+	key := "oss-" + strings.Repeat("k", 24)
+	oss := ossfake.New(t, key)
+	t.Setenv(keyVar, key) // the daemon, a child process, inherits it
+	base, admin := startDevForE2B(t)
+	pool := `{"name": "opensandbox", "adapter": "opensandbox", "trust": "private",
+		"credentials": {"env": "` + keyVar + `"},
+		"config": {"apiURL": "` + oss.URL() + `", "useServerProxy": true, "runtime": "docker"}}`
+	if status, body := adminCall(t, "POST", base+"/v1/admin/pools", admin, pool); status != http.StatusCreated {
+		t.Fatalf("adding the opensandbox pool: %d %s", status, body)
+	}
+	return base, admin
 }
 
 // TestE2BSDK runs e2e/e2b with node against a daemon per pool: E2B's own SDK, unmodified,
