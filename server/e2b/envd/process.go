@@ -485,6 +485,15 @@ func (s *processService) List(ctx context.Context, req *connect.Request[processp
 	return connect.NewResponse(&processpb.ListResponse{Processes: s.h.procs.list(id)}), nil
 }
 
+// process is the caller's running process that sel names.
+func (s *processService) process(ctx context.Context, hdr http.Header, sel *processpb.ProcessSelector) (*process, error) {
+	_, id, err := s.h.caller(ctx, hdr)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	return s.h.procs.find(id, sel)
+}
+
 func (s *processService) SendSignal(ctx context.Context, req *connect.Request[processpb.SendSignalRequest]) (*connect.Response[processpb.SendSignalResponse], error) {
 	_, id, err := s.h.caller(ctx, req.Header())
 	if err != nil {
@@ -524,11 +533,7 @@ func inputOf(p *process, in *processpb.ProcessInput) ([]byte, error) {
 }
 
 func (s *processService) SendInput(ctx context.Context, req *connect.Request[processpb.SendInputRequest]) (*connect.Response[processpb.SendInputResponse], error) {
-	_, id, err := s.h.caller(ctx, req.Header())
-	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	p, err := s.process(ctx, req.Header(), req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
@@ -582,11 +587,7 @@ func (s *processService) StreamInput(ctx context.Context, stream *connect.Client
 }
 
 func (s *processService) CloseStdin(ctx context.Context, req *connect.Request[processpb.CloseStdinRequest]) (*connect.Response[processpb.CloseStdinResponse], error) {
-	_, id, err := s.h.caller(ctx, req.Header())
-	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	p, err := s.process(ctx, req.Header(), req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
@@ -597,11 +598,7 @@ func (s *processService) CloseStdin(ctx context.Context, req *connect.Request[pr
 }
 
 func (s *processService) Update(ctx context.Context, req *connect.Request[processpb.UpdateRequest]) (*connect.Response[processpb.UpdateResponse], error) {
-	_, id, err := s.h.caller(ctx, req.Header())
-	if err != nil {
-		return nil, connectError(err)
-	}
-	p, err := s.h.procs.find(id, req.Msg.GetProcess())
+	p, err := s.process(ctx, req.Header(), req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
