@@ -147,18 +147,23 @@ func (j *jail) BaseEnv(fsDir string) map[string]string {
 }
 
 // options are bwrap's options for a command of sb working in dir with env; socket,
-// when not empty, is the host path of the command's egress proxy socket.
-func (j *jail) options(sb devhost.JailSandbox, dir string, env []string, socket string) []string {
+// when not empty, is the host path of the command's egress proxy socket; onTerminal
+// says the command runs on a terminal of its own (PTYExec).
+func (j *jail) options(sb devhost.JailSandbox, dir string, env []string, socket string, onTerminal bool) []string {
 	o := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbox",
 		// Killing bwrap kills the namespace's first process, and with it every
 		// process in the namespace: nothing a command starts outlives it.
 		"--die-with-parent",
-		// No TIOCSTI into a terminal of the daemon's.
-		"--new-session",
 		"--cap-drop", "ALL",
 		"--ro-bind", "/usr", "/usr",
+	}
+	if !onTerminal {
+		// No TIOCSTI into a terminal of the daemon's. A command on a terminal of
+		// its own keeps it as its controlling terminal, for job control: what it
+		// could push into that terminal is its own input.
+		o = append(o, "--new-session")
 	}
 	if j.disableUserns {
 		o = append(o, "--disable-userns")

@@ -45,7 +45,8 @@ func (j *jail) Wrap(sb devhost.JailSandbox, cmd *exec.Cmd) (func(error) error, f
 			return fail(err)
 		}
 	}
-	opts := j.options(sb, cmd.Dir, cmd.Env, socket)
+	onTerminal := cmd.SysProcAttr != nil && cmd.SysProcAttr.Setctty
+	opts := j.options(sb, cmd.Dir, cmd.Env, socket, onTerminal)
 	var (
 		infoR, infoW, blockR, blockW *os.File
 		err                          error

@@ -257,4 +257,12 @@ func TestExecPTYThroughTheJail(t *testing.T) {
 	if err != nil || st.Code != 0 || !strings.Contains(got, "on-a-tty\n20 90\n") || !strings.Contains(got, "got keys\n") {
 		t.Fatalf("ExecPTY = %+v, %v; output %q", st, err, got)
 	}
+	// The terminal is the command's controlling terminal: an interactive shell
+	// has job control.
+	out.Reset()
+	st, err = a.ExecPTY(t.Context(), ref, api.ExecRequest{Args: []string{"bash", "-i", "-c", "echo interactive"}},
+		adapters.TermSize{Cols: 80, Rows: 24}, nil, nil, func(_ string, data []byte) error { out.Write(data); return nil })
+	if err != nil || st.Code != 0 || !strings.Contains(out.String(), "interactive") || strings.Contains(out.String(), "job control") {
+		t.Fatalf("bash -i on the terminal: %+v, %v; output %q", st, err, out.String())
+	}
 }
