@@ -92,6 +92,9 @@ func (a *Adapter) probe(ctx context.Context) error {
 		Dir: dir, Env: []string{"PATH=" + sandboxPATH, "HOME=" + dir},
 		Stdout: &out, Stderr: &out,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// The output is copied from a pipe, which a process of the namespace that
+		// outlived bwrap could hold open: Wait must not wait on it for ever.
+		WaitDelay: time.Second,
 	}
 	started, exited, err := a.jail.Wrap(devhost.JailSandbox{ID: id, Dir: dir}, cmd)
 	if err != nil {
@@ -102,6 +105,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 		return adapters.Unavailable("local: bwrap probe: %v", err)
 	} else if serr != nil {
 		_ = cmd.Process.Kill()
+		a.jail.Kill(id)
 		_ = cmd.Wait()
 		if exited != nil {
 			exited()
