@@ -429,21 +429,15 @@ pool by pool.`,
 			if err != nil {
 				return err
 			}
-			var all []client.ReconcilePass
-			params := client.ListReconcilePassesParams{}
-			for {
-				page, err := c.ListReconcilePasses(a.ctx, &params)
+			all, err := collectPages(limit, func(cursor *string) ([]client.ReconcilePass, *string, error) {
+				page, err := c.ListReconcilePasses(a.ctx, &client.ListReconcilePassesParams{Cursor: cursor})
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				all = append(all, page.Items...)
-				if page.NextCursor == nil || *page.NextCursor == "" || limit > 0 && len(all) >= limit {
-					break
-				}
-				params.Cursor = page.NextCursor
-			}
-			if limit > 0 && len(all) > limit {
-				all = all[:limit]
+				return page.Items, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			return a.emit(map[string]any{"items": orEmpty(all)}, a.passTable(all))
 		},

@@ -147,7 +147,7 @@ func (a *app) uploadTree(c *client.Client, src, id, dst string) error {
 			a.warn("skipped %s: not a regular file", p)
 			return nil
 		}
-		data, err := readAllFile(p)
+		data, err := readFileLimited(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -236,16 +236,6 @@ const maxCopyDepth = 256
 // plainName reports whether name is one path element that stays where it is put.
 func plainName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
-}
-
-// readAllFile reads a file of a directory being copied, within the API's limit.
-func readAllFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readAllLimited(f)
 }
 
 func readFileLimited(name string) ([]byte, error) {

@@ -369,6 +369,28 @@ func listCmd[T any](a *app, short string, list func(*client.Client, context.Cont
 	}
 }
 
+// collectPages follows a list's cursors from the first page until there is no next
+// one or limit items are in hand (0: no limit), and returns at most limit items.
+func collectPages[T any](limit int, page func(cursor *string) ([]T, *string, error)) ([]T, error) {
+	var all []T
+	var cursor *string
+	for {
+		items, next, err := page(cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == nil || *next == "" || limit > 0 && len(all) >= limit {
+			break
+		}
+		cursor = next
+	}
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
 func orEmpty[T any](s []T) []T {
 	if s == nil {
 		return []T{}

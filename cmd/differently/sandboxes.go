@@ -300,20 +300,16 @@ until Ctrl-C.`,
 				}
 				follow.Cursor = &cursor
 			}
-			var all []client.Sandbox
-			for {
+			all, err := collectPages(limit, func(cursor *string) ([]client.Sandbox, *string, error) {
+				params.Cursor = cursor
 				page, err := c.ListSandboxes(a.ctx, &params)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				all = append(all, page.Items...)
-				if page.NextCursor == nil || *page.NextCursor == "" || limit > 0 && len(all) >= limit {
-					break
-				}
-				params.Cursor = page.NextCursor
-			}
-			if limit > 0 && len(all) > limit {
-				all = all[:limit]
+				return page.Items, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			if !watch {
 				return a.emitSandboxes(all, map[string]any{"items": orEmpty(all)})
