@@ -158,6 +158,16 @@ func (c *Client) CreateSnapshot(ctx context.Context, id string, kind string) (*S
 	return decode[Snapshot](c.API.ClientInterface.CreateSnapshot(ctx, id, body))
 }
 
+// ListSnapshots returns the snapshots of one sandbox, ordered by ID; those of a
+// terminated sandbox stay until they are deleted.
+func (c *Client) ListSnapshots(ctx context.Context, sandboxID string) ([]Snapshot, error) {
+	l, err := decode[SnapshotList](c.API.ClientInterface.ListSnapshots(ctx, sandboxID))
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
 // GetSnapshot returns one snapshot.
 func (c *Client) GetSnapshot(ctx context.Context, snapID string) (*Snapshot, error) {
 	return decode[Snapshot](c.API.ClientInterface.GetSnapshot(ctx, snapID))

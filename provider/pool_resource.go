@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -267,6 +268,7 @@ func (r *poolResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 	plan.fromAPI(p, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, nameIdentity{Name: plan.Name}, &resp.Diagnostics)
 }
 
 func (r *poolResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -292,6 +294,7 @@ func (r *poolResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	}
 	state.fromAPI(p, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, nameIdentity{Name: state.Name}, &resp.Diagnostics)
 }
 
 func (r *poolResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -310,6 +313,7 @@ func (r *poolResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	plan.fromAPI(p, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, nameIdentity{Name: plan.Name}, &resp.Diagnostics)
 }
 
 func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -330,10 +334,18 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	}
 }
 
-// ImportState takes the pool's name.
+// ImportState takes the pool's name, as the ID or as the identity.
 func (r *poolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	importByIDOrIdentity(ctx, "name", req, resp)
+	var name types.String
+	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("name"), &name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), name)...)
+}
+
+func (r *poolResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"name": identityAttribute("The pool's name."),
+	}}
 }
 
 // warmDrainPoll is how often Delete looks whether a pool's warm sandboxes are gone.

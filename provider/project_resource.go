@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -220,6 +221,7 @@ func (r *projectResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	m.fromAPI(p)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, projectIdentity{Org: m.Org, Name: m.Name}, &resp.Diagnostics)
 }
 
 func (r *projectResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -244,6 +246,7 @@ func (r *projectResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	m.fromAPI(p)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, projectIdentity{Org: m.Org, Name: m.Name}, &resp.Diagnostics)
 }
 
 func (r *projectResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -261,6 +264,7 @@ func (r *projectResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	m.fromAPI(p)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, projectIdentity{Org: m.Org, Name: m.Name}, &resp.Diagnostics)
 }
 
 func (r *projectResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -287,8 +291,17 @@ func (r *projectResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 // ImportState takes `org/name`; a bare `name` means the `default` org.
 func (r *projectResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	org, name, ok := strings.Cut(req.ID, "/")
-	if !ok {
+	var org, name string
+	if req.ID == "" && req.Identity != nil {
+		var id projectIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		org, name = id.Org.ValueString(), id.Name.ValueString()
+	} else if o, n, ok := strings.Cut(req.ID, "/"); ok {
+		org, name = o, n
+	} else {
 		org, name = "default", req.ID
 	}
 	if org == "" || name == "" {
@@ -317,4 +330,11 @@ func describeQuota(q client.ProjectQuota) string {
 		return "unlimited"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func (r *projectResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"org":  identityAttribute("The project's organization."),
+		"name": identityAttribute("The project's name within its organization."),
+	}}
 }

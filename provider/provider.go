@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -35,7 +36,10 @@ const (
 	EnvToken    = "DIFFERENTLY_TOKEN"
 )
 
-var _ provider.ProviderWithEphemeralResources = (*differentlyProvider)(nil)
+var (
+	_ provider.ProviderWithEphemeralResources = (*differentlyProvider)(nil)
+	_ provider.ProviderWithListResources      = (*differentlyProvider)(nil)
+)
 
 // New returns a constructor for the provider at the given version.
 func New(version string) func() provider.Provider {
@@ -140,6 +144,7 @@ func (p *differentlyProvider) Configure(ctx context.Context, req provider.Config
 	}
 	resp.ResourceData = c
 	resp.DataSourceData = c
+	resp.ListResourceData = c
 	resp.EphemeralResourceData = ephemeralData{c: c, minted: p.minted}
 }
 
@@ -182,6 +187,11 @@ func (p *differentlyProvider) Resources(context.Context) []func() resource.Resou
 // EphemeralResources are the values Terraform never stores (Terraform 1.10 or later).
 func (p *differentlyProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
 	return []func() ephemeral.EphemeralResource{newProjectTokenEphemeral}
+}
+
+// ListResources answer `terraform query` (Terraform 1.14 or later).
+func (p *differentlyProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{newSandboxList, newPoolList, newProjectList, newSnapshotList}
 }
 
 func (p *differentlyProvider) DataSources(context.Context) []func() datasource.DataSource {

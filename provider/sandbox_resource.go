@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/different-ai/differently/client"
@@ -63,6 +64,7 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	save := func(sb *client.Sandbox) {
 		m.fromAPI(ctx, sb, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 	}
 	save(sb)
 	id := sb.Id
@@ -131,6 +133,7 @@ func (r *sandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	m.fromAPI(ctx, sb, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 	advanceImport(ctx, sb, resp.Private, &resp.Diagnostics)
 }
 
@@ -180,6 +183,7 @@ func (r *sandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	plan.fromAPI(ctx, sb, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, idIdentity{ID: plan.ID}, &resp.Diagnostics)
 	// The first apply after an import has recorded env and init_commands (or their
 	// absence): from now on a change to them replaces the sandbox.
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, nil)...)
@@ -232,7 +236,7 @@ func (r *sandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 // ImportState takes the sandbox ID. Arguments the daemon never returns (env,
 // timeouts) stay unset after an import; init_commands are read back.
 func (r *sandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	importByIDOrIdentity(ctx, "id", req, resp)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), types.ObjectNull(timeoutsTypes))...)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte(`{"reads":0}`))...)
 }
@@ -241,4 +245,10 @@ func newIdempotencyKey() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return "terraform-" + hex.EncodeToString(b)
+}
+
+func (r *sandboxResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"id": identityAttribute("The sandbox's ID."),
+	}}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -109,6 +109,7 @@ func (r *snapshotResource) Create(ctx context.Context, req resource.CreateReques
 	}
 	m.fromAPI(s)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 }
 
 func (r *snapshotResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -131,6 +132,7 @@ func (r *snapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	m.fromAPI(s)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 }
 
 // Update is never called with a change: every argument requires replacement.
@@ -138,6 +140,7 @@ func (r *snapshotResource) Update(ctx context.Context, req resource.UpdateReques
 	var m snapshotModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 }
 
 func (r *snapshotResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -151,7 +154,13 @@ func (r *snapshotResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 }
 
-// ImportState takes the snapshot ID.
+// ImportState takes the snapshot ID, as the ID or as the identity.
 func (r *snapshotResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	importByIDOrIdentity(ctx, "id", req, resp)
+}
+
+func (r *snapshotResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"id": identityAttribute("The snapshot's ID."),
+	}}
 }

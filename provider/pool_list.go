@@ -1,0 +1,82 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/different-ai/differently/client"
+)
+
+var _ list.ListResourceWithConfigure = (*poolList)(nil)
+
+func newPoolList() list.ListResource { return &poolList{} }
+
+// poolList finds the pools Terraform could manage for `terraform query`.
+type poolList struct{ lister }
+
+type poolListConfig struct {
+	Adapter types.String `tfsdk:"adapter"`
+}
+
+func (l *poolList) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_pool"
+}
+
+func (l *poolList) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = schema.Schema{
+		Description: "Finds pools, for `terraform query` (Terraform 1.14 or later) and the import blocks it generates: " +
+			"those created through the API (`source = \"api\"`). Pools of the daemon's config file are left out, " +
+			"since the daemon refuses to let Terraform change or delete them. Admin tokens only.",
+		Attributes: map[string]schema.Attribute{
+			"adapter": schema.StringAttribute{
+				Optional:    true,
+				Description: "Only pools of this adapter, for example `opensandbox`.",
+			},
+		},
+	}
+}
+
+func (l *poolList) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	var cfg poolListConfig
+	if diags := req.Config.Get(ctx, &cfg); diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	if l.c == nil {
+		stream.Results = list.ListResultsStreamDiagnostics(unconfigured("Listing pools"))
+		return
+	}
+	stream.Results = func(push func(list.ListResult) bool) {
+		pools, err := l.c.ListPools(ctx)
+		if err != nil {
+			push(failed("Listing pools", apiError(err)))
+			return
+		}
+		var sent int64
+		for i := range pools {
+			p := &pools[i]
+			if deref(p.Source) == client.PoolOriginConfig {
+				continue
+			}
+			if a := cfg.Adapter.ValueString(); a != "" && p.Adapter != a {
+				continue
+			}
+			if !within(req, sent) {
+				return
+			}
+			name := fmt.Sprintf("%s (%s, trust %s)", p.Name, p.Adapter, p.Trust)
+			r := result(ctx, req, name, nameIdentity{Name: types.StringValue(p.Name)},
+				func(m *poolModel, diags *diag.Diagnostics) { m.fromAPI(p, diags) })
+			if !push(r) {
+				return
+			}
+			sent++
+		}
+	}
+}
