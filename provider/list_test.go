@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -171,4 +173,35 @@ list "differently_sandbox" "two" {
 			},
 		},
 	})
+}
+
+// TestAccListExamples runs each list resource's example query (the docs show them)
+// against a development daemon.
+func TestAccListExamples(t *testing.T) {
+	files, err := filepath.Glob("../examples/list-resources/*/list-resource.tfquery.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 {
+		t.Fatalf("found %d list examples, want 4: %v", len(files), files)
+	}
+	for _, file := range files {
+		name, _ := filepath.Rel("../examples", file)
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := startDaemon(t)
+			t.Setenv(EnvEndpoint, d.url)
+			t.Setenv(EnvToken, d.token)
+			accTest(t, resource.TestCase{
+				TerraformVersionChecks: []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_14_0)},
+				Steps: []resource.TestStep{
+					{Config: `provider "differently" {}`},
+					{Query: true, Config: string(src)},
+				},
+			})
+		})
+	}
 }
