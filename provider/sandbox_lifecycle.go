@@ -52,6 +52,13 @@ func reasonSuffix(sb *client.Sandbox) string {
 	return ""
 }
 
+// stillStarting reports whether a wait for running ended at its deadline with the
+// sandbox still on its way there.
+func stillStarting(err error, sb *client.Sandbox) bool {
+	return errors.Is(err, context.DeadlineExceeded) && sb != nil &&
+		(sb.State == client.Queued || sb.State == client.Provisioning)
+}
+
 // waitError explains a failed wait; a deadline names the timeout to raise and what
 // became of the sandbox in the state.
 func waitError(err error, timeout time.Duration, which string) string {
@@ -61,7 +68,8 @@ func waitError(err error, timeout time.Duration, which string) string {
 	var kept string
 	switch which {
 	case "create":
-		kept = "the sandbox's ID is kept in the state (tainted), so the next apply replaces it rather than orphaning it."
+		kept = "the sandbox's ID is kept in the state (tainted, since what the configuration asks of it after the start " +
+			"did not happen), so the next apply replaces it rather than orphaning it."
 	case "update":
 		kept = "the sandbox stays in the state as it was, and the next plan shows the change again."
 	default:

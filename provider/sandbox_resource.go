@@ -69,9 +69,20 @@ func (r *sandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	save(sb)
 	id := sb.Id
 
+	last := sb
 	if sb, err = r.c.WaitForState(ctx, id, client.Running); err != nil {
 		if sb != nil {
 			save(sb)
+			last = sb
+		}
+		if stillStarting(err, last) && len(commands) == 0 && want == wantRunning {
+			// Nothing is left to do but wait, and the sandbox may yet come up:
+			// replacing it would throw away the start the timeout cut short.
+			resp.Diagnostics.AddWarning("Sandbox "+id+" is still starting",
+				fmt.Sprintf("The create timeout (%s) passed while the sandbox was %s. It is kept in the state and goes on "+
+					"starting; the next plan reads where it got, and replaces it if it failed. Raise timeouts.create "+
+					"if the pool is slow.", timeout, last.State))
+			return
 		}
 		resp.Diagnostics.AddError("Sandbox "+id+" did not start", redact.String(waitError(err, timeout, "create")))
 		return

@@ -17,25 +17,40 @@ import (
 	"github.com/different-ai/differently/client"
 )
 
-// TestAccSandboxCreateTimeout: a pool whose creates take a minute, a create timeout of
-// two seconds. The apply fails naming the timeout, the sandbox's ID is in the state
-// (tainted, so the next plan replaces it) and destroy terminates it: nothing is
-// orphaned. The two-second wait is the behaviour under test. Destroy takes the rest
-// of the minute: the daemon terminates a sandbox deleted while provisioning once the
+// TestAccSandboxCreateTimeout: a pool whose creates take fifteen seconds, a create
+// timeout of two. Either way the sandbox's ID is in the state and destroy terminates
+// it: nothing is orphaned. A sandbox with nothing left to do but start is kept with
+// a warning, and a plan leaves it alone; one whose init_commands never ran fails the
+// apply, naming the timeout, and is tainted, so the next plan replaces it. The
+// two-second wait is the behaviour under test. Destroy takes the rest of the fifteen
+// seconds: the daemon terminates a sandbox deleted while provisioning once the
 // adapter's create returns.
 func TestAccSandboxCreateTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		tainted     bool
+	}{
+		{name: "kept"},
+		{name: "init_commands", extra: `init_commands = ["true"]`, tainted: true},
+	} {
+		t.Run(c.name, func(t *testing.T) { testCreateTimeout(t, c.extra, c.tainted) })
+	}
+}
+
+func testCreateTimeout(t *testing.T, extra string, tainted bool) {
 	d := startDaemon(t)
 	addr := "differently_sandbox.slow"
 	cfg := d.config(`
 resource "differently_pool" "slow" {
   name    = "slow"
   adapter = "fake"
-  config  = { createLatencyMs = 60000 }
+  config  = { createLatencyMs = 15000 }
 }
 
 resource "differently_sandbox" "slow" {
   placement = { allowed_pools = [differently_pool.slow.name] }
   timeouts  = { create = "2s", delete = "5m" }
+  ` + extra + `
 }`)
 	// inPool lists the sandboxes placed on the slow pool, whatever their state.
 	inPool := func() ([]client.Sandbox, error) {
@@ -45,6 +60,55 @@ resource "differently_sandbox" "slow" {
 		}
 		return l.Items, nil
 	}
+	// kept checks that the state holds the one sandbox the daemon has on the pool,
+	// still being provisioned, tainted or not as expected.
+	kept := func(s *terraform.State) error {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok || rs.Primary.ID == "" {
+			return fmt.Errorf("%s is not in the state after the create timed out", addr)
+		}
+		if rs.Primary.Tainted != tainted {
+			return fmt.Errorf("%s tainted: %v, want %v", addr, rs.Primary.Tainted, tainted)
+		}
+		items, err := inPool()
+		if err != nil {
+			return err
+		}
+		if len(items) != 1 || items[0].Id != rs.Primary.ID {
+			return fmt.Errorf("state has %s, pool has %+v", rs.Primary.ID, items)
+		}
+		if items[0].State != client.Queued && items[0].State != client.Provisioning {
+			return fmt.Errorf("sandbox %s is %s, expected it still being provisioned", items[0].Id, items[0].State)
+		}
+		return nil
+	}
+	first := resource.TestStep{Config: cfg, Check: kept}
+	next := resource.TestStep{
+		// Kept: the next plan leaves the sandbox alone while it starts.
+		Config:   cfg,
+		PlanOnly: true,
+	}
+	if tainted {
+		first = resource.TestStep{
+			Config:      cfg,
+			ExpectError: regexp.MustCompile(`(?s)did not start.*The\s+create\s+timeout\s+\(2s\)\s+passed`),
+		}
+		next = resource.TestStep{
+			// Tainted: the next apply would replace it rather than orphan it.
+			Config:             cfg,
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+				plancheck.ExpectResourceAction("differently_pool.slow", plancheck.ResourceActionNoop),
+			}},
+		}
+	}
+	steps := []resource.TestStep{first}
+	if tainted {
+		steps = append(steps, resource.TestStep{RefreshState: true, ExpectNonEmptyPlan: true, Check: kept})
+	}
+	steps = append(steps, next)
 	accTest(t, resource.TestCase{
 		CheckDestroy: func(s *terraform.State) error {
 			if err := d.sandboxesGone(s); err != nil {
@@ -64,45 +128,7 @@ resource "differently_sandbox" "slow" {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
-			{
-				Config:      cfg,
-				ExpectError: regexp.MustCompile(`(?s)did not start.*The\s+create\s+timeout\s+\(2s\)\s+passed`),
-			},
-			{
-				// The failed create kept the ID: the state holds the one sandbox the
-				// daemon has on the pool, still being provisioned.
-				RefreshState:       true,
-				ExpectNonEmptyPlan: true, // the tainted sandbox is to be replaced
-				Check: func(s *terraform.State) error {
-					rs, ok := s.RootModule().Resources[addr]
-					if !ok || rs.Primary.ID == "" {
-						return fmt.Errorf("%s is not in the state after the create timed out", addr)
-					}
-					items, err := inPool()
-					if err != nil {
-						return err
-					}
-					if len(items) != 1 || items[0].Id != rs.Primary.ID {
-						return fmt.Errorf("state has %s, pool has %+v", rs.Primary.ID, items)
-					}
-					if items[0].State != client.Queued && items[0].State != client.Provisioning {
-						return fmt.Errorf("sandbox %s is %s, expected it still being provisioned", items[0].Id, items[0].State)
-					}
-					return nil
-				},
-			},
-			{
-				// Tainted: the next apply would replace it rather than orphan it.
-				Config:             cfg,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
-					plancheck.ExpectResourceAction("differently_pool.slow", plancheck.ResourceActionNoop),
-				}},
-			},
-		},
+		Steps: steps,
 	})
 }
 
