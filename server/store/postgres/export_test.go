@@ -36,3 +36,12 @@ func (s *Store) HookCreates(queued, sent func(n int)) {
 	defer s.creates.mu.Unlock()
 	s.creates.queued, s.creates.sent = queued, sent
 }
+
+// HookReads calls queued with the number of reads waiting whenever one queues for
+// a shared statement, and sent with the size of each batch before it is sent.
+// queued runs under the queue's lock: it must not call the store.
+func (s *Store) HookReads(queued, sent func(n int)) {
+	s.reads.mu.Lock()
+	defer s.reads.mu.Unlock()
+	s.reads.queued, s.reads.sent = queued, sent
+}

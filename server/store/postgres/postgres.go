@@ -55,6 +55,8 @@ type Store struct {
 	notify *notifier
 	// creates merges concurrent creates into shared transactions.
 	creates *creates
+	// reads merges concurrent reads of sandboxes into shared statements.
+	reads *reads
 	// channel is the change feed's NOTIFY channel (watch.go, notify.go).
 	channel string
 	// closeOnce makes Close safe to call twice, as deferred cleanups do.
@@ -76,6 +78,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	s := &Store{pool: pool, url: url}
 	s.creates = &creates{s: s}
+	s.reads = &reads{s: s}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

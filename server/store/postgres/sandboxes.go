@@ -261,9 +261,9 @@ func insertSandbox(ctx context.Context, tx pgx.Tx, sb store.Sandbox) (store.Sand
 }
 
 // GetSandbox implements store.Store.
+// Concurrent reads share a statement (reads.go).
 func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error) {
-	sb, err := scanSandbox(s.pool.QueryRow(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1`, id))
-	return sb, translate(err, "sandbox", id)
+	return s.reads.get(ctx, id)
 }
 
 // ListSandboxes implements store.Store; the label filter is jsonb containment (@>), which
