@@ -366,7 +366,10 @@ func statesArg(states []store.State) []string {
 // at each index ($1 the IDs): one plan and one executor for a whole batch where a
 // statement per row pays for its own. Only the IDs are unnested; the other arrays
 // are read by subscript, since an unnest of n arrays is n function scans, each
-// materialised in a tuplestore of its own (see eventsInsert).
+// materialised in a tuplestore of its own (see eventsInsert). It returns nothing:
+// every column it writes comes from the row UpdateSandboxes computed, under the
+// locks its SELECT took, and the unchanged ones from that SELECT, so the rows as
+// written are known without sending them back.
 var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
 	"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
 	"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
@@ -376,8 +379,7 @@ var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []
 	"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
 	"avoid_pool text", "avoid_until timestamptz"}) + `
 	FROM unnest($1::text[]) WITH ORDINALITY AS v(id, i)
-	WHERE s.id = v.id
-	RETURNING ` + qualified("s", sandboxColumns)
+	WHERE s.id = v.id`
 
 // subscripted returns "column = ($n::type[])[index]" for each "column type" of
 // columns, numbering parameters from first; "column type:cast" casts the element.
@@ -533,7 +535,19 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		}
 		if err != nil {
 			errs[i] = err
+			continue
 		}
+		// The row as the statement below writes it, and as a read would return it:
+		// its events are written with it, and a placement's empty lists, which its
+		// JSON leaves out, read back as none.
+		next.Pending = nil
+		if len(next.Placement.AllowedPools) == 0 {
+			next.Placement.AllowedPools = nil
+		}
+		if len(next.Placement.Regions) == 0 {
+			next.Placement.Regions = nil
+		}
+		out[i] = next
 	}
 	for i, ok := range found {
 		if !ok {
@@ -554,15 +568,12 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		writes.Queue(updateSandboxesSQL, cols.args()...)
 	}
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
-		got, err := collectSandboxes(br.Query())
+		tag, err := br.Exec()
 		if err != nil {
-			return err
+			return wrap(err)
 		}
-		for _, sb := range got {
-			out[index[sb.ID]] = sb
-		}
-		if len(got) != len(cols.id) {
-			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), len(got)))
+		if n := tag.RowsAffected(); n != int64(len(cols.id)) {
+			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), n))
 		}
 		return nil
 	})

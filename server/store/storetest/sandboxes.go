@@ -316,6 +316,16 @@ func testSandboxUpdateVia(t *testing.T, d Driver, update func(s store.Store, id 
 	equal(t, "every column", got, want)
 	equal(t, "stored after every column", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), want)
 
+	// Empty values come back as a read returns them, however the callback left
+	// them: a driver may answer with the row it computed rather than read it back.
+	got = must[store.Sandbox](t)(update(s, sb.ID, t3, func(x *store.Sandbox) error {
+		x.Capabilities, x.Labels, x.Env = []string{}, map[string]string{}, nil
+		x.Placement = store.Placement{AllowedPools: []string{}, Regions: []string{}}
+		x.ExpiresAt, x.Reason = ptr(t3.Add(time.Nanosecond)), "nul \x00"
+		return nil
+	}))
+	equal(t, "stored with empty values", must[store.Sandbox](t)(s.GetSandbox(ctx, sb.ID)), got)
+
 	_, err := update(s, "sbx_missing", t2, func(*store.Sandbox) error { return nil })
 	wantCode(t, err, api.CodeNotFound)
 	_, err = update(s, sb.ID, t2, func(x *store.Sandbox) error { x.State = "bogus"; return nil })
