@@ -50,7 +50,8 @@ const createTimeout = 30 * time.Second
 type clearCreate struct {
 	sql  string
 	args []any
-	id   string
+	// row is the sandbox the insert writes, as a read would return it.
+	row  store.Sandbox
 	done chan createResult
 }
 
@@ -65,10 +66,10 @@ type createResult struct {
 	alone bool
 }
 
-// insert runs one clear insert, alone or in a shared transaction: inserted is
-// false, with nothing written, when the statement's conditions did not hold.
-func (c *creates) insert(ctx context.Context, id, sql string, args []any) (store.Sandbox, bool, error) {
-	w := &clearCreate{sql: sql, args: args, id: id, done: make(chan createResult, 1)}
+// insert runs one clear insert of row, alone or in a shared transaction: inserted
+// is false, with nothing written, when the statement's conditions did not hold.
+func (c *creates) insert(ctx context.Context, row store.Sandbox, sql string, args []any) (store.Sandbox, bool, error) {
+	w := &clearCreate{sql: sql, args: args, row: row, done: make(chan createResult, 1)}
 	c.mu.Lock()
 	c.pending = append(c.pending, w)
 	lead := !c.busy
@@ -86,7 +87,7 @@ func (c *creates) insert(ctx context.Context, id, sql string, args []any) (store
 		r = <-w.done
 	}
 	if r.alone {
-		return c.s.insertClear(ctx, id, sql, args)
+		return c.s.insertClear(ctx, row, sql, args)
 	}
 	return r.out, r.inserted, r.err
 }
@@ -105,7 +106,7 @@ func (c *creates) flush(ctx context.Context) {
 		// waiting for ever; it goes on up the leader's stack.
 		if !answered {
 			for _, w := range batch {
-				w.done <- createResult{err: api.Errorf(api.CodeInternal, "the transaction creating sandbox %s was abandoned", w.id)}
+				w.done <- createResult{err: api.Errorf(api.CodeInternal, "the transaction creating sandbox %s was abandoned", w.row.ID)}
 			}
 		}
 	}()
@@ -115,7 +116,7 @@ func (c *creates) flush(ctx context.Context) {
 	if len(batch) == 1 {
 		// The lone create of a quiet replica: its caller's context, no transaction.
 		w := batch[0]
-		out, ok, err := c.s.insertClear(ctx, w.id, w.sql, w.args)
+		out, ok, err := c.s.insertClear(ctx, w.row, w.sql, w.args)
 		answered = true
 		w.done <- createResult{out: out, inserted: ok, err: err}
 		return
@@ -150,17 +151,18 @@ func (c *creates) handOn() {
 	c.pending[0].done <- createResult{lead: true}
 }
 
-// insertClear sends one clear insert on its own.
-func (s *Store) insertClear(ctx context.Context, id, sql string, args []any) (store.Sandbox, bool, error) {
-	out, err := scanSandbox(s.pool.QueryRow(ctx, sql, args...))
+// insertClear sends one clear insert of row on its own.
+func (s *Store) insertClear(ctx context.Context, row store.Sandbox, sql string, args []any) (store.Sandbox, bool, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
 	case isNoRows(err):
 		return store.Sandbox{}, false, nil
 	case err != nil:
-		return store.Sandbox{}, false, translate(err, "sandbox", id)
+		return store.Sandbox{}, false, translate(err, "sandbox", row.ID)
 	}
-	s.notify.sandbox(out)
-	return out, true, nil
+	s.notify.sandbox(row)
+	return row, true, nil
 }
 
 // insertClears sends the batch's inserts inside one transaction, in one round trip.
@@ -206,14 +208,15 @@ func readClears(br pgx.BatchResults, batch []*clearCreate) ([]createResult, erro
 		return nil, err
 	}
 	results := make([]createResult, len(batch))
-	for i := range batch {
-		out, err := scanSandbox(br.QueryRow())
+	for i, w := range batch {
+		var id string
+		err := br.QueryRow().Scan(&id)
 		switch {
 		case isNoRows(err):
 		case err != nil:
 			return nil, err
 		default:
-			results[i] = createResult{out: out, inserted: true}
+			results[i] = createResult{out: w.row, inserted: true}
 		}
 	}
 	// COMMIT answers ROLLBACK, without an error, when the transaction had failed;

@@ -85,19 +85,19 @@ var updateSandboxesEventsSQL = `WITH ev AS (` + eventsInsert(updateColumnCount+1
 // sandboxParamCount is the number of parameters of sandboxArgs.
 const sandboxParamCount = 33
 
-// withEvents makes a sandbox insert (sandboxArgs' parameters, RETURNING
-// sandboxColumns) also append the events bound after them, in the same statement and
-// only when it inserts the row: an idempotent replay, which inserts nothing, appends
-// nothing, and a create costs no more round trips with events than without.
-func withEvents(insert string) string {
+// withEvents makes a sandbox insert (sandboxArgs' parameters, RETURNING columns)
+// also append the events bound after them, in the same statement and only when it
+// inserts the row: an idempotent replay, which inserts nothing, appends nothing, and
+// a create costs no more round trips with events than without.
+func withEvents(insert, columns string) string {
 	return `WITH ins AS (` + insert + `),
 	ev AS (` + eventsInsert(sandboxParamCount+1, `EXISTS (SELECT FROM ins)`) + `)
-	SELECT ` + sandboxColumns + ` FROM ins`
+	SELECT ` + columns + ` FROM ins`
 }
 
 var (
-	insertSandboxEventsSQL = withEvents(insertSandboxSQL)
-	insertClearEventsSQL   = withEvents(insertClearSQL)
+	insertSandboxEventsSQL = withEvents(insertSandboxSQL, sandboxColumns)
+	insertClearEventsSQL   = withEvents(insertClearSQL, "id")
 )
 
 // insertArgs returns the statement that inserts sb, plain when sb has no pending

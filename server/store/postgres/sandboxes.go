@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -219,18 +221,45 @@ func (s *Store) createSandboxClear(ctx context.Context, sb store.Sandbox, admit 
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	return s.creates.insert(ctx, sb.ID, q, args)
+	// The caller's sandbox lends its maps and lists to the answer: it gets its own,
+	// as from a read.
+	row := asRead(sb)
+	row.Capabilities, row.InitCommands = slices.Clone(row.Capabilities), slices.Clone(row.InitCommands)
+	row.Labels, row.Env = maps.Clone(row.Labels), maps.Clone(row.Env)
+	row.Placement.AllowedPools = slices.Clone(row.Placement.AllowedPools)
+	row.Placement.Regions = slices.Clone(row.Placement.Regions)
+	return s.creates.insert(ctx, row, q, args)
+}
+
+// asRead returns a sandbox about to be written as a read of the written row returns
+// it: every column of the row is sb's, so an insert or update that writes it need not
+// send it back. A read has no pending events (they are written with the row), none
+// for empty init commands (stored as []), and none for a placement's empty lists,
+// which its JSON leaves out; its times are stored to the microsecond.
+func asRead(sb store.Sandbox) store.Sandbox {
+	sb.Pending = nil
+	if len(sb.InitCommands) == 0 {
+		sb.InitCommands = nil
+	}
+	if len(sb.Placement.AllowedPools) == 0 {
+		sb.Placement.AllowedPools = nil
+	}
+	if len(sb.Placement.Regions) == 0 {
+		sb.Placement.Regions = nil
+	}
+	return store.NormalizeSandboxTimes(sb)
 }
 
 // insertClearSQL inserts a sandbox only when its project ($2, $3) has no quota and
-// no sandbox is queued, and not when its idempotency key is taken.
+// no sandbox is queued, and not when its idempotency key is taken. It returns the
+// ID alone, which says whether it inserted: the row is the one it was given.
 const insertClearSQL = `INSERT INTO sandboxes (` + sandboxColumns + `)
 	SELECT ` + sandboxParams + `
 	WHERE NOT EXISTS (SELECT 1 FROM projects p WHERE p.org = $2 AND p.name = $3
 			AND (p.quota_sandboxes <> 0 OR p.quota_cpu <> 0 OR p.quota_memory_mib <> 0 OR p.quota_disk_gib <> 0))
 		AND NOT EXISTS (SELECT 1 FROM sandboxes q WHERE q.state = 'queued')
 	ON CONFLICT (org, project, idempotency_key) WHERE idempotency_key <> '' DO NOTHING
-	RETURNING ` + sandboxColumns
+	RETURNING id`
 
 // selectByKeySQL finds the sandbox holding an idempotency key ($3) in a project.
 const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
@@ -537,17 +566,8 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 			errs[i] = err
 			continue
 		}
-		// The row as the statement below writes it, and as a read would return it:
-		// its events are written with it, and a placement's empty lists, which its
-		// JSON leaves out, read back as none.
-		next.Pending = nil
-		if len(next.Placement.AllowedPools) == 0 {
-			next.Placement.AllowedPools = nil
-		}
-		if len(next.Placement.Regions) == 0 {
-			next.Placement.Regions = nil
-		}
-		out[i] = next
+		// The row as the statement below writes it, and as a read returns it.
+		out[i] = asRead(next)
 	}
 	for i, ok := range found {
 		if !ok {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,34 @@ func testSandboxRoundTrip(t *testing.T, d Driver) {
 	got := mustCreate(t, s, e)
 	if got.Labels == nil || got.Env == nil || got.Capabilities == nil {
 		t.Fatalf("empty collections came back nil: %+v", got)
+	}
+}
+
+// An admitted create answers with the sandbox as a read returns it, whatever its
+// admission set (times to the nanosecond, empty lists, an event), and with maps of
+// its own: a driver may answer with the row it wrote rather than read it back.
+func testSandboxAdmittedAsRead(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	for i, in := range []store.Sandbox{fullSandbox(), newSandbox("proj1")} {
+		in.ID = fmt.Sprintf("%s_%d", in.ID, i)
+		in.State = store.StateQueued
+		in.Labels = map[string]string{"a": "b"}
+		out, created, err := s.CreateSandboxAdmitted(ctx, t0, in, func(_ store.Admission, x *store.Sandbox) error {
+			x.ExpiresAt, x.ClaimExpiresAt = ptr(t0.Add(time.Hour+time.Nanosecond)), ptr(t0.Add(time.Nanosecond))
+			x.Placement = store.Placement{AllowedPools: []string{}, Regions: []string{}}
+			x.InitCommands = []string{}
+			x.Pending = append(x.Pending, event(store.EventCreated, "", store.StateQueued))
+			return nil
+		})
+		if err != nil || !created {
+			t.Fatalf("create %d: created %v, %v", i, created, err)
+		}
+		equal(t, "admitted sandbox", out, must[store.Sandbox](t)(s.GetSandbox(ctx, in.ID)))
+		in.Labels["a"] = "changed"
+		if out.Labels["a"] != "b" {
+			t.Fatal("the answer shares the request's labels")
+		}
 	}
 }
 

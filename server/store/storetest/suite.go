@@ -47,6 +47,7 @@ func Run(t *testing.T, d Driver) {
 		{"PoolDelete", testPoolDelete},
 		{"SandboxRoundTrip", testSandboxRoundTrip},
 		{"SandboxCreate", testSandboxCreate},
+		{"SandboxAdmittedAsRead", testSandboxAdmittedAsRead},
 		{"SandboxIdempotencyKey", testSandboxIdempotencyKey},
 		{"SandboxIdempotencyKeyConcurrent", testSandboxIdempotencyKeyConcurrent},
 		{"SandboxRequestHash", testSandboxRequestHash},
