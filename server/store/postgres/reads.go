@@ -116,7 +116,8 @@ func (r *reads) flush(ctx context.Context) {
 	for i, w := range batch {
 		ids[i] = w.id
 	}
-	rows, err := collectSandboxes(r.s.pool.Query(ctx, getSandboxesSQL, ids))
+	q, err := r.s.pool.Query(ctx, getSandboxesSQL, ids)
+	rows, err := collectSandboxesCap(q, err, len(ids))
 	answered = true
 	byID := make(map[string]int, len(rows))
 	for i, sb := range rows {

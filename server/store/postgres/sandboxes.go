@@ -66,11 +66,21 @@ func sandboxArgs(sb store.Sandbox) ([]any, error) {
 }
 
 func collectSandboxes(rows pgx.Rows, err error) ([]store.Sandbox, error) {
+	return collectSandboxesCap(rows, err, 0)
+}
+
+// collectSandboxesCap is collectSandboxes for a query that returns about n rows: a
+// sandbox is some 500 bytes, and a batch's rows appended one by one would copy them
+// all at each doubling.
+func collectSandboxesCap(rows pgx.Rows, err error, n int) ([]store.Sandbox, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
 	var out []store.Sandbox
+	if n > 0 {
+		out = make([]store.Sandbox, 0, n)
+	}
 	for rows.Next() {
 		sb, err := scanSandbox(rows)
 		if err != nil {
@@ -540,7 +550,8 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	reads.Queue(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
 		var err error
-		rows, err = collectSandboxes(br.Query())
+		q, err := br.Query()
+		rows, err = collectSandboxesCap(q, err, len(ids))
 		return err
 	})
 	if err != nil {
