@@ -1,6 +1,11 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // PreparedPlan is one row of pg_prepared_statements: how often the statement ran
 // on a plan made for its parameters (custom) and on its generic plan.
@@ -44,4 +49,34 @@ func (s *Store) HookReads(queued, sent func(n int)) {
 	s.reads.mu.Lock()
 	defer s.reads.mu.Unlock()
 	s.reads.queued, s.reads.sent = queued, sent
+}
+
+// Statements a test explains.
+var (
+	LockSandboxesSQL = lockSandboxesSQL
+	GetSandboxesSQL  = getSandboxesSQL
+)
+
+// ExplainGeneric returns the generic plan PostgreSQL makes for sql, a statement of
+// one text[] parameter, as EXPLAIN prints it: the plan a connection keeps for the
+// statement once it has run it a few times.
+func (s *Store) ExplainGeneric(ctx context.Context, sql string) (string, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	simple := pgx.QueryExecModeSimpleProtocol
+	for _, q := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE explained(text[]) AS " + sql} {
+		if _, err := conn.Exec(ctx, q, simple); err != nil {
+			return "", err
+		}
+	}
+	defer conn.Exec(ctx, "DEALLOCATE explained; RESET plan_cache_mode", simple)
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE explained('{sbx_1,sbx_2}')`, simple)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/internal/pgtest"
 	"github.com/different-ai/differently/server/store"
+	"github.com/different-ai/differently/server/store/postgres"
 )
 
 // TestStatementsKeepGenericPlans: the writes that append events settle on their
@@ -63,5 +64,22 @@ func TestStatementsKeepGenericPlans(t *testing.T) {
 	}
 	if appends != 2 {
 		t.Fatalf("found %d prepared statements that append events, want 2 (create and update)", appends)
+	}
+}
+
+// TestBatchReadsUseThePrimaryKey: a batch's reads find their rows through the
+// primary key in the plan a connection keeps, even when it made that plan while the
+// table was empty, as every replica of a new installation does. A plan that scans
+// the table would read every sandbox for each batch until the table is analyzed.
+func TestBatchReadsUseThePrimaryKey(t *testing.T) {
+	s := open(t, pgtest.SchemaURL(t))
+	for name, sql := range map[string]string{"lock": postgres.LockSandboxesSQL, "read": postgres.GetSandboxesSQL} {
+		plan, err := s.ExplainGeneric(t.Context(), sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "sandboxes_pkey") {
+			t.Errorf("%s: the generic plan on an empty table does not look rows up by ID:\n%s", name, plan)
+		}
 	}
 }

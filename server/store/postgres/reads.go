@@ -54,8 +54,10 @@ type readResult struct {
 // getSandboxSQL reads one sandbox.
 const getSandboxSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE id = $1`
 
-// getSandboxesSQL reads the sandboxes of a batch of reads.
-const getSandboxesSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE id = ANY($1)`
+// getSandboxesSQL reads the sandboxes of a batch of reads, one index lookup each
+// whatever the table's statistics say (see lockSandboxesSQL).
+var getSandboxesSQL = `SELECT ` + prefixed("s.", sandboxColumns) + ` FROM unnest($1::text[]) AS v(id)
+	CROSS JOIN LATERAL (SELECT ` + sandboxColumns + ` FROM sandboxes WHERE id = v.id LIMIT 1) s`
 
 // get reads sandbox id, alone or with the reads queued beside it.
 func (r *reads) get(ctx context.Context, id string) (store.Sandbox, error) {

@@ -531,6 +531,15 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 	return out[0], nil
 }
 
+// lockSandboxesSQL reads and locks the sandboxes of a batch ($1, sorted by ID: the
+// lock order), one index lookup each. The obvious id = ANY($1) ... FOR UPDATE is
+// planned as a scan of the whole table while the table is young: a connection
+// keeps the plan it made then (its generic plan) until the table is analyzed, and
+// every batch on it read every row. A lateral subquery per ID is planned as a
+// lookup in the primary key whatever the statistics say.
+var lockSandboxesSQL = `SELECT ` + prefixed("s.", sandboxColumns) + ` FROM unnest($1::text[]) AS v(id)
+	CROSS JOIN LATERAL (SELECT ` + sandboxColumns + ` FROM sandboxes WHERE id = v.id FOR UPDATE) s`
+
 // UpdateSandboxes implements store.Store in two round trips whatever the batch size:
 // BEGIN with one SELECT ... FOR UPDATE of every row (ordered by id, the lock order),
 // then the UPDATEs with COMMIT (pipelinedTx).
@@ -547,7 +556,7 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	}
 	var rows []store.Sandbox
 	var reads pgx.Batch
-	reads.Queue(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	reads.Queue(lockSandboxesSQL, slices.Sorted(slices.Values(ids)))
 	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
 		var err error
 		q, err := br.Query()
