@@ -51,29 +51,34 @@ func (s *Store) HookReads(queued, sent func(n int)) {
 	s.reads.queued, s.reads.sent = queued, sent
 }
 
-// Statements a test explains.
+// Statements a test explains, with their numbers of parameters.
 var (
-	LockSandboxesSQL = lockSandboxesSQL
-	GetSandboxesSQL  = getSandboxesSQL
+	LockSandboxesSQL       = lockSandboxesSQL
+	GetSandboxesSQL        = getSandboxesSQL
+	UpdateSandboxesSQL     = updateSandboxesSQL
+	UpdateSandboxesEvsSQL  = updateSandboxesEventsSQL
+	UpdateSandboxesParams  = updateColumnCount
+	UpdateSandboxesEvsArgs = updateColumnCount + len(eventArrayTypes)
 )
 
 // ExplainGeneric returns the generic plan PostgreSQL makes for sql, a statement of
-// one text[] parameter, as EXPLAIN prints it: the plan a connection keeps for the
-// statement once it has run it a few times.
-func (s *Store) ExplainGeneric(ctx context.Context, sql string) (string, error) {
+// params parameters whose first is an array of IDs, as EXPLAIN prints it: the plan a
+// connection keeps for the statement once it has run it a few times.
+func (s *Store) ExplainGeneric(ctx context.Context, sql string, params int) (string, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Release()
 	simple := pgx.QueryExecModeSimpleProtocol
-	for _, q := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE explained(text[]) AS " + sql} {
+	for _, q := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE explained AS " + sql} {
 		if _, err := conn.Exec(ctx, q, simple); err != nil {
 			return "", err
 		}
 	}
 	defer conn.Exec(ctx, "DEALLOCATE explained; RESET plan_cache_mode", simple)
-	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE explained('{sbx_1,sbx_2}')`, simple)
+	args := "'{sbx_1,sbx_2}'" + strings.Repeat(", NULL", params-1)
+	rows, err := conn.Query(ctx, "EXPLAIN EXECUTE explained("+args+")", simple)
 	if err != nil {
 		return "", err
 	}

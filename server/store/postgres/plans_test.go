@@ -67,19 +67,28 @@ func TestStatementsKeepGenericPlans(t *testing.T) {
 	}
 }
 
-// TestBatchReadsUseThePrimaryKey: a batch's reads find their rows through the
+// TestBatchesUseThePrimaryKey: a batch's statements find their rows through the
 // primary key in the plan a connection keeps, even when it made that plan while the
 // table was empty, as every replica of a new installation does. A plan that scans
 // the table would read every sandbox for each batch until the table is analyzed.
-func TestBatchReadsUseThePrimaryKey(t *testing.T) {
+func TestBatchesUseThePrimaryKey(t *testing.T) {
 	s := open(t, pgtest.SchemaURL(t))
-	for name, sql := range map[string]string{"lock": postgres.LockSandboxesSQL, "read": postgres.GetSandboxesSQL} {
-		plan, err := s.ExplainGeneric(t.Context(), sql)
+	for _, st := range []struct {
+		name   string
+		sql    string
+		params int
+	}{
+		{"lock", postgres.LockSandboxesSQL, 1},
+		{"read", postgres.GetSandboxesSQL, 1},
+		{"update", postgres.UpdateSandboxesSQL, postgres.UpdateSandboxesParams},
+		{"update with events", postgres.UpdateSandboxesEvsSQL, postgres.UpdateSandboxesEvsArgs},
+	} {
+		plan, err := s.ExplainGeneric(t.Context(), st.sql, st.params)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatal(st.name, err)
 		}
-		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "sandboxes_pkey") {
-			t.Errorf("%s: the generic plan on an empty table does not look rows up by ID:\n%s", name, plan)
+		if strings.Contains(plan, "Seq Scan on sandboxes") || !strings.Contains(plan, "sandboxes_pkey") {
+			t.Errorf("%s: the generic plan on an empty table does not look rows up by ID:\n%s", st.name, plan)
 		}
 	}
 }

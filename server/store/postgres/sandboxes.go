@@ -409,6 +409,13 @@ func statesArg(states []store.State) []string {
 // every column it writes comes from the row UpdateSandboxes computed, under the
 // locks its SELECT took, and the unchanged ones from that SELECT, so the rows as
 // written are known without sending them back.
+//
+// Each row is found by a lateral lookup of its ID, then fetched by the ctid that
+// gives (a TID scan), rather than by joining the IDs to the table: on a young
+// table that join is planned as a hash join over a scan of every row, and a
+// connection keeps the plan until the table is analyzed (see lockSandboxesSQL).
+// The lookup sees the version the transaction's SELECT locked, which no one else
+// can write meanwhile.
 var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
 	"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
 	"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
@@ -418,7 +425,8 @@ var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []
 	"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
 	"avoid_pool text", "avoid_until timestamptz"}) + `
 	FROM unnest($1::text[]) WITH ORDINALITY AS v(id, i)
-	WHERE s.id = v.id`
+		CROSS JOIN LATERAL (SELECT ctid AS t FROM sandboxes WHERE id = v.id LIMIT 1) x
+	WHERE s.ctid = x.t`
 
 // subscripted returns "column = ($n::type[])[index]" for each "column type" of
 // columns, numbering parameters from first; "column type:cast" casts the element.
@@ -531,6 +539,15 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn 
 	return out[0], nil
 }
 
+// genericPlansSQL makes a batch update's transaction run its statements on their
+// generic plans, which lockSandboxesSQL and updateSandboxesSQL are written to make
+// good whatever the table's statistics. PostgreSQL would otherwise plan them afresh
+// on every run whose batch is smaller than the ten rows a generic plan assumes, and
+// planning the update, with its events, costs more than writing the rows
+// (TestStatementsKeepGenericPlans). It ends with the transaction. plan_cache_mode
+// is PostgreSQL 12's; migration 010 already needs 13 (pg_current_xact_id).
+const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
+
 // lockSandboxesSQL reads and locks the sandboxes of a batch ($1, sorted by ID: the
 // lock order), one index lookup each. The obvious id = ANY($1) ... FOR UPDATE is
 // planned as a scan of the whole table while the table is young: a connection
@@ -556,9 +573,12 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	}
 	var rows []store.Sandbox
 	var reads pgx.Batch
+	reads.Queue(genericPlansSQL)
 	reads.Queue(lockSandboxesSQL, slices.Sorted(slices.Values(ids)))
 	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
-		var err error
+		if _, err := br.Exec(); err != nil {
+			return wrap(err)
+		}
 		q, err := br.Query()
 		rows, err = collectSandboxesCap(q, err, len(ids))
 		return err
