@@ -81,3 +81,31 @@ func unconfigured(summary string) diag.Diagnostics {
 	diags.AddError(summary, "The provider was not configured before the list ran; this is a bug in the provider.")
 	return diags
 }
+
+// pushAll answers a list whose API call returns every object at once (pools,
+// projects): fetch reads them, keep filters, and each kept one is pushed as a result
+// until the request's limit or Terraform says stop.
+func pushAll[T, M any](ctx context.Context, req list.ListRequest, push func(list.ListResult) bool, what string,
+	fetch func() ([]T, error), keep func(*T) bool, describe func(*T) (name string, identity any),
+	fill func(*M, *T, *diag.Diagnostics)) {
+	items, err := fetch()
+	if err != nil {
+		push(failed("Listing "+what, apiError(err)))
+		return
+	}
+	var sent int64
+	for i := range items {
+		it := &items[i]
+		if !keep(it) {
+			continue
+		}
+		if !within(req, sent) {
+			return
+		}
+		name, identity := describe(it)
+		if !push(result(ctx, req, name, identity, func(m *M, diags *diag.Diagnostics) { fill(m, it, diags) })) {
+			return
+		}
+		sent++
+	}
+}

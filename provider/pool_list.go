@@ -53,30 +53,15 @@ func (l *poolList) List(ctx context.Context, req list.ListRequest, stream *list.
 		return
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
-		pools, err := l.c.ListPools(ctx)
-		if err != nil {
-			push(failed("Listing pools", apiError(err)))
-			return
-		}
-		var sent int64
-		for i := range pools {
-			p := &pools[i]
-			if deref(p.Source) == client.PoolOriginConfig {
-				continue
-			}
-			if a := cfg.Adapter.ValueString(); a != "" && p.Adapter != a {
-				continue
-			}
-			if !within(req, sent) {
-				return
-			}
-			name := fmt.Sprintf("%s (%s, trust %s)", p.Name, p.Adapter, p.Trust)
-			r := result(ctx, req, name, nameIdentity{Name: types.StringValue(p.Name)},
-				func(m *poolModel, diags *diag.Diagnostics) { m.fromAPI(p, diags) })
-			if !push(r) {
-				return
-			}
-			sent++
-		}
+		pushAll(ctx, req, push, "pools",
+			func() ([]client.Pool, error) { return l.c.ListPools(ctx) },
+			func(p *client.Pool) bool {
+				a := cfg.Adapter.ValueString()
+				return deref(p.Source) != client.PoolOriginConfig && (a == "" || p.Adapter == a)
+			},
+			func(p *client.Pool) (string, any) {
+				return fmt.Sprintf("%s (%s, trust %s)", p.Name, p.Adapter, p.Trust), nameIdentity{Name: types.StringValue(p.Name)}
+			},
+			func(m *poolModel, p *client.Pool, diags *diag.Diagnostics) { m.fromAPI(p, diags) })
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/different-ai/differently/client"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/list/schema"
@@ -51,30 +52,16 @@ func (l *projectList) List(ctx context.Context, req list.ListRequest, stream *li
 		return
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
-		projects, err := l.c.ListProjects(ctx)
-		if err != nil {
-			push(failed("Listing projects", apiError(err)))
-			return
-		}
-		var sent int64
-		for i := range projects {
-			p := &projects[i]
-			if !p.Declared {
-				continue
-			}
-			if o := cfg.Org.ValueString(); o != "" && p.Org != o {
-				continue
-			}
-			if !within(req, sent) {
-				return
-			}
-			name := fmt.Sprintf("%s (%d sandboxes, quota %s)", projectID(p.Org, p.Name), p.Usage.Sandboxes, describeQuota(p.Quota))
-			r := result(ctx, req, name, projectIdentity{Org: types.StringValue(p.Org), Name: types.StringValue(p.Name)},
-				func(m *projectModel, _ *diag.Diagnostics) { m.fromAPI(p) })
-			if !push(r) {
-				return
-			}
-			sent++
-		}
+		pushAll(ctx, req, push, "projects",
+			func() ([]client.Project, error) { return l.c.ListProjects(ctx) },
+			func(p *client.Project) bool {
+				o := cfg.Org.ValueString()
+				return p.Declared && (o == "" || p.Org == o)
+			},
+			func(p *client.Project) (string, any) {
+				return fmt.Sprintf("%s (%d sandboxes, quota %s)", projectID(p.Org, p.Name), p.Usage.Sandboxes, describeQuota(p.Quota)),
+					projectIdentity{Org: types.StringValue(p.Org), Name: types.StringValue(p.Name)}
+			},
+			func(m *projectModel, p *client.Project, _ *diag.Diagnostics) { m.fromAPI(p) })
 	}
 }
