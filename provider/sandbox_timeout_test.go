@@ -170,7 +170,7 @@ func TestTimeoutOf(t *testing.T) {
 // TestAccSandboxDeleteTimeout: a destroy whose delete timeout passes before the
 // sandbox is terminated fails naming the timeout; the daemon goes on terminating
 // it, and the next refresh removes it from the state. The sandbox is deleted while
-// its create (a minute long) is still running, which the daemon can only finish
+// its create (fifteen seconds long) is still running, which the daemon can only finish
 // once that create returns.
 func TestAccSandboxDeleteTimeout(t *testing.T) {
 	d := startDaemon(t)
@@ -179,7 +179,7 @@ func TestAccSandboxDeleteTimeout(t *testing.T) {
 resource "differently_pool" "slow" {
   name    = "slow"
   adapter = "fake"
-  config  = { createLatencyMs = 60000 }
+  config  = { createLatencyMs = 15000 }
 }
 
 resource "differently_sandbox" "slow" {
@@ -190,8 +190,8 @@ resource "differently_sandbox" "slow" {
 		CheckDestroy: d.sandboxesGone,
 		Steps: []resource.TestStep{
 			{
-				Config:      cfg,
-				ExpectError: regexp.MustCompile(`(?s)did not start.*The\s+create\s+timeout\s+\(2s\)\s+passed.*tainted`),
+				// The create times out while the sandbox provisions: kept, with a warning.
+				Config: cfg,
 			},
 			{
 				Config:  cfg,
