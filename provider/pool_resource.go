@@ -277,6 +277,9 @@ func (r *poolResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Set before any early return: Terraform before 1.12 keeps no identity, and the
+	// framework refuses a read that leaves it empty, a removal from the state included.
+	setIdentity(ctx, resp.Identity, nameIdentity{Name: state.Name}, &resp.Diagnostics)
 	name := state.Name.ValueString()
 	if name == "" {
 		name = state.ID.ValueString()

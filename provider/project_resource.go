@@ -230,6 +230,9 @@ func (r *projectResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Set before any early return: Terraform before 1.12 keeps no identity, and the
+	// framework refuses a read that leaves it empty, a removal from the state included.
+	setIdentity(ctx, resp.Identity, projectIdentity{Org: m.Org, Name: m.Name}, &resp.Diagnostics)
 	org, name := m.Org.ValueString(), m.Name.ValueString()
 	id := projectID(org, name)
 	p, err := r.c.GetProject(ctx, org, name)

@@ -118,6 +118,9 @@ func (r *sandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Set before any early return: Terraform before 1.12 keeps no identity, and the
+	// framework refuses a read that leaves it empty, a removal from the state included.
+	setIdentity(ctx, resp.Identity, idIdentity{ID: m.ID}, &resp.Diagnostics)
 	id := m.ID.ValueString()
 	sb, err := r.c.GetSandbox(ctx, id)
 	if client.IsNotFound(err) {
