@@ -100,12 +100,11 @@ func (s *Service) claimOn(ctx context.Context, by lifecycle.Actor, sb store.Sand
 		}
 		return out, false, fmt.Errorf("claim a warm sandbox: %w", err)
 	}
-	if created {
-		// The warm pool lost one: its filler starts another.
-		s.waker.Wake(store.StateQueued)
-		if s.onClaim != nil {
-			s.onClaim(pool)
-		}
+	if created && s.onClaim != nil {
+		// The warm pool lost one: its filler starts another. The scheduler has
+		// nothing to do until then (a claimed sandbox runs already), so it is not
+		// woken here: a pass in the middle of a burst of claims would only slow them.
+		s.onClaim(pool)
 	}
 	return out, created, nil
 }

@@ -55,6 +55,8 @@ func (s *Store) HookReads(queued, sent func(n int)) {
 var (
 	LockSandboxesSQL       = lockSandboxesSQL
 	GetSandboxesSQL        = getSandboxesSQL
+	SelectWarmSQL          = selectWarmSQL
+	SelectWarmUnlimitedSQL = selectWarmUnlimitedSQL
 	UpdateSandboxesSQL     = updateSandboxesSQL
 	UpdateSandboxesEvsSQL  = updateSandboxesEventsSQL
 	UpdateSandboxesParams  = updateColumnCount

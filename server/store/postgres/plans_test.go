@@ -92,3 +92,27 @@ func TestBatchesUseThePrimaryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimUsesIndexes: the statements that pick a warm sandbox to claim, which a
+// claim runs on their generic plans, find the shape's ready sandboxes through
+// sandboxes_warm_ready even when the plan was made on an empty table, rather than
+// walking every running sandbox of the pool.
+func TestClaimUsesIndexes(t *testing.T) {
+	s := open(t, pgtest.SchemaURL(t))
+	for _, st := range []struct {
+		name   string
+		sql    string
+		params int
+	}{
+		{"for a project with a quota", postgres.SelectWarmSQL, 2},
+		{"for a project without", postgres.SelectWarmUnlimitedSQL, 4},
+	} {
+		plan, err := s.ExplainGeneric(t.Context(), st.sql, st.params)
+		if err != nil {
+			t.Fatal(st.name, err)
+		}
+		if strings.Contains(plan, "Seq Scan on sandboxes") || !strings.Contains(plan, "sandboxes_warm_ready") {
+			t.Errorf("%s: the generic plan does not use sandboxes_warm_ready:\n%s", st.name, plan)
+		}
+	}
+}

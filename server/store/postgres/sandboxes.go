@@ -718,78 +718,162 @@ func (s *Store) countBy(ctx context.Context, column string, states []store.State
 	return out, wrap(rows.Err())
 }
 
-// selectWarmSQL takes the warm sandbox of a project ($1, $2) on a pool ($3) that has
-// waited longest, skipping those another transaction holds (a concurrent claim).
-const selectWarmSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
-	WHERE org = $1 AND project = $2 AND pool = $3 AND state = 'running'
+// warmReadyWhere picks the ready warm sandboxes of a shape's project ($1) on a pool
+// ($2). The organisation and the state are constants, as in the predicate of the
+// index sandboxes_warm_ready (migration 015), so that every plan, the generic one
+// included, can use that index.
+const warmReadyWhere = `WHERE org = '` + store.WarmOrg + `' AND state = 'running' AND project = $1 AND pool = $2`
+
+// selectWarmSQL takes the ready warm sandbox that has waited longest, skipping those
+// another transaction holds (a concurrent claim).
+const selectWarmSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes ` + warmReadyWhere + `
 	ORDER BY state_changed_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`
 
-// ClaimWarm implements store.Store.
+// selectWarmUnlimitedSQL is selectWarmSQL that takes nothing when the claiming
+// tenant's project ($3, $4) has a quota: such a claim locks its project first
+// (limitedAdmission) and only then a warm sandbox, so that no warm sandbox is held,
+// and skipped by other tenants' claims, while it waits for that lock.
+const selectWarmUnlimitedSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes ` + warmReadyWhere + `
+	AND NOT EXISTS (SELECT FROM projects p WHERE p.org = $3 AND p.name = $4
+		AND (p.quota_sandboxes > 0 OR p.quota_cpu > 0 OR p.quota_memory_mib > 0 OR p.quota_disk_gib > 0))
+	ORDER BY state_changed_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`
+
+// claimInsertSQL inserts the claiming sandbox. Unlike insertSandboxSQL it fails on
+// a taken idempotency key instead of inserting nothing: it travels with COMMIT
+// after the warm sandbox's DELETE, and only a failure keeps that COMMIT from
+// removing the warm sandbox without putting the claim in its place.
+const claimInsertSQL = `INSERT INTO sandboxes (` + sandboxColumns + `) VALUES (` + sandboxParams + `)
+	RETURNING ` + sandboxColumns
+
+var claimInsertEventsSQL = withEvents(claimInsertSQL, sandboxColumns)
+
+// ClaimWarm implements store.Store, in two round trips when the tenant's project
+// has no quota: BEGIN with the reads (the idempotency key, the admission, the warm
+// sandbox, locked), then the warm sandbox's DELETE and the claim's INSERT with
+// COMMIT.
 func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, pool, project string,
 	claim func(store.Admission, store.Sandbox, *store.Sandbox) error) (store.Sandbox, bool, error) {
-	var out store.Sandbox
-	created := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if key := sb.IdempotencyKey; key != "" {
-			got, err := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
-			if err == nil {
-				out = got
-				return nil
-			}
-			if !isNoRows(err) {
+	key := sb.IdempotencyKey
+	var (
+		existing *store.Sandbox
+		a        store.Admission
+		warm     store.Sandbox
+		found    bool
+	)
+	// readWarm scans the row of a warm sandbox select: none is no error.
+	readWarm := func(row pgx.Row) error {
+		w, err := scanSandbox(row)
+		switch {
+		case err == nil:
+			warm, found = w, true
+		case !isNoRows(err):
+			return wrap(err)
+		}
+		return nil
+	}
+	var reads pgx.Batch
+	// A claim's statements are planned afresh on each of a connection's first five
+	// runs otherwise, which costs as much as running them; their generic plans are
+	// as good (TestClaimUsesIndexes).
+	reads.Queue(genericPlansSQL)
+	if key != "" {
+		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
+	}
+	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
+	reads.Queue(selectWarmUnlimitedSQL, project, pool, sb.Org, sb.Project)
+	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return wrap(err)
+		}
+		if key != "" {
+			got, err := scanSandbox(br.QueryRow())
+			switch {
+			case err == nil:
+				existing = &got
+			case !isNoRows(err):
 				return wrap(err)
 			}
 		}
-		var a store.Admission
-		if err := scanAdmission(tx.QueryRow(ctx, admissionSQL, sb.Org, sb.Project, store.Timestamp(now)), &a); err != nil {
+		if err := scanAdmission(br.QueryRow(), &a); err != nil {
 			return err
 		}
-		if a.Quota.Limited() {
-			if err := limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a); err != nil {
-				return err
-			}
-		}
-		warm, err := scanSandbox(tx.QueryRow(ctx, selectWarmSQL, store.WarmOrg, project, pool))
-		if isNoRows(err) {
-			return store.ErrNoWarm
-		}
-		if err != nil {
-			return wrap(err)
-		}
-		ins := sb
-		if err := claim(a, warm, &ins); err != nil {
-			return err
-		}
-		ins.ID = warm.ID
-		if ins, err = store.NormalizeSandbox(now, ins); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sandboxes WHERE id = $1`, warm.ID); err != nil {
-			return wrap(err)
-		}
-		q, args, err := insertArgs(ins, insertSandboxSQL, insertSandboxEventsSQL)
-		if err != nil {
-			return err
-		}
-		out, err = scanSandbox(tx.QueryRow(ctx, q, args...))
-		if err != nil {
-			// A concurrent create took the idempotency key meanwhile (no row), or
-			// the insert failed: nothing is written.
-			if isNoRows(err) {
-				return store.Conflict("a concurrent create with the same Idempotency-Key won; retry to get its sandbox")
-			}
-			return translate(err, "sandbox", ins.ID)
-		}
-		created = true
-		return nil
+		return readWarm(br.QueryRow())
 	})
 	if err != nil {
 		return store.Sandbox{}, false, err
 	}
-	if created {
-		s.notify.sandbox(out)
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
+	if existing != nil {
+		tx.Rollback()
+		return *existing, false, nil
 	}
-	return out, created, nil
+	if a.Quota.Limited() {
+		if err := limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a); err != nil {
+			tx.Rollback()
+			return store.Sandbox{}, false, err
+		}
+		if key != "" {
+			// A retry that waited for the lock behind the create it repeats gets
+			// that create's sandbox back.
+			got, err := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
+			switch {
+			case err == nil:
+				tx.Rollback()
+				return got, false, nil
+			case !isNoRows(err):
+				tx.Rollback()
+				return store.Sandbox{}, false, wrap(err)
+			}
+		}
+		// The first select took nothing unless the quota was lifted in between.
+		if !found {
+			if err := readWarm(tx.QueryRow(ctx, selectWarmSQL, project, pool)); err != nil {
+				tx.Rollback()
+				return store.Sandbox{}, false, err
+			}
+		}
+	}
+	if !found {
+		tx.Rollback()
+		return store.Sandbox{}, false, store.ErrNoWarm
+	}
+	ins := sb
+	err = claim(a, warm, &ins)
+	var q string
+	var args []any
+	if err == nil {
+		ins.ID = warm.ID
+		ins, err = store.NormalizeSandbox(now, ins)
+	}
+	if err == nil {
+		q, args, err = insertArgs(ins, claimInsertSQL, claimInsertEventsSQL)
+	}
+	if err != nil {
+		tx.Rollback()
+		return store.Sandbox{}, false, err
+	}
+	var writes pgx.Batch
+	writes.Queue(`DELETE FROM sandboxes WHERE id = $1`, warm.ID)
+	writes.Queue(q, args...)
+	var out store.Sandbox
+	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return wrap(err)
+		}
+		var err error
+		out, err = scanSandbox(br.QueryRow())
+		return err
+	})
+	if err != nil {
+		if isUniqueViolation(err) && key != "" {
+			// Only the idempotency key can be taken: the ID is the warm
+			// sandbox's, deleted in the same transaction. Nothing is written.
+			return store.Sandbox{}, false, store.Conflict("a concurrent create with the same Idempotency-Key won; retry to get its sandbox")
+		}
+		return store.Sandbox{}, false, translate(err, "sandbox", ins.ID)
+	}
+	s.notify.sandbox(out)
+	return out, true, nil
 }
 
 // nonNilStrings stores a sandbox without init commands as [] rather than null, as

@@ -141,7 +141,8 @@ func testWarmClaimConcurrent(t *testing.T, d Driver) {
 }
 
 // testWarmClaimQuota: the tenant's quota is checked as for any create, under its
-// project's lock: a claim that the admission refuses writes nothing.
+// project's lock: a claim that the admission refuses writes nothing, and one it
+// admits takes the warm sandbox.
 func testWarmClaimQuota(t *testing.T, d Driver) {
 	ctx := ctxFor(t)
 	s := d.New(t)
@@ -157,5 +158,24 @@ func testWarmClaimQuota(t *testing.T, d Driver) {
 	wantCode(t, err, api.CodeQuotaExceeded)
 	if got := must[store.Sandbox](t)(s.GetSandbox(ctx, warm.ID)); got.Org != store.WarmOrg {
 		t.Fatalf("a refused claim took the warm sandbox: %s/%s", got.Org, got.Project)
+	}
+
+	// A project whose quota has room takes it, admitted with its usage.
+	must[store.Project](t)(s.PutProject(ctx, t0, store.Project{Org: "org1", Name: "proj2", Quota: store.Quota{Sandboxes: 2}}))
+	roomy := tenantSandbox("")
+	roomy.Project = "proj2"
+	var seen store.Admission
+	out, created, err := s.ClaimWarm(ctx, t0, roomy, "alpha", "alpha.k", func(a store.Admission, w store.Sandbox, ins *store.Sandbox) error {
+		seen = a
+		if err := store.CheckQuota("org1", "proj2", a.Quota, a.Usage, ins.Resources); err != nil {
+			return err
+		}
+		return claimAs(a, w, ins)
+	})
+	if err != nil || !created || out.ID != warm.ID || out.Project != "proj2" {
+		t.Fatalf("a claim with room: %s of %s, created %v, %v; want %s", out.ID, out.Project, created, err, warm.ID)
+	}
+	if seen.Quota.Sandboxes != 2 {
+		t.Fatalf("the claim was admitted with %+v, want proj2's quota", seen)
 	}
 }
