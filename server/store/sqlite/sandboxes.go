@@ -393,6 +393,13 @@ func (s *Store) countBy(ctx context.Context, column string, states []store.State
 	return out, wrap(rows.Err())
 }
 
+// selectWarmSQL reads the ready warm sandbox of a shape's project on a pool that has
+// waited longest. The organisation and the state are constants, as in the predicate
+// of the index sandboxes_warm_ready (migration 013), which SQLite uses only then.
+const selectWarmSQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
+	WHERE org = '` + store.WarmOrg + `' AND state = 'running' AND project = ? AND pool = ?
+	ORDER BY state_changed_at, id LIMIT 1`
+
 // ClaimWarm implements store.Store. The write transaction is the project's lock, and
 // the only writer: no other claim can take the same warm sandbox meanwhile.
 func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, pool, project string,
@@ -415,9 +422,7 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		if err != nil {
 			return err
 		}
-		warm, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE org = ? AND project = ? AND pool = ? AND state = 'running'
-			ORDER BY state_changed_at, id LIMIT 1`, store.WarmOrg, project, pool))
+		warm, err := scanSandbox(tx.QueryRowContext(ctx, selectWarmSQL, project, pool))
 		if isNoRows(err) {
 			return store.ErrNoWarm
 		}
