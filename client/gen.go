@@ -725,6 +725,17 @@ type WarmShape struct {
 
 // WarmStatus defines model for WarmStatus.
 type WarmStatus struct {
+	// ClaimP50Ms How long taking a warm sandbox took at the median, in milliseconds, estimated from a histogram (bounds 1, 2.5, 5, 10, 25, 50, 100, 250, 500 and 1000 ms) as Prometheus' histogram_quantile does; absent before the first hit.
+	ClaimP50Ms *float64 `json:"claimP50Ms,omitempty"`
+
+	// ClaimP99Ms The same at the 99th percentile; a claim slower than the last bound counts as 1000 ms.
+	ClaimP99Ms *float64 `json:"claimP99Ms,omitempty"`
+
+	// Hits Creates given one of the shape's warm sandboxes, on every replica, since the pool was created. A replica records its counts at its next warm-pool pass, within about two seconds.
+	Hits int64 `json:"hits"`
+
+	// Misses Creates the shape matched (the first of the pool's shapes that did, in the best-ranked pool) that found none ready and were created cold.
+	Misses  int64  `json:"misses"`
 	Profile string `json:"profile"`
 
 	// Ready Running and waiting for a create.

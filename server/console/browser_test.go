@@ -191,7 +191,7 @@ func TestConsoleBrowser(t *testing.T) {
 	run("pools", chromedp.Navigate(dd.url+"/ui/pools"), chromedp.WaitVisible(css(`tr[data-pool="fake"]`)),
 		shot("pools"))
 	if p := text(`tr[data-pool="fake"]`); !strings.Contains(p, "healthy") || !strings.Contains(p, "/ 20") ||
-		!strings.Contains(p, "python") || !strings.Contains(p, "of 2") || !strings.Contains(p, "0.05/CPU") {
+		!strings.Contains(p, "python") || !strings.Contains(p, "of 2") || !strings.Contains(p, "0 misses") || !strings.Contains(p, "0.05/CPU") {
 		t.Errorf("the fake pool's row lacks its health, limit, warm shape or price: %q", p)
 	}
 	run("trust", chromedp.Navigate(dd.url+"/ui/trust"), chromedp.WaitVisible(css("#trust")), shot("trust"))

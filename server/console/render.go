@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/different-ai/differently/server/store"
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
@@ -35,7 +37,15 @@ var funcs = template.FuncMap{
 		}
 		return "—"
 	},
-	"cost":   func(f float64) string { return fmt.Sprintf("%.4f", f) },
+	"cost": func(f float64) string { return fmt.Sprintf("%.4f", f) },
+	// claimP50 is a warm shape's median claim time, or "" before its first hit.
+	"claimP50": func(s store.WarmStats) string {
+		d, ok := s.ClaimQuantile(0.5)
+		if !ok {
+			return ""
+		}
+		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+	},
 	"ttl":    ttlText,
 	"labels": labelText,
 	"join":   strings.Join,

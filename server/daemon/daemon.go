@@ -407,9 +407,11 @@ func (d *Daemon) buildAPI(installation string, writes *store.Batcher, reg *pools
 		FrontDoors:            doors,
 		// The filler is built below, from the service this builds; a claim before
 		// Run starts it only wakes it early.
-		Service:      func(svc *sandboxes.Service) { service = svc },
-		OnWarmClaim:  func(string) { d.warm.Wake() },
-		WarmObserver: func(pool string, o sandboxes.WarmOutcome, took time.Duration) { d.warm.Observe(pool, o, took) },
+		Service:     func(svc *sandboxes.Service) { service = svc },
+		OnWarmClaim: func(string) { d.warm.Wake() },
+		WarmObserver: func(pool string, w store.WarmShape, o sandboxes.WarmOutcome, took time.Duration) {
+			d.warm.Observe(pool, w, o, took)
+		},
 	})
 	if err != nil {
 		return err

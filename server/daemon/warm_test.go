@@ -12,12 +12,19 @@ type warmPool struct {
 	Warm []struct {
 		Size int `json:"size"`
 	} `json:"warm"`
-	WarmStatus []struct {
-		Template string `json:"template"`
-		Target   int    `json:"target"`
-		Ready    int    `json:"ready"`
-		Starting int    `json:"starting"`
-	} `json:"warmStatus"`
+	WarmStatus []warmStatus `json:"warmStatus"`
+}
+
+type warmStatus struct {
+	Template string `json:"template"`
+	Target   int    `json:"target"`
+	Ready    int    `json:"ready"`
+	Starting int    `json:"starting"`
+	Hits     int64  `json:"hits"`
+	Misses   int64  `json:"misses"`
+	// ClaimP50Ms and ClaimP99Ms are absent before the first hit.
+	ClaimP50Ms *float64 `json:"claimP50Ms"`
+	ClaimP99Ms *float64 `json:"claimP99Ms"`
 }
 
 // waitWarm waits, pass by pass of the scheduler, until the pool's only warm shape has
@@ -35,6 +42,28 @@ func (r *replica) waitWarm(pool string, ready int) {
 		case <-r.passes:
 		case <-deadline:
 			r.t.Fatalf("pool %s: warm status %+v after 30 s, want %d ready", pool, p.WarmStatus, ready)
+		}
+	}
+}
+
+// waitHits waits, pass by pass of the scheduler, until the pool's only warm shape
+// has counted hits, and returns its status.
+func (r *replica) waitHits(pool string, hits int64) warmStatus {
+	r.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		var p warmPool
+		r.call("GET", "/v1/admin/pools/"+pool, nil, 200, &p)
+		if len(p.WarmStatus) == 1 && p.WarmStatus[0].Hits >= hits {
+			if p.WarmStatus[0].Hits > hits {
+				r.t.Fatalf("pool %s: %d hits, want %d", pool, p.WarmStatus[0].Hits, hits)
+			}
+			return p.WarmStatus[0]
+		}
+		select {
+		case <-r.passes:
+		case <-deadline:
+			r.t.Fatalf("pool %s: warm status %+v after 30 s, want %d hits", pool, p.WarmStatus, hits)
 		}
 	}
 }
@@ -61,6 +90,11 @@ func TestWarmPool(t *testing.T) {
 				"warm": []map[string]any{{"template": "python", "resources": map[string]any{"cpu": 1}, "size": 2}},
 			}, 201, nil)
 			r.waitWarm("warmfake", 2)
+			var before warmPool
+			r.call("GET", "/v1/admin/pools/warmfake", nil, 200, &before)
+			if w := before.WarmStatus[0]; w.Hits != 0 || w.Misses != 0 || w.ClaimP50Ms != nil || w.ClaimP99Ms != nil {
+				t.Fatalf("warm status before any create: %+v, want no hits, misses or claim times", w)
+			}
 
 			onPool := map[string]any{"allowedPools": []string{"warmfake"}}
 			var sb warmSandbox
@@ -84,8 +118,13 @@ func TestWarmPool(t *testing.T) {
 			if res.ExitCode != 0 {
 				t.Fatalf("exec in the claimed sandbox: %+v", res)
 			}
-			// The pool starts another.
+			// The pool starts another, and its answer counts the hit once the filler
+			// has recorded it (at the pass that starts the refill, as a rule).
 			r.waitWarm("warmfake", 2)
+			w := r.waitHits("warmfake", 1)
+			if w.Misses != 0 || w.ClaimP50Ms == nil || *w.ClaimP50Ms <= 0 || w.ClaimP99Ms == nil || *w.ClaimP99Ms < *w.ClaimP50Ms {
+				t.Fatalf("warm status after one claim: %+v, want one hit with its claim's time", w)
+			}
 
 			var cold warmSandbox
 			r.call("POST", "/v1/sandboxes", map[string]any{"template": "python", "resources": map[string]any{"cpu": 1},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/server/pooladmin"
@@ -41,11 +42,22 @@ func poolAnswer(p pooladmin.Pool) Pool {
 		status := make([]WarmStatus, len(p.Warm))
 		for i, w := range p.Warm {
 			status[i] = WarmStatus{Template: w.Shape.Template, Profile: w.Shape.Profile, Resources: w.Shape.Resources,
-				Target: w.Shape.Size, Ready: w.Ready, Starting: w.Starting}
+				Target: w.Shape.Size, Ready: w.Ready, Starting: w.Starting, Hits: w.Stats.Hits, Misses: w.Stats.Misses}
+			if d, ok := w.Stats.ClaimQuantile(0.50); ok {
+				status[i].ClaimP50Ms = ptr(milliseconds(d))
+			}
+			if d, ok := w.Stats.ClaimQuantile(0.99); ok {
+				status[i].ClaimP99Ms = ptr(milliseconds(d))
+			}
 		}
 		out.WarmStatus = &status
 	}
 	return out
+}
+
+// milliseconds is d in milliseconds, to the microsecond.
+func milliseconds(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
 }
 
 func fromWarm(in []WarmShape) []store.WarmShape {

@@ -150,7 +150,7 @@ type Options struct {
 	// OnWarmClaim and WarmObserver are the sandbox service's
 	// (sandboxes.Options): the warm-pool filler's wake-up and metrics.
 	OnWarmClaim  func(pool string)
-	WarmObserver func(pool string, o sandboxes.WarmOutcome, took time.Duration)
+	WarmObserver func(pool string, shape store.WarmShape, o sandboxes.WarmOutcome, took time.Duration)
 	// Service, when set, is given the sandbox service New builds, for the parts of
 	// the daemon that create and delete sandboxes themselves (the warm-pool filler).
 	Service func(*sandboxes.Service)

@@ -30,10 +30,12 @@ type Pool struct {
 	Warm []WarmCount
 }
 
-// WarmCount is how many sandboxes of a warm shape are ready and starting.
+// WarmCount is how many sandboxes of a warm shape are ready and starting, and the
+// creates it matched (every replica's, as last recorded).
 type WarmCount struct {
 	Shape           store.WarmShape
 	Ready, Starting int
+	Stats           store.WarmStats
 }
 
 // warmCounts counts the warm sandboxes of each of p's shapes, from one listing of
@@ -60,7 +62,21 @@ func (s *Service) warmCounts(ctx context.Context, p store.Pool) ([]WarmCount, er
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	stats, err := s.st.ListWarmStats(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range stats {
+		for i := range out {
+			if out[i].Shape.Key() == st.Shape {
+				out[i].Stats = st
+			}
+		}
+	}
+	return out, nil
 }
 
 // List returns every pool, sorted by name: the stored ones and those the pool

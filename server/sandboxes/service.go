@@ -126,8 +126,9 @@ type Options struct {
 	// filler then starts another at once).
 	OnWarmClaim func(pool string)
 	// WarmObserver, when set, is told of each create a warm shape matched: a hit on
-	// pool with how long the claim took, or a miss.
-	WarmObserver func(pool string, o WarmOutcome, took time.Duration)
+	// pool's shape with how long the claim took, or a miss, counted against the first
+	// pool and shape that matched (the one placement ranked first).
+	WarmObserver func(pool string, shape store.WarmShape, o WarmOutcome, took time.Duration)
 }
 
 // Service carries out the API's operations on sandboxes.
@@ -145,7 +146,7 @@ type Service struct {
 	tracer    trace.Tracer
 	// onClaim and warmObserver are Options.OnWarmClaim and WarmObserver.
 	onClaim      func(pool string)
-	warmObserver func(pool string, o WarmOutcome, took time.Duration)
+	warmObserver func(pool string, shape store.WarmShape, o WarmOutcome, took time.Duration)
 }
 
 type nopWaker struct{}

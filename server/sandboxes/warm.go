@@ -34,7 +34,12 @@ func (s *Service) claimWarm(ctx context.Context, by lifecycle.Actor, sb store.Sa
 		// disk, and an environment is given to an instance when it is created.
 		return out, false, false, nil
 	}
-	matched := false
+	// A miss is counted against the first pool and shape that matched.
+	var (
+		matched   bool
+		missPool  string
+		missShape store.WarmShape
+	)
 	for _, name := range d.Pools {
 		v, found := s.pools.View(name)
 		if !found {
@@ -44,20 +49,30 @@ func (s *Service) claimWarm(ctx context.Context, by lifecycle.Actor, sb store.Sa
 			if w.Size == 0 || !warmMatches(w, sb) {
 				continue
 			}
-			matched = true
+			if !matched {
+				matched, missPool, missShape = true, name, w
+			}
 			began := s.now()
 			out, created, err = s.claimOn(ctx, by, sb, name, w)
 			if errors.Is(err, store.ErrNoWarm) {
 				continue
 			}
 			if err == nil && created {
-				s.observeWarm(name, WarmHit, s.now().Sub(began))
+				s.observeWarm(name, w, WarmHit, s.now().Sub(began))
+				if s.onClaim != nil {
+					// The warm pool lost one: its filler starts another, and
+					// records the hit just counted. The scheduler has nothing to
+					// do until then (a claimed sandbox runs already), so it is not
+					// woken here: a pass in the middle of a burst of claims would
+					// only slow them.
+					s.onClaim(name)
+				}
 			}
 			return out, created, err == nil, err
 		}
 	}
 	if matched {
-		s.observeWarm("", WarmMiss, 0)
+		s.observeWarm(missPool, missShape, WarmMiss, 0)
 	}
 	return out, false, false, nil
 }
@@ -100,19 +115,13 @@ func (s *Service) claimOn(ctx context.Context, by lifecycle.Actor, sb store.Sand
 		}
 		return out, false, fmt.Errorf("claim a warm sandbox: %w", err)
 	}
-	if created && s.onClaim != nil {
-		// The warm pool lost one: its filler starts another. The scheduler has
-		// nothing to do until then (a claimed sandbox runs already), so it is not
-		// woken here: a pass in the middle of a burst of claims would only slow them.
-		s.onClaim(pool)
-	}
 	return out, created, nil
 }
 
 // observeWarm reports a warm hit (with how long the claim took) or miss.
-func (s *Service) observeWarm(pool string, o WarmOutcome, took time.Duration) {
+func (s *Service) observeWarm(pool string, shape store.WarmShape, o WarmOutcome, took time.Duration) {
 	if s.warmObserver != nil {
-		s.warmObserver(pool, o, took)
+		s.warmObserver(pool, shape, o, took)
 	}
 }
 

@@ -39,8 +39,16 @@ type Store interface {
 	// sandbox in a non-terminal state references it (terminate those first), and
 	// invalid_state (ConfigPool) for a pool whose Source is PoolFromConfig, checked
 	// under the same lock as the delete, so a replica's start that takes a pool over
-	// and a delete through another replica's API cannot interleave.
+	// and a delete through another replica's API cannot interleave. The pool's warm
+	// statistics go with it.
 	DeletePool(ctx context.Context, name string) error
+	// AddWarmStats adds each of deltas' counts to those stored for its pool and shape,
+	// starting from zero for a pair not stored yet, in one transaction. DeletePool
+	// removes a pool's.
+	AddWarmStats(ctx context.Context, deltas []WarmStats) error
+	// ListWarmStats returns the counts stored for the named pool's shapes, sorted by
+	// shape.
+	ListWarmStats(ctx context.Context, pool string) ([]WarmStats, error)
 
 	// CreateSandbox stores a new sandbox. CreatedAt, UpdatedAt and StateChangedAt are set
 	// to now, NextAttemptAt defaults to now when zero, Version is 1, State defaults to

@@ -1,12 +1,13 @@
 package store
 
 import (
-	"errors"
-
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/different-ai/differently/adapters"
 	"github.com/different-ai/differently/api"
@@ -89,4 +90,86 @@ func ValidateWarm(pool string, shapes []WarmShape) error {
 		seen[w.Key()] = true
 	}
 	return nil
+}
+
+// WarmClaimBuckets are the upper bounds, in seconds, of the histogram of how long
+// claims took (WarmStats.ClaimCounts), as the Prometheus histogram has them.
+var WarmClaimBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+
+// WarmStats counts the creates that one of a pool's warm shapes matched: those given
+// a warm sandbox (hits, with how long taking it took) and those created cold because
+// none was ready (misses). Each replica adds what it saw (AddWarmStats), so the sums
+// are the installation's.
+type WarmStats struct {
+	Pool string
+	// Shape is the shape's Key.
+	Shape        string
+	Hits, Misses int64
+	// ClaimCounts has one count per bucket of WarmClaimBuckets and one more for the
+	// claims slower than the last bound: ClaimCounts[i] counts the hits whose claim
+	// took more than bound i-1 and at most bound i.
+	ClaimCounts []int64
+	// ClaimSeconds is the claims' total time.
+	ClaimSeconds float64
+}
+
+// Observe counts one create: a hit whose claim took took, or a miss.
+func (s *WarmStats) Observe(hit bool, took time.Duration) {
+	if !hit {
+		s.Misses++
+		return
+	}
+	s.Hits++
+	if len(s.ClaimCounts) != len(WarmClaimBuckets)+1 {
+		s.ClaimCounts = append(s.ClaimCounts, make([]int64, len(WarmClaimBuckets)+1-len(s.ClaimCounts))...)
+	}
+	sec := took.Seconds()
+	i, _ := slices.BinarySearch(WarmClaimBuckets, sec)
+	s.ClaimCounts[i]++
+	s.ClaimSeconds += sec
+}
+
+// Add adds o's counts to s's.
+func (s *WarmStats) Add(o WarmStats) {
+	s.Hits += o.Hits
+	s.Misses += o.Misses
+	s.ClaimSeconds += o.ClaimSeconds
+	if n := len(o.ClaimCounts) - len(s.ClaimCounts); n > 0 {
+		s.ClaimCounts = append(s.ClaimCounts, make([]int64, n)...)
+	}
+	for i, c := range o.ClaimCounts {
+		s.ClaimCounts[i] += c
+	}
+}
+
+// ClaimQuantile estimates the q-quantile (0 < q < 1) of the claims' times from the
+// histogram, interpolating within the bucket it falls in, as Prometheus'
+// histogram_quantile does; one beyond the last bound is given as that bound. ok is
+// false when no claim was counted.
+func (s WarmStats) ClaimQuantile(q float64) (d time.Duration, ok bool) {
+	var total int64
+	for _, c := range s.ClaimCounts {
+		total += c
+	}
+	if total == 0 {
+		return 0, false
+	}
+	rank := q * float64(total)
+	var seen int64
+	for i, c := range s.ClaimCounts {
+		if c == 0 || float64(seen+c) < rank {
+			seen += c
+			continue
+		}
+		if i >= len(WarmClaimBuckets) {
+			break
+		}
+		lower := 0.0
+		if i > 0 {
+			lower = WarmClaimBuckets[i-1]
+		}
+		sec := lower + (WarmClaimBuckets[i]-lower)*(rank-float64(seen))/float64(c)
+		return time.Duration(sec * float64(time.Second)), true
+	}
+	return time.Duration(WarmClaimBuckets[len(WarmClaimBuckets)-1] * float64(time.Second)), true
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/different-ai/differently/server/metrics"
+	"github.com/different-ai/differently/server/store"
 )
 
 type warmMetrics struct {
@@ -28,13 +29,13 @@ func newMetrics(reg prometheus.Registerer) (*warmMetrics, error) {
 		}, []string{"pool", "shape"})),
 		claims: metrics.MustRegister(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "differently_warm_claims_total",
-			Help: "Creates on this replica that a pool's warm shape matched, by outcome: hit (given a warm sandbox, on pool) or miss (none was ready; created cold; pool is none).",
-		}, []string{"pool", "outcome"})),
+			Help: "Creates on this replica that a pool's warm shape matched, per pool and shape (its key), by outcome: hit (given a warm sandbox) or miss (none was ready, so created cold; counted against the first pool and shape that matched).",
+		}, []string{"pool", "shape", "outcome"})),
 		claimSeconds: metrics.MustRegister(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "differently_warm_claim_seconds",
-			Help:    "How long taking a warm sandbox took, in the store, per pool.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"pool"})),
+			Help:    "How long taking a warm sandbox took, in the store, per pool and shape.",
+			Buckets: store.WarmClaimBuckets,
+		}, []string{"pool", "shape"})),
 	}, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ type Store interface {
 	GetSandbox(ctx context.Context, id string) (store.Sandbox, error)
 	GetProject(ctx context.Context, org, name string) (store.Project, error)
 	PutProject(ctx context.Context, now time.Time, p store.Project) (store.Project, error)
+	AddWarmStats(ctx context.Context, deltas []store.WarmStats) error
 }
 
 // Sandboxes creates and deletes warm sandboxes (server/sandboxes.Service).
@@ -71,6 +73,8 @@ const (
 	// backoffBase and backoffMax bound the wait after a warm sandbox failed to start.
 	backoffBase = 2 * time.Second
 	backoffMax  = 5 * time.Minute
+	// flushTimeout bounds the last flush of the counts when Run ends.
+	flushTimeout = 5 * time.Second
 )
 
 // Options configure a Filler.
@@ -118,6 +122,10 @@ type Filler struct {
 	// backoff is per project: after a failure, no create before until.
 	backoff map[string]backoff
 	passMu  sync.Mutex
+
+	// stats are the counts Observe took since the last flush, by pool and shape key.
+	stats   map[[2]string]*store.WarmStats
+	statsMu sync.Mutex
 }
 
 type backoff struct {
@@ -135,6 +143,7 @@ func New(opts Options) (*Filler, error) {
 		actor: lifecycle.Warm(opts.ReplicaID), interval: opts.Interval, log: opts.Logger,
 		wake:   make(chan struct{}, 1),
 		quotas: map[string]int{}, started: map[string]string{}, backoff: map[string]backoff{},
+		stats: map[[2]string]*store.WarmStats{},
 	}
 	if f.interval <= 0 {
 		f.interval = DefaultInterval
@@ -166,21 +175,84 @@ func (f *Filler) Wake() {
 	}
 }
 
-// Observe records a create a warm shape matched (sandboxes.Options.WarmObserver).
-func (f *Filler) Observe(pool string, o sandboxes.WarmOutcome, took time.Duration) {
-	if pool == "" {
-		pool = "none"
+// Observe records a create a warm shape matched (sandboxes.Options.WarmObserver):
+// in the metrics at once, and in the store's counts (store.WarmStats) at the next
+// pass.
+func (f *Filler) Observe(pool string, w store.WarmShape, o sandboxes.WarmOutcome, took time.Duration) {
+	key := w.Key()
+	hit := o == sandboxes.WarmHit
+	f.m.claims.WithLabelValues(pool, key, string(o)).Inc()
+	if hit {
+		f.m.claimSeconds.WithLabelValues(pool, key).Observe(took.Seconds())
 	}
-	f.m.claims.WithLabelValues(pool, string(o)).Inc()
-	if o == sandboxes.WarmHit {
-		f.m.claimSeconds.WithLabelValues(pool).Observe(took.Seconds())
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	id := [2]string{pool, key}
+	st := f.stats[id]
+	if st == nil {
+		st = &store.WarmStats{Pool: pool, Shape: key}
+		f.stats[id] = st
 	}
+	st.Observe(hit, took)
+}
+
+// flushStats adds the counts observed since the last flush to the store's. Counts
+// the store did not take are kept for the next.
+func (f *Filler) flushStats(ctx context.Context) error {
+	f.statsMu.Lock()
+	pending := f.stats
+	f.stats = map[[2]string]*store.WarmStats{}
+	f.statsMu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	deltas := make([]store.WarmStats, 0, len(pending))
+	for _, id := range sortedIDs(pending) {
+		deltas = append(deltas, *pending[id])
+	}
+	err := f.st.AddWarmStats(ctx, deltas)
+	if err == nil {
+		return nil
+	}
+	f.statsMu.Lock()
+	defer f.statsMu.Unlock()
+	for id, st := range pending {
+		if cur := f.stats[id]; cur != nil {
+			st.Add(*cur)
+		}
+		f.stats[id] = st
+	}
+	return fmt.Errorf("record the warm pools' hits and misses: %w", err)
+}
+
+// sortedIDs sorts the pairs so that replicas flushing at once lock their rows in one
+// order.
+func sortedIDs(m map[[2]string]*store.WarmStats) [][2]string {
+	ids := make([][2]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	return ids
 }
 
 // Run passes at once, then every Interval and whenever woken, until ctx ends.
 func (f *Filler) Run(ctx context.Context) {
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
+	defer func() {
+		// The counts of the last moments are kept too, if the store still answers.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := f.flushStats(flushCtx); err != nil {
+			f.log.Warn("warm pools: the last counts were not recorded", "error", err)
+		}
+	}()
 	for {
 		if _, err := f.Pass(ctx); err != nil && ctx.Err() == nil {
 			f.log.Warn("warm pools: pass failed", "error", err)
@@ -232,6 +304,10 @@ func (f *Filler) Pass(ctx context.Context) (Result, error) {
 	f.passMu.Lock()
 	defer f.passMu.Unlock()
 	var res Result
+	var errs []error
+	if err := f.flushStats(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	now := f.clk.Now()
 	shapes := map[string]*shape{}
 	for _, v := range f.pools.Views() {
@@ -258,11 +334,10 @@ func (f *Filler) Pass(ctx context.Context) (Result, error) {
 		return nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("list warm sandboxes: %w", err)
+		return res, errors.Join(append(errs, fmt.Errorf("list warm sandboxes: %w", err))...)
 	}
 	f.noteStarted(ctx, now, live, shapes)
 
-	var errs []error
 	for _, sb := range orphans {
 		if err := f.svc.DeleteWarm(ctx, f.actor, sb.ID, "the pool no longer keeps this warm shape"); err != nil && !api.IsCode(err, api.CodeNotFound) {
 			errs = append(errs, err)

@@ -1,12 +1,10 @@
 package warm_test
 
 import (
-	"fmt"
-
-	"sync"
-
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +32,9 @@ type env struct {
 	pools *poolstest.Pools
 	svc   *sandboxes.Service
 	a     *fake.Adapter
+	// observer, once set, is told of the creates a warm shape matched, as the
+	// daemon tells its filler.
+	observer *warm.Filler
 }
 
 var shape = store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 2, MaxAgeSeconds: 60}
@@ -61,11 +62,17 @@ func newEnvOn(t *testing.T, st store.Store) *env {
 	}
 	ps := poolstest.New(pools.View{Pool: pool, Adapter: a, Info: a.Info(), Capabilities: caps,
 		Trust: api.TrustPrivate, Healthy: true, LastProbeAt: clk.Now()})
-	svc, err := sandboxes.New(sandboxes.Options{Store: st, Pools: ps, Waker: nopWaker{}, Clock: clk})
+	e := &env{t: t, st: st, clk: clk, pools: ps, a: a}
+	e.svc, err = sandboxes.New(sandboxes.Options{Store: st, Pools: ps, Waker: nopWaker{}, Clock: clk,
+		WarmObserver: func(pool string, w store.WarmShape, o sandboxes.WarmOutcome, took time.Duration) {
+			if e.observer != nil {
+				e.observer.Observe(pool, w, o, took)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, st: st, clk: clk, pools: ps, svc: svc, a: a}
+	return e
 }
 
 func (e *env) filler() *warm.Filler {

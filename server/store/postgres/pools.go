@@ -142,9 +142,55 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 		if live > 0 {
 			return store.Conflict("pool %q still has %d sandboxes that are not terminated", name, live)
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM warm_stats WHERE pool = $1`, name); err != nil {
+			return wrap(err)
+		}
 		_, err := tx.Exec(ctx, `DELETE FROM pools WHERE name = $1`, name)
 		return wrap(err)
 	})
+}
+
+// addWarmStatsSQL adds one shape's counts to the stored ones, bucket by bucket; a
+// shorter array counts as zeros beyond its end.
+const addWarmStatsSQL = `INSERT INTO warm_stats AS w (pool, shape, hits, misses, claim_counts, claim_seconds)
+	VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (pool, shape) DO UPDATE SET
+		hits = w.hits + EXCLUDED.hits, misses = w.misses + EXCLUDED.misses,
+		claim_seconds = w.claim_seconds + EXCLUDED.claim_seconds,
+		claim_counts = ARRAY(SELECT coalesce(a, 0) + coalesce(b, 0)
+			FROM unnest(w.claim_counts, EXCLUDED.claim_counts) WITH ORDINALITY AS t(a, b, i) ORDER BY i)`
+
+// AddWarmStats implements store.Store in one round trip.
+func (s *Store) AddWarmStats(ctx context.Context, deltas []store.WarmStats) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		for _, d := range deltas {
+			counts := d.ClaimCounts
+			if counts == nil {
+				counts = []int64{}
+			}
+			b.Queue(addWarmStatsSQL, d.Pool, d.Shape, d.Hits, d.Misses, counts, d.ClaimSeconds)
+		}
+		return wrap(tx.SendBatch(ctx, &b).Close())
+	})
+}
+
+// ListWarmStats implements store.Store.
+func (s *Store) ListWarmStats(ctx context.Context, pool string) ([]store.WarmStats, error) {
+	rows, err := s.pool.Query(ctx, `SELECT pool, shape, hits, misses, claim_counts, claim_seconds
+		FROM warm_stats WHERE pool = $1 ORDER BY shape`, pool)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.WarmStats, error) {
+		var w store.WarmStats
+		err := r.Scan(&w.Pool, &w.Shape, &w.Hits, &w.Misses, &w.ClaimCounts, &w.ClaimSeconds)
+		return w, err
+	})
+	return out, wrap(err)
 }
 
 // warmOrEmpty stores a pool without warm shapes as an empty array, as the column's

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/different-ai/differently/server/store"
@@ -144,9 +146,74 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 		if live > 0 {
 			return store.Conflict("pool %q still has %d sandboxes that are not terminated", name, live)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM warm_stats WHERE pool = ?`, name); err != nil {
+			return wrap(err)
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM pools WHERE name = ?`, name)
 		return wrap(err)
 	})
+}
+
+// AddWarmStats implements store.Store: the write transaction is the only writer, so
+// each shape's row is read, added to and written back.
+func (s *Store) AddWarmStats(ctx context.Context, deltas []store.WarmStats) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, d := range deltas {
+			cur := store.WarmStats{Pool: d.Pool, Shape: d.Shape}
+			var counts string
+			err := tx.QueryRowContext(ctx, `SELECT hits, misses, claim_counts, claim_seconds FROM warm_stats
+				WHERE pool = ? AND shape = ?`, d.Pool, d.Shape).Scan(&cur.Hits, &cur.Misses, &counts, &cur.ClaimSeconds)
+			switch {
+			case err == nil:
+				if err := json.Unmarshal([]byte(counts), &cur.ClaimCounts); err != nil {
+					return fmt.Errorf("sqlite: warm_stats %s/%s: claim_counts: %w", d.Pool, d.Shape, err)
+				}
+			case !isNoRows(err):
+				return wrap(err)
+			}
+			cur.Add(d)
+			if cur.ClaimCounts == nil {
+				cur.ClaimCounts = []int64{}
+			}
+			enc, err := json.Marshal(cur.ClaimCounts)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO warm_stats (pool, shape, hits, misses, claim_counts, claim_seconds)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (pool, shape) DO UPDATE SET hits = excluded.hits,
+				misses = excluded.misses, claim_counts = excluded.claim_counts, claim_seconds = excluded.claim_seconds`,
+				cur.Pool, cur.Shape, cur.Hits, cur.Misses, string(enc), cur.ClaimSeconds); err != nil {
+				return wrap(err)
+			}
+		}
+		return nil
+	})
+}
+
+// ListWarmStats implements store.Store.
+func (s *Store) ListWarmStats(ctx context.Context, pool string) ([]store.WarmStats, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT pool, shape, hits, misses, claim_counts, claim_seconds
+		FROM warm_stats WHERE pool = ? ORDER BY shape`, pool)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []store.WarmStats
+	for rows.Next() {
+		var w store.WarmStats
+		var counts string
+		if err := rows.Scan(&w.Pool, &w.Shape, &w.Hits, &w.Misses, &counts, &w.ClaimSeconds); err != nil {
+			return nil, wrap(err)
+		}
+		if err := json.Unmarshal([]byte(counts), &w.ClaimCounts); err != nil {
+			return nil, fmt.Errorf("sqlite: warm_stats %s/%s: claim_counts: %w", w.Pool, w.Shape, err)
+		}
+		out = append(out, w)
+	}
+	return out, wrap(rows.Err())
 }
 
 // warmOrEmpty stores a pool without warm shapes as an empty array, as the column's

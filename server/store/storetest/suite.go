@@ -81,6 +81,7 @@ func Run(t *testing.T, d Driver) {
 		{"WarmClaim", testWarmClaim},
 		{"WarmClaimConcurrent", testWarmClaimConcurrent},
 		{"WarmClaimQuota", testWarmClaimQuota},
+		{"WarmStats", testWarmStats},
 		{"Profiles", testProfiles},
 		{"Snapshots", testSnapshots},
 		{"Tokens", testTokens},

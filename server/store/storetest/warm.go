@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +179,64 @@ func testWarmClaimQuota(t *testing.T, d Driver) {
 	}
 	if seen.Quota.Sandboxes != 2 {
 		t.Fatalf("the claim was admitted with %+v, want proj2's quota", seen)
+	}
+}
+
+// testWarmStats: each replica's counts add up per pool and shape, concurrent adds
+// included, bucket by bucket even when the arrays differ in length; a pool's counts
+// are listed by shape and go when the pool is deleted.
+func testWarmStats(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	must[store.Pool](t)(s.CreatePool(ctx, t0, samplePool("alpha")))
+	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "alpha")); len(got) != 0 {
+		t.Fatalf("before any: %+v", got)
+	}
+	noErr(t, s.AddWarmStats(ctx, nil))
+	noErr(t, s.AddWarmStats(ctx, []store.WarmStats{
+		{Pool: "alpha", Shape: "k2", Misses: 1},
+		{Pool: "alpha", Shape: "k1", Hits: 2, ClaimCounts: []int64{1, 1}, ClaimSeconds: 0.003},
+		{Pool: "beta", Shape: "k1", Hits: 5, ClaimCounts: []int64{5}},
+	}))
+	const replicas, adds = 4, 5
+	var wg sync.WaitGroup
+	for r := range replicas {
+		wg.Go(func() {
+			for range adds {
+				counts := make([]int64, len(store.WarmClaimBuckets)+1)
+				counts[len(counts)-1] = int64(r)
+				if err := s.AddWarmStats(ctx, []store.WarmStats{{Pool: "alpha", Shape: "k1", Hits: int64(r), Misses: 1,
+					ClaimCounts: counts, ClaimSeconds: 2 * float64(r)}}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "alpha"))
+	wantCounts := make([]int64, len(store.WarmClaimBuckets)+1)
+	wantCounts[0], wantCounts[1], wantCounts[len(wantCounts)-1] = 1, 1, (0+1+2+3)*adds
+	want := []store.WarmStats{
+		{Pool: "alpha", Shape: "k1", Hits: 2 + (0+1+2+3)*adds, Misses: replicas * adds, ClaimCounts: wantCounts,
+			ClaimSeconds: 0.003 + 2*(0+1+2+3)*adds},
+		{Pool: "alpha", Shape: "k2", Misses: 1, ClaimCounts: []int64{}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("alpha's counts: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Pool != w.Pool || g.Shape != w.Shape || g.Hits != w.Hits || g.Misses != w.Misses ||
+			!slices.Equal(g.ClaimCounts, w.ClaimCounts) || math.Abs(g.ClaimSeconds-w.ClaimSeconds) > 1e-9 {
+			t.Errorf("counts %d: %+v, want %+v", i, g, w)
+		}
+	}
+
+	noErr(t, s.DeletePool(ctx, "alpha"))
+	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "alpha")); len(got) != 0 {
+		t.Fatalf("after the pool's delete: %+v", got)
+	}
+	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "beta")); len(got) != 1 || got[0].Hits != 5 {
+		t.Fatalf("another pool's counts after alpha's delete: %+v", got)
 	}
 }
