@@ -138,12 +138,9 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
 	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
 		if key != "" {
-			got, err := scanSandbox(br.QueryRow())
-			switch {
-			case err == nil:
-				existing = &got
-			case !isNoRows(err):
-				return wrap(err)
+			var err error
+			if existing, err = readByKey(br.QueryRow()); err != nil {
+				return err
 			}
 		}
 		return scanAdmission(br.QueryRow(), &a)
@@ -158,19 +155,10 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		return *existing, false, nil
 	}
 	if a.Quota.Limited() {
-		err = limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a)
-		if err == nil && key != "" {
-			// A retry that waited for the lock behind the create it repeats finds its
-			// sandbox now, and must get it back rather than be refused for the room
-			// that sandbox takes.
-			got, err2 := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
-			switch {
-			case err2 == nil:
-				tx.Rollback()
-				return got, false, nil
-			case !isNoRows(err2):
-				err = wrap(err2)
-			}
+		existing, err = admitLimited(ctx, tx, sb, now, &a)
+		if existing != nil {
+			tx.Rollback()
+			return *existing, false, nil
 		}
 	}
 	if err == nil && admit != nil {
@@ -274,6 +262,33 @@ const insertClearSQL = `INSERT INTO sandboxes (` + sandboxColumns + `)
 // selectByKeySQL finds the sandbox holding an idempotency key ($3) in a project.
 const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
 	WHERE org = $1 AND project = $2 AND idempotency_key = $3`
+
+// readByKey reads the answer of selectByKeySQL: the sandbox holding the key, or nil.
+func readByKey(row pgx.Row) (*store.Sandbox, error) {
+	got, err := scanSandbox(row)
+	switch {
+	case err == nil:
+		return &got, nil
+	case isNoRows(err):
+		return nil, nil
+	}
+	return nil, wrap(err)
+}
+
+// admitLimited completes the admission of a create whose project's quota limits
+// something (limitedAdmission, which locks the project) and then looks its
+// idempotency key up again: a retry that waited for the lock behind the create it
+// repeats finds that create's sandbox now (existing), and must get it back rather
+// than be refused for the room that sandbox takes.
+func admitLimited(ctx context.Context, tx txConn, sb store.Sandbox, now time.Time, a *store.Admission) (existing *store.Sandbox, err error) {
+	if err := limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), a); err != nil {
+		return nil, err
+	}
+	if sb.IdempotencyKey == "" {
+		return nil, nil
+	}
+	return readByKey(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, sb.IdempotencyKey))
+}
 
 // insertSandboxSQL inserts a sandbox, or nothing when its idempotency key is taken.
 const insertSandboxSQL = `INSERT INTO sandboxes (` + sandboxColumns + `) VALUES (` + sandboxParams + `)
@@ -786,12 +801,9 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 			return wrap(err)
 		}
 		if key != "" {
-			got, err := scanSandbox(br.QueryRow())
-			switch {
-			case err == nil:
-				existing = &got
-			case !isNoRows(err):
-				return wrap(err)
+			var err error
+			if existing, err = readByKey(br.QueryRow()); err != nil {
+				return err
 			}
 		}
 		if err := scanAdmission(br.QueryRow(), &a); err != nil {
@@ -808,22 +820,14 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		return *existing, false, nil
 	}
 	if a.Quota.Limited() {
-		if err := limitedAdmission(ctx, tx, sb.Org, sb.Project, store.Timestamp(now), &a); err != nil {
+		existing, err := admitLimited(ctx, tx, sb, now, &a)
+		switch {
+		case err != nil:
 			tx.Rollback()
 			return store.Sandbox{}, false, err
-		}
-		if key != "" {
-			// A retry that waited for the lock behind the create it repeats gets
-			// that create's sandbox back.
-			got, err := scanSandbox(tx.QueryRow(ctx, selectByKeySQL, sb.Org, sb.Project, key))
-			switch {
-			case err == nil:
-				tx.Rollback()
-				return got, false, nil
-			case !isNoRows(err):
-				tx.Rollback()
-				return store.Sandbox{}, false, wrap(err)
-			}
+		case existing != nil:
+			tx.Rollback()
+			return *existing, false, nil
 		}
 		// The first select took nothing unless the quota was lifted in between.
 		if !found {
