@@ -555,6 +555,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	loops.Wait()
+	// The warm pools' hits and misses of the last moments, the drain's included.
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastFlush)
+	if ferr := d.warm.Flush(flushCtx); ferr != nil {
+		log.Warn("the warm pools' last hits and misses were not recorded", "error", ferr)
+	}
+	cancel()
 	if d.envd != nil {
 		d.envd.Close()
 	}
@@ -568,6 +574,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // errShuttingDown ends requests still running when the shutdown grace is over.
 var errShuttingDown = api.Errorf(api.CodeProviderUnavailable, "the daemon is shutting down; run the command again")
+
+// lastFlush bounds the write of the warm pools' last counts at shutdown.
+const lastFlush = 5 * time.Second
 
 // lastWrites is how long requests ended by errShuttingDown get to write their last
 // words (a stream's final event) before their connections close.

@@ -43,8 +43,9 @@ type Store interface {
 	// statistics go with it.
 	DeletePool(ctx context.Context, name string) error
 	// AddWarmStats adds each of deltas' counts to those stored for its pool and shape,
-	// starting from zero for a pair not stored yet, in one transaction. DeletePool
-	// removes a pool's.
+	// starting from zero for a pair not stored yet, in one transaction. The counts of
+	// a pool the store does not hold are dropped: DeletePool removes a pool's, and
+	// they do not come back with a pool created later under the same name.
 	AddWarmStats(ctx context.Context, deltas []WarmStats) error
 	// ListWarmStats returns the counts stored for the named pool's shapes, sorted by
 	// shape.

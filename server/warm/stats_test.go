@@ -31,6 +31,10 @@ func (f *flakyStats) AddWarmStats(ctx context.Context, deltas []store.WarmStats)
 // kept for the next one.
 func TestHitsAndMisses(t *testing.T) {
 	eachStore(t, func(t *testing.T, e *env) {
+		// The counts are kept for the pools the store holds.
+		if _, err := e.st.CreatePool(t.Context(), e.clk.Now(), e.pools.Views()[0].Pool); err != nil {
+			t.Fatal(err)
+		}
 		reg := prometheus.NewRegistry()
 		st := &flakyStats{Store: e.st}
 		f, err := warm.New(warm.Options{Store: st, Sandboxes: e.svc, Pools: e.pools, Clock: e.clk, ReplicaID: "r1",
@@ -67,7 +71,7 @@ func TestHitsAndMisses(t *testing.T) {
 		if _, err := f.Pass(t.Context()); err == nil || !strings.Contains(err.Error(), "hits and misses") {
 			t.Fatalf("a pass whose store refused the counts: %v, want that error", err)
 		}
-		e.create("d", nil) // no refill has run: a miss
+		e.create("d", nil) // the refills are queued, and nothing runs them here: a miss
 		st.fail.Store(false)
 		if _, err := f.Pass(t.Context()); err != nil {
 			t.Fatal(err)
@@ -86,6 +90,14 @@ func TestHitsAndMisses(t *testing.T) {
 		}
 		if again := stats(); again[0].Hits != 2 || again[0].Misses != 2 {
 			t.Fatalf("after another pass: %+v", again)
+		}
+		// Flush, as the daemon calls it at shutdown, records what came since.
+		e.create("e", nil)
+		if err := f.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if last := stats(); last[0].Hits != 2 || last[0].Misses != 3 {
+			t.Fatalf("after Flush: %+v, want the last miss counted", last)
 		}
 	})
 }

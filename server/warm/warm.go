@@ -73,8 +73,6 @@ const (
 	// backoffBase and backoffMax bound the wait after a warm sandbox failed to start.
 	backoffBase = 2 * time.Second
 	backoffMax  = 5 * time.Minute
-	// flushTimeout bounds the last flush of the counts when Run ends.
-	flushTimeout = 5 * time.Second
 )
 
 // Options configure a Filler.
@@ -196,8 +194,17 @@ func (f *Filler) Observe(pool string, w store.WarmShape, o sandboxes.WarmOutcome
 	st.Observe(hit, took)
 }
 
+// Flush records the counts observed since the last pass, as each pass does. The
+// daemon calls it once its last requests have ended and Run has returned, so that
+// the claims made while it drained are counted too.
+func (f *Filler) Flush(ctx context.Context) error {
+	return f.flushStats(ctx)
+}
+
 // flushStats adds the counts observed since the last flush to the store's. Counts
-// the store did not take are kept for the next.
+// the store did not take are kept for the next: an error that came after the
+// store had committed them (a lost answer) counts them twice, which is rarer and
+// smaller than losing every error's counts.
 func (f *Filler) flushStats(ctx context.Context) error {
 	f.statsMu.Lock()
 	pending := f.stats
@@ -245,14 +252,6 @@ func sortedIDs(m map[[2]string]*store.WarmStats) [][2]string {
 func (f *Filler) Run(ctx context.Context) {
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
-	defer func() {
-		// The counts of the last moments are kept too, if the store still answers.
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-		defer cancel()
-		if err := f.flushStats(flushCtx); err != nil {
-			f.log.Warn("warm pools: the last counts were not recorded", "error", err)
-		}
-	}()
 	for {
 		if _, err := f.Pass(ctx); err != nil && ctx.Err() == nil {
 			f.log.Warn("warm pools: pass failed", "error", err)

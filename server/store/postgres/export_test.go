@@ -57,6 +57,7 @@ var (
 	GetSandboxesSQL        = getSandboxesSQL
 	SelectWarmSQL          = selectWarmSQL
 	SelectWarmUnlimitedSQL = selectWarmUnlimitedSQL
+	SelectByKeySQL         = selectByKeySQL
 	UpdateSandboxesSQL     = updateSandboxesSQL
 	UpdateSandboxesEvsSQL  = updateSandboxesEventsSQL
 	UpdateSandboxesParams  = updateColumnCount
@@ -64,8 +65,9 @@ var (
 )
 
 // ExplainGeneric returns the generic plan PostgreSQL makes for sql, a statement of
-// params parameters whose first is an array of IDs, as EXPLAIN prints it: the plan a
-// connection keeps for the statement once it has run it a few times.
+// params parameters, as EXPLAIN prints it: the plan a connection keeps for the
+// statement once it has run it a few times. The first parameter is given as
+// '{sbx_1,sbx_2}' (an array of IDs, or a text), the others as NULL.
 func (s *Store) ExplainGeneric(ctx context.Context, sql string, params int) (string, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

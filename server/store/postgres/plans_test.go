@@ -93,26 +93,28 @@ func TestBatchesUseThePrimaryKey(t *testing.T) {
 	}
 }
 
-// TestClaimUsesIndexes: the statements that pick a warm sandbox to claim, which a
-// claim runs on their generic plans, find the shape's ready sandboxes through
-// sandboxes_warm_ready even when the plan was made on an empty table, rather than
-// walking every running sandbox of the pool.
+// TestClaimUsesIndexes: the statements a claim runs on their generic plans find
+// their rows through an index even when the plan was made on an empty table: the
+// shape's ready sandboxes through sandboxes_warm_ready, rather than walking every
+// running sandbox of the pool, and an idempotency key through its unique index,
+// rather than walking the project's history.
 func TestClaimUsesIndexes(t *testing.T) {
 	s := open(t, pgtest.SchemaURL(t))
 	for _, st := range []struct {
-		name   string
-		sql    string
-		params int
+		name, sql string
+		params    int
+		index     string
 	}{
-		{"for a project with a quota", postgres.SelectWarmSQL, 2},
-		{"for a project without", postgres.SelectWarmUnlimitedSQL, 4},
+		{"the warm select for a project with a quota", postgres.SelectWarmSQL, 2, "sandboxes_warm_ready"},
+		{"the warm select for a project without", postgres.SelectWarmUnlimitedSQL, 4, "sandboxes_warm_ready"},
+		{"the idempotency key's lookup", postgres.SelectByKeySQL, 3, "sandboxes_idempotency"},
 	} {
 		plan, err := s.ExplainGeneric(t.Context(), st.sql, st.params)
 		if err != nil {
 			t.Fatal(st.name, err)
 		}
-		if strings.Contains(plan, "Seq Scan on sandboxes") || !strings.Contains(plan, "sandboxes_warm_ready") {
-			t.Errorf("%s: the generic plan does not use sandboxes_warm_ready:\n%s", st.name, plan)
+		if strings.Contains(plan, "Seq Scan on sandboxes") || !strings.Contains(plan, st.index) {
+			t.Errorf("%s: the generic plan does not use %s:\n%s", st.name, st.index, plan)
 		}
 	}
 }

@@ -150,10 +150,13 @@ func (s *Store) DeletePool(ctx context.Context, name string) error {
 	})
 }
 
-// addWarmStatsSQL adds one shape's counts to the stored ones, bucket by bucket; a
-// shorter array counts as zeros beyond its end.
+// addWarmStatsSQL adds one shape's counts to the stored ones, bucket by bucket (a
+// shorter array counts as zeros beyond its end), unless the pool is gone: counts a
+// replica flushes after the pool's delete must not come back with a pool created
+// later under the same name.
 const addWarmStatsSQL = `INSERT INTO warm_stats AS w (pool, shape, hits, misses, claim_counts, claim_seconds)
-	VALUES ($1, $2, $3, $4, $5, $6)
+	SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint[], $6::double precision
+	WHERE EXISTS (SELECT FROM pools WHERE name = $1)
 	ON CONFLICT (pool, shape) DO UPDATE SET
 		hits = w.hits + EXCLUDED.hits, misses = w.misses + EXCLUDED.misses,
 		claim_seconds = w.claim_seconds + EXCLUDED.claim_seconds,

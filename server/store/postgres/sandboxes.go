@@ -260,8 +260,11 @@ const insertClearSQL = `INSERT INTO sandboxes (` + sandboxColumns + `)
 	RETURNING id`
 
 // selectByKeySQL finds the sandbox holding an idempotency key ($3) in a project.
+// The redundant idempotency_key <> ” is the predicate of the unique index
+// sandboxes_idempotency, which a generic plan (a claim runs on those) can only use
+// when the statement states it (TestClaimUsesIndexes).
 const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
-	WHERE org = $1 AND project = $2 AND idempotency_key = $3`
+	WHERE org = $1 AND project = $2 AND idempotency_key = $3 AND idempotency_key <> ''`
 
 // readByKey reads the answer of selectByKeySQL: the sandbox holding the key, or nil.
 func readByKey(row pgx.Row) (*store.Sandbox, error) {
@@ -788,8 +791,8 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 	}
 	var reads pgx.Batch
 	// A claim's statements are planned afresh on each of a connection's first five
-	// runs otherwise, which costs as much as running them; their generic plans are
-	// as good (TestClaimUsesIndexes).
+	// runs otherwise, which costs as much as running them; their generic plans use
+	// the indexes a custom plan would (TestClaimUsesIndexes).
 	reads.Queue(genericPlansSQL)
 	if key != "" {
 		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)

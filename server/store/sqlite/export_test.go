@@ -7,3 +7,6 @@ func DB(s *Store) *sql.DB { return s.write }
 
 // SelectWarmSQL is the statement a claim picks its warm sandbox with.
 const SelectWarmSQL = selectWarmSQL
+
+// SelectByKeySQL is the statement that finds the sandbox holding an idempotency key.
+const SelectByKeySQL = selectByKeySQL

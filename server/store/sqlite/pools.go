@@ -162,6 +162,15 @@ func (s *Store) AddWarmStats(ctx context.Context, deltas []store.WarmStats) erro
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, d := range deltas {
+			// Counts flushed after the pool's delete must not come back with a pool
+			// created later under the same name.
+			var pools int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pools WHERE name = ?`, d.Pool).Scan(&pools); err != nil {
+				return wrap(err)
+			}
+			if pools == 0 {
+				continue
+			}
 			cur := store.WarmStats{Pool: d.Pool, Shape: d.Shape}
 			var counts string
 			err := tx.QueryRowContext(ctx, `SELECT hits, misses, claim_counts, claim_seconds FROM warm_stats

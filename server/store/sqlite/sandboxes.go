@@ -108,8 +108,7 @@ func (s *Store) createSandbox(ctx context.Context, now time.Time, sb store.Sandb
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		ins := sb
 		if sb.IdempotencyKey != "" {
-			out, err = scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-				WHERE org = ? AND project = ? AND idempotency_key = ?`, sb.Org, sb.Project, sb.IdempotencyKey))
+			out, err = scanSandbox(tx.QueryRowContext(ctx, selectByKeySQL, sb.Org, sb.Project, sb.IdempotencyKey))
 			if err == nil || !isNoRows(err) {
 				return wrap(err)
 			}
@@ -393,6 +392,13 @@ func (s *Store) countBy(ctx context.Context, column string, states []store.State
 	return out, wrap(rows.Err())
 }
 
+// selectByKeySQL finds the sandbox holding an idempotency key in a project. The
+// redundant idempotency_key <> ” is the predicate of the unique index
+// sandboxes_idempotency, which SQLite uses only when the statement states it; without
+// it the lookup walks the project's every sandbox (TestKeyLookupUsesItsIndex).
+const selectByKeySQL = `SELECT ` + sandboxColumns + ` FROM sandboxes
+	WHERE org = ? AND project = ? AND idempotency_key = ? AND idempotency_key <> ''`
+
 // selectWarmSQL reads the ready warm sandbox of a shape's project on a pool that has
 // waited longest. The organisation and the state are constants, as in the predicate
 // of the index sandboxes_warm_ready (migration 013), which SQLite uses only then.
@@ -408,8 +414,7 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 	created := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if sb.IdempotencyKey != "" {
-			got, err := scanSandbox(tx.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-				WHERE org = ? AND project = ? AND idempotency_key = ?`, sb.Org, sb.Project, sb.IdempotencyKey))
+			got, err := scanSandbox(tx.QueryRowContext(ctx, selectByKeySQL, sb.Org, sb.Project, sb.IdempotencyKey))
 			if err == nil {
 				out = got
 				return nil

@@ -184,11 +184,13 @@ func testWarmClaimQuota(t *testing.T, d Driver) {
 
 // testWarmStats: each replica's counts add up per pool and shape, concurrent adds
 // included, bucket by bucket even when the arrays differ in length; a pool's counts
-// are listed by shape and go when the pool is deleted.
+// are listed by shape, go when the pool is deleted, and are not added to once it
+// is gone.
 func testWarmStats(t *testing.T, d Driver) {
 	ctx := ctxFor(t)
 	s := d.New(t)
 	must[store.Pool](t)(s.CreatePool(ctx, t0, samplePool("alpha")))
+	must[store.Pool](t)(s.CreatePool(ctx, t0, samplePool("beta")))
 	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "alpha")); len(got) != 0 {
 		t.Fatalf("before any: %+v", got)
 	}
@@ -235,6 +237,15 @@ func testWarmStats(t *testing.T, d Driver) {
 	noErr(t, s.DeletePool(ctx, "alpha"))
 	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "alpha")); len(got) != 0 {
 		t.Fatalf("after the pool's delete: %+v", got)
+	}
+	// A replica's counts that come after the delete are dropped, so that a pool
+	// created again under the name starts from zero; so are a pool's never stored.
+	noErr(t, s.AddWarmStats(ctx, []store.WarmStats{{Pool: "alpha", Shape: "k1", Hits: 1}, {Pool: "gamma", Shape: "k1", Misses: 1}}))
+	must[store.Pool](t)(s.CreatePool(ctx, t0, samplePool("alpha")))
+	for _, pool := range []string{"alpha", "gamma"} {
+		if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, pool)); len(got) != 0 {
+			t.Fatalf("%s's counts added after the delete or without the pool: %+v", pool, got)
+		}
 	}
 	if got := must[[]store.WarmStats](t)(s.ListWarmStats(ctx, "beta")); len(got) != 1 || got[0].Hits != 5 {
 		t.Fatalf("another pool's counts after alpha's delete: %+v", got)
