@@ -129,39 +129,17 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		return out, ok, err
 	}
 	key := sb.IdempotencyKey
-	var existing *store.Sandbox
 	var a store.Admission
-	var reads pgx.Batch
-	if key != "" {
-		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
-	}
-	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
-	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
-		if key != "" {
-			var err error
-			if existing, err = readByKey(br.QueryRow()); err != nil {
-				return err
-			}
-		}
-		return scanAdmission(br.QueryRow(), &a)
-	})
-	if err != nil {
+	tx, existing, err := s.beginAdmission(ctx, sb, now, &a, false, nil, nil)
+	switch {
+	case err != nil:
 		return store.Sandbox{}, false, err
-	}
-	defer tx.Rollback() // after a panic; a no-op once the transaction ended
-	if existing != nil {
+	case existing != nil:
 		// A retry is never refused, and needs no write.
-		tx.Rollback()
 		return *existing, false, nil
 	}
-	if a.Quota.Limited() {
-		existing, err = admitLimited(ctx, tx, sb, now, &a)
-		if existing != nil {
-			tx.Rollback()
-			return *existing, false, nil
-		}
-	}
-	if err == nil && admit != nil {
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
+	if admit != nil {
 		err = admit(a, &sb)
 	}
 	var q string
@@ -276,6 +254,61 @@ func readByKey(row pgx.Row) (*store.Sandbox, error) {
 		return nil, nil
 	}
 	return nil, wrap(err)
+}
+
+// beginAdmission begins a create's transaction as pipelinedTx does, BEGIN travelling
+// with its reads: the idempotency key's lookup when sb has a key, the admission of
+// sb's project into a, and the statements more queues, whose results readMore
+// consumes; generic runs them all on their generic plans (genericPlansSQL). A key
+// already taken ends the transaction and comes back as existing. A project whose
+// quota limits something is then locked and admitted in full (admitLimited), and a
+// key found taken under that lock ends the transaction too. Otherwise the caller
+// ends tx.
+func (s *Store) beginAdmission(ctx context.Context, sb store.Sandbox, now time.Time, a *store.Admission, generic bool,
+	more func(*pgx.Batch), readMore func(pgx.BatchResults) error) (tx *pipelinedTx, existing *store.Sandbox, err error) {
+	key := sb.IdempotencyKey
+	var reads pgx.Batch
+	if generic {
+		reads.Queue(genericPlansSQL)
+	}
+	if key != "" {
+		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
+	}
+	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
+	if more != nil {
+		more(&reads)
+	}
+	tx, err = s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
+		if generic {
+			if _, err := br.Exec(); err != nil {
+				return wrap(err)
+			}
+		}
+		if key != "" {
+			var err error
+			if existing, err = readByKey(br.QueryRow()); err != nil {
+				return err
+			}
+		}
+		if err := scanAdmission(br.QueryRow(), a); err != nil {
+			return err
+		}
+		if readMore != nil {
+			return readMore(br)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if existing == nil && a.Quota.Limited() {
+		existing, err = admitLimited(ctx, tx, sb, now, a)
+	}
+	if existing != nil || err != nil {
+		tx.Rollback()
+		return nil, existing, err
+	}
+	return tx, nil, nil
 }
 
 // admitLimited completes the admission of a create whose project's quota limits
@@ -771,12 +804,10 @@ var claimInsertEventsSQL = withEvents(claimInsertSQL, sandboxColumns)
 // COMMIT.
 func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, pool, project string,
 	claim func(store.Admission, store.Sandbox, *store.Sandbox) error) (store.Sandbox, bool, error) {
-	key := sb.IdempotencyKey
 	var (
-		existing *store.Sandbox
-		a        store.Admission
-		warm     store.Sandbox
-		found    bool
+		a     store.Admission
+		warm  store.Sandbox
+		found bool
 	)
 	// readWarm scans the row of a warm sandbox select: none is no error.
 	readWarm := func(row pgx.Row) error {
@@ -789,49 +820,20 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		}
 		return nil
 	}
-	var reads pgx.Batch
 	// A claim's statements are planned afresh on each of a connection's first five
 	// runs otherwise, which costs as much as running them; their generic plans use
 	// the indexes a custom plan would (TestClaimUsesIndexes).
-	reads.Queue(genericPlansSQL)
-	if key != "" {
-		reads.Queue(selectByKeySQL, sb.Org, sb.Project, key)
-	}
-	reads.Queue(admissionSQL, sb.Org, sb.Project, store.Timestamp(now))
-	reads.Queue(selectWarmUnlimitedSQL, project, pool, sb.Org, sb.Project)
-	tx, err := s.beginPipelined(ctx, &reads, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return wrap(err)
-		}
-		if key != "" {
-			var err error
-			if existing, err = readByKey(br.QueryRow()); err != nil {
-				return err
-			}
-		}
-		if err := scanAdmission(br.QueryRow(), &a); err != nil {
-			return err
-		}
-		return readWarm(br.QueryRow())
-	})
-	if err != nil {
+	tx, existing, err := s.beginAdmission(ctx, sb, now, &a, true,
+		func(b *pgx.Batch) { b.Queue(selectWarmUnlimitedSQL, project, pool, sb.Org, sb.Project) },
+		func(br pgx.BatchResults) error { return readWarm(br.QueryRow()) })
+	switch {
+	case err != nil:
 		return store.Sandbox{}, false, err
-	}
-	defer tx.Rollback() // after a panic; a no-op once the transaction ended
-	if existing != nil {
-		tx.Rollback()
+	case existing != nil:
 		return *existing, false, nil
 	}
+	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	if a.Quota.Limited() {
-		existing, err := admitLimited(ctx, tx, sb, now, &a)
-		switch {
-		case err != nil:
-			tx.Rollback()
-			return store.Sandbox{}, false, err
-		case existing != nil:
-			tx.Rollback()
-			return *existing, false, nil
-		}
 		// The first select took nothing unless the quota was lifted in between.
 		if !found {
 			if err := readWarm(tx.QueryRow(ctx, selectWarmSQL, project, pool)); err != nil {
@@ -872,7 +874,7 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		return err
 	})
 	if err != nil {
-		if isUniqueViolation(err) && key != "" {
+		if isUniqueViolation(err) && sb.IdempotencyKey != "" {
 			// Only the idempotency key can be taken: the ID is the warm
 			// sandbox's, deleted in the same transaction. Nothing is written.
 			return store.Sandbox{}, false, store.Conflict("a concurrent create with the same Idempotency-Key won; retry to get its sandbox")
