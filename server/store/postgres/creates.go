@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,16 +26,8 @@ import (
 // creates are then sent again one by one, so each gets the answer it would have got
 // alone, and none is written twice.
 type creates struct {
-	s *Store
-
-	mu      sync.Mutex
-	busy    bool
-	pending []*clearCreate
-
-	// Tests only: queued, when set, is called with the number of creates waiting
-	// after one queues, and sent with the size of each batch before it is sent.
-	queued func(n int)
-	sent   func(n int)
+	s     *Store
+	turns turns[*clearCreate]
 }
 
 // maxCreateBatch bounds one transaction's inserts: a batch holds its rows' index
@@ -70,22 +61,7 @@ type createResult struct {
 // is false, with nothing written, when the statement's conditions did not hold.
 func (c *creates) insert(ctx context.Context, row store.Sandbox, sql string, args []any) (store.Sandbox, bool, error) {
 	w := &clearCreate{sql: sql, args: args, row: row, done: make(chan createResult, 1)}
-	c.mu.Lock()
-	c.pending = append(c.pending, w)
-	lead := !c.busy
-	c.busy = true
-	if c.queued != nil {
-		c.queued(len(c.pending))
-	}
-	c.mu.Unlock()
-	var r createResult
-	if !lead {
-		r = <-w.done
-	}
-	if lead || r.lead {
-		c.flush(ctx)
-		r = <-w.done
-	}
+	r := await(c.turns.join(w), w.done, func(r createResult) bool { return r.lead }, func() { c.flush(ctx) })
 	if r.alone {
 		return c.s.insertClear(ctx, row, sql, args)
 	}
@@ -94,11 +70,7 @@ func (c *creates) insert(ctx context.Context, row store.Sandbox, sql string, arg
 
 // flush sends what is pending, then hands the lead on.
 func (c *creates) flush(ctx context.Context) {
-	c.mu.Lock()
-	n := min(len(c.pending), maxCreateBatch)
-	batch := c.pending[:n:n]
-	c.pending = append([]*clearCreate(nil), c.pending[n:]...)
-	c.mu.Unlock()
+	batch := c.turns.take(oldest[*clearCreate](maxCreateBatch))
 	defer c.handOn()
 	answered := false
 	defer func() {
@@ -110,9 +82,6 @@ func (c *creates) flush(ctx context.Context) {
 			}
 		}
 	}()
-	if c.sent != nil {
-		c.sent(len(batch))
-	}
 	if len(batch) == 1 {
 		// The lone create of a quiet replica: its caller's context, no transaction.
 		w := batch[0]
@@ -142,13 +111,9 @@ func (c *creates) flush(ctx context.Context) {
 // handOn gives the lead to the oldest create that queued meanwhile, or ends the
 // busy period.
 func (c *creates) handOn() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.pending) == 0 {
-		c.busy = false
-		return
+	if w, ok := c.turns.next(); ok {
+		w.done <- createResult{lead: true}
 	}
-	c.pending[0].done <- createResult{lead: true}
 }
 
 // insertClear sends one clear insert of row on its own.

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,40 +39,19 @@ func TestCreatesShareATransaction(t *testing.T) {
 	// round creates lead alone and holds its round trip until every one of batch has
 	// queued behind it, so that they share the next one.
 	round := func(t *testing.T, batch []store.Sandbox) (sizes []int, results []result) {
-		var mu sync.Mutex
-		entered, release, all := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		s.HookCreates(func(n int) {
-			if n == len(batch) {
-				close(all)
+		results = make([]result, len(batch))
+		calls := make([]func(), len(batch))
+		for i, sb := range batch {
+			calls[i] = func() {
+				r := &results[i]
+				r.out, r.created, r.err = s.CreateSandboxAdmitted(ctx, t0, sb, nil)
 			}
-		}, func(n int) {
-			mu.Lock()
-			sizes = append(sizes, n)
-			first := len(sizes) == 1
-			mu.Unlock()
-			if first {
-				close(entered)
-				<-release
-			}
-		})
-		defer s.HookCreates(nil, nil)
-		var wg sync.WaitGroup
-		wg.Go(func() {
+		}
+		sizes = sharedRound(t, s.HookCreates, func() {
 			if _, _, err := s.CreateSandboxAdmitted(ctx, t0, sandbox(""), nil); err != nil {
 				t.Error(err)
 			}
-		})
-		<-entered
-		results = make([]result, len(batch))
-		for i, sb := range batch {
-			wg.Go(func() {
-				r := &results[i]
-				r.out, r.created, r.err = s.CreateSandboxAdmitted(ctx, t0, sb, nil)
-			})
-		}
-		<-all
-		close(release)
-		wg.Wait()
+		}, calls)
 		return sizes, results
 	}
 

@@ -37,18 +37,14 @@ func (s *Store) PreparedPlans(ctx context.Context) ([]PreparedPlan, error) {
 // for a shared transaction, and sent with the size of each batch before it is sent.
 // queued runs under the queue's lock: it must not call the store.
 func (s *Store) HookCreates(queued, sent func(n int)) {
-	s.creates.mu.Lock()
-	defer s.creates.mu.Unlock()
-	s.creates.queued, s.creates.sent = queued, sent
+	s.creates.turns.hook(queued, sent)
 }
 
 // HookReads calls queued with the number of reads waiting whenever one queues for
 // a shared statement, and sent with the size of each batch before it is sent.
 // queued runs under the queue's lock: it must not call the store.
 func (s *Store) HookReads(queued, sent func(n int)) {
-	s.reads.mu.Lock()
-	defer s.reads.mu.Unlock()
-	s.reads.queued, s.reads.sent = queued, sent
+	s.reads.turns.hook(queued, sent)
 }
 
 // Statements a test explains, with their numbers of parameters.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/different-ai/differently/api"
@@ -20,16 +19,8 @@ import (
 // A shared statement's snapshot is taken after every one of its reads was asked
 // for, so each still sees every write committed before it was asked, as alone.
 type reads struct {
-	s *Store
-
-	mu      sync.Mutex
-	busy    bool
-	pending []*sandboxRead
-
-	// Tests only: queued, when set, is called with the number of reads waiting
-	// after one queues, and sent with the size of each batch before it is sent.
-	queued func(n int)
-	sent   func(n int)
+	s     *Store
+	turns turns[*sandboxRead]
 }
 
 // maxReadBatch bounds one shared statement's IDs.
@@ -65,31 +56,13 @@ func (r *reads) get(ctx context.Context, id string) (store.Sandbox, error) {
 		return store.Sandbox{}, wrap(err)
 	}
 	w := &sandboxRead{id: id, done: make(chan readResult, 1)}
-	r.mu.Lock()
-	r.pending = append(r.pending, w)
-	lead := !r.busy
-	r.busy = true
-	if r.queued != nil {
-		r.queued(len(r.pending))
-	}
-	r.mu.Unlock()
-	var res readResult
-	if !lead {
-		res = <-w.done
-	}
-	if lead || res.lead {
-		r.flush(ctx)
-		res = <-w.done
-	}
+	res := await(r.turns.join(w), w.done, func(res readResult) bool { return res.lead }, func() { r.flush(ctx) })
 	return res.sb, res.err
 }
 
 // flush sends what is pending, then hands the lead on.
 func (r *reads) flush(ctx context.Context) {
-	r.mu.Lock()
-	batch := r.takeBatch()
-	sent := r.sent
-	r.mu.Unlock()
+	batch := r.turns.take(readBatch)
 	defer r.handOn()
 	answered := false
 	defer func() {
@@ -101,9 +74,6 @@ func (r *reads) flush(ctx context.Context) {
 			}
 		}
 	}()
-	if sent != nil {
-		sent(len(batch))
-	}
 	if len(batch) == 1 {
 		// The lone read of a quiet replica: its caller's context, as before.
 		w := batch[0]
@@ -137,13 +107,12 @@ func (r *reads) flush(ctx context.Context) {
 	}
 }
 
-// takeBatch removes the reads for one statement, at most maxReadBatch. A sandbox
+// readBatch picks the reads for one statement, at most maxReadBatch. A sandbox
 // asked for twice stays pending for the next one: every caller gets a row of its
 // own, whose maps and slices no other caller holds.
-func (r *reads) takeBatch() []*sandboxRead {
-	var batch, rest []*sandboxRead
-	seen := make(map[string]bool, min(len(r.pending), maxReadBatch))
-	for _, w := range r.pending {
+func readBatch(pending []*sandboxRead) (batch, rest []*sandboxRead) {
+	seen := make(map[string]bool, min(len(pending), maxReadBatch))
+	for _, w := range pending {
 		if len(batch) == maxReadBatch || seen[w.id] {
 			rest = append(rest, w)
 			continue
@@ -151,18 +120,13 @@ func (r *reads) takeBatch() []*sandboxRead {
 		seen[w.id] = true
 		batch = append(batch, w)
 	}
-	r.pending = rest
-	return batch
+	return batch, rest
 }
 
 // handOn gives the lead to the oldest read that queued meanwhile, or ends the busy
 // period.
 func (r *reads) handOn() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.pending) == 0 {
-		r.busy = false
-		return
+	if w, ok := r.turns.next(); ok {
+		w.done <- readResult{lead: true}
 	}
-	r.pending[0].done <- readResult{lead: true}
 }

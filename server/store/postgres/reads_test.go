@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,44 +29,20 @@ func TestReadsShareAStatement(t *testing.T) {
 	}
 	want := []string{ids[1], "sbx_missing", ids[2], ids[1]}
 
-	var mu sync.Mutex
-	var sizes []int
-	entered, release, all := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	s.HookReads(func(n int) {
-		if n == len(want) {
-			close(all)
-		}
-	}, func(n int) {
-		mu.Lock()
-		sizes = append(sizes, n)
-		first := len(sizes) == 1
-		mu.Unlock()
-		if first {
-			close(entered)
-			<-release
-		}
-	})
-	defer s.HookReads(nil, nil)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if got, err := s.GetSandbox(ctx, ids[0]); err != nil || got.ID != ids[0] {
-			t.Errorf("the leading read: %s %v", got.ID, err)
-		}
-	})
-	<-entered
 	type result struct {
 		sb  store.Sandbox
 		err error
 	}
 	results := make([]result, len(want))
+	calls := make([]func(), len(want))
 	for i, id := range want {
-		wg.Go(func() {
-			results[i].sb, results[i].err = s.GetSandbox(ctx, id)
-		})
+		calls[i] = func() { results[i].sb, results[i].err = s.GetSandbox(ctx, id) }
 	}
-	<-all
-	close(release)
-	wg.Wait()
+	sizes := sharedRound(t, s.HookReads, func() {
+		if got, err := s.GetSandbox(ctx, ids[0]); err != nil || got.ID != ids[0] {
+			t.Errorf("the leading read: %s %v", got.ID, err)
+		}
+	}, calls)
 
 	if !slices.Equal(sizes, []int{1, 3, 1}) {
 		t.Fatalf("batch sizes %v, want [1 3 1]: the lone read, the three distinct IDs, the repeated one", sizes)
