@@ -19,6 +19,7 @@
 package warm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,9 +123,11 @@ type Filler struct {
 	passMu  sync.Mutex
 
 	// stats are the counts Observe took since the last flush, by pool and shape key.
-	stats   map[[2]string]*store.WarmStats
+	stats   map[statsKey]*store.WarmStats
 	statsMu sync.Mutex
 }
+
+type statsKey struct{ pool, shape string }
 
 type backoff struct {
 	failures int
@@ -141,7 +144,7 @@ func New(opts Options) (*Filler, error) {
 		actor: lifecycle.Warm(opts.ReplicaID), interval: opts.Interval, log: opts.Logger,
 		wake:   make(chan struct{}, 1),
 		quotas: map[string]int{}, started: map[string]string{}, backoff: map[string]backoff{},
-		stats: map[[2]string]*store.WarmStats{},
+		stats: map[statsKey]*store.WarmStats{},
 	}
 	if f.interval <= 0 {
 		f.interval = DefaultInterval
@@ -185,7 +188,7 @@ func (f *Filler) Observe(pool string, w store.WarmShape, o sandboxes.WarmOutcome
 	}
 	f.statsMu.Lock()
 	defer f.statsMu.Unlock()
-	id := [2]string{pool, key}
+	id := statsKey{pool, key}
 	st := f.stats[id]
 	if st == nil {
 		st = &store.WarmStats{Pool: pool, Shape: key}
@@ -208,15 +211,19 @@ func (f *Filler) Flush(ctx context.Context) error {
 func (f *Filler) flushStats(ctx context.Context) error {
 	f.statsMu.Lock()
 	pending := f.stats
-	f.stats = map[[2]string]*store.WarmStats{}
+	f.stats = map[statsKey]*store.WarmStats{}
 	f.statsMu.Unlock()
 	if len(pending) == 0 {
 		return nil
 	}
 	deltas := make([]store.WarmStats, 0, len(pending))
-	for _, id := range sortedIDs(pending) {
-		deltas = append(deltas, *pending[id])
+	for _, st := range pending {
+		deltas = append(deltas, *st)
 	}
+	// In one order, so that replicas flushing at once lock their rows in one order.
+	slices.SortFunc(deltas, func(a, b store.WarmStats) int {
+		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Shape, b.Shape))
+	})
 	err := f.st.AddWarmStats(ctx, deltas)
 	if err == nil {
 		return nil
@@ -230,22 +237,6 @@ func (f *Filler) flushStats(ctx context.Context) error {
 		f.stats[id] = st
 	}
 	return fmt.Errorf("record the warm pools' hits and misses: %w", err)
-}
-
-// sortedIDs sorts the pairs so that replicas flushing at once lock their rows in one
-// order.
-func sortedIDs(m map[[2]string]*store.WarmStats) [][2]string {
-	ids := make([][2]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b [2]string) int {
-		if c := strings.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(a[1], b[1])
-	})
-	return ids
 }
 
 // Run passes at once, then every Interval and whenever woken, until ctx ends.
