@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // BaseURL returns DIFFERENTLY_TEST_DATABASE_URL, failing or skipping t without it.
@@ -63,8 +64,31 @@ func SchemaURL(t testing.TB) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema) // pgx passes unknown parameters as runtime parameters
+	if !q.Has("pool_min_conns") {
+		// Connections open only when used: tests open many stores at once, and each
+		// holding the store's default minimum would pass the server's limit
+		// (max_connections, 100 by default).
+		q.Set("pool_min_conns", "0")
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Connect opens one connection to url, a store's URL: pgx.Connect would send the
+// pool's parameters (pool_min_conns) to the server, which refuses them. The
+// connection closes when the test ends.
+func Connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg.ConnConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 func randomBytes(n int) []byte {

@@ -16,22 +16,25 @@ import (
 // The URL's own settings win; where it is silent the store's defaults apply.
 func TestPoolConfigDefaults(t *testing.T) {
 	for _, tc := range []struct {
-		url      string
-		conns    int32
-		connWait time.Duration
+		url             string
+		conns, minConns int32
+		connWait        time.Duration
 	}{
-		{"postgres://u@127.0.0.1/db", 16, DefaultConnectTimeout},
-		{"postgres://u@127.0.0.1/db?connect_timeout=3", 16, 3 * time.Second},
-		{"postgres://u@127.0.0.1/db?pool_max_conns=5", 5, DefaultConnectTimeout},
-		{"postgres://u@127.0.0.1/db?connect_timeout=0", 16, 0}, // wait for ever, as asked
+		{"postgres://u@127.0.0.1/db", 16, 8, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?connect_timeout=3", 16, 8, 3 * time.Second},
+		{"postgres://u@127.0.0.1/db?pool_max_conns=5", 5, 2, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?pool_max_conns=1", 1, 0, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?pool_min_conns=0", 16, 0, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?pool_min_conns=3&pool_max_conns=4", 4, 3, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?connect_timeout=0", 16, 8, 0}, // wait for ever, as asked
 	} {
 		cfg, err := poolConfig(tc.url)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)
 		}
-		if cfg.MaxConns != tc.conns || cfg.ConnConfig.ConnectTimeout != tc.connWait {
-			t.Errorf("%s: max conns %d, connect timeout %v; want %d, %v", tc.url, cfg.MaxConns,
-				cfg.ConnConfig.ConnectTimeout, tc.conns, tc.connWait)
+		if cfg.MaxConns != tc.conns || cfg.MinConns != tc.minConns || cfg.ConnConfig.ConnectTimeout != tc.connWait {
+			t.Errorf("%s: max conns %d, min conns %d, connect timeout %v; want %d, %d, %v", tc.url, cfg.MaxConns,
+				cfg.MinConns, cfg.ConnConfig.ConnectTimeout, tc.conns, tc.minConns, tc.connWait)
 		}
 	}
 	if _, err := poolConfig("postgres://u@127.0.0.1/db?connect_timeout=soon"); err == nil {

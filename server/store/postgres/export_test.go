@@ -85,3 +85,15 @@ func (s *Store) ExplainGeneric(ctx context.Context, sql string, params int) (str
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return strings.Join(lines, "\n"), err
 }
+
+// PrimedStatements are the statements a new connection is primed for: reads, run
+// once on generic plans, and writes, only prepared.
+func PrimedStatements() (reads, writes []string) {
+	for _, r := range primedReads {
+		reads = append(reads, r.sql)
+	}
+	return reads, primedWrites
+}
+
+// ResetPool closes the pool's connections: the next statement runs on a new one.
+func (s *Store) ResetPool() { s.pool.Reset() }

@@ -79,6 +79,9 @@ func (n *notifier) run(ctx context.Context) {
 	}
 }
 
+// notifySQL sends a payload on a channel: the change feed's lines, after each write.
+const notifySQL = `SELECT pg_notify($1, $2)`
+
 func (n *notifier) flush(ctx context.Context) {
 	n.mu.Lock()
 	lines := n.pending
@@ -94,7 +97,7 @@ func (n *notifier) flush(ctx context.Context) {
 			lines = lines[1:]
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
-		_, _ = n.s.pool.Exec(cctx, `SELECT pg_notify($1, $2)`, n.channel, b.String())
+		_, _ = n.s.pool.Exec(cctx, notifySQL, n.channel, b.String())
 		cancel()
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/different-ai/differently/internal/ids"
@@ -46,10 +45,7 @@ func TestStore(t *testing.T) {
 func settle(t *testing.T, url string) {
 	t.Helper()
 	ctx := t.Context()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, url)
 	defer conn.Close(context.Background())
 	var mine string
 	if err := conn.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&mine); err != nil {
@@ -86,10 +82,7 @@ func TestConcurrentMigrations(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	conn, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, u)
 	defer conn.Close(context.Background())
 	var n int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
@@ -163,10 +156,7 @@ func TestAdmissionRetryBehindTheProjectLock(t *testing.T) {
 	if _, err := s.PutProject(ctx, time.Now(), store.Project{Org: "org1", Name: "p", Quota: store.Quota{Sandboxes: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pgtest.Connect(t, s.URL())
 	defer c.Close(context.Background())
 	// The project's lock, as the store takes it.
 	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('differently.project:' || 'org1' || '/' || 'p', 0))`); err != nil {
@@ -227,10 +217,7 @@ func TestPoolsFromBeforeTheSourceAreTheAPIs(t *testing.T) {
 	if before < 0 {
 		t.Fatal("no pool_source migration")
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, u)
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
@@ -335,10 +322,7 @@ func TestEventsFollowOutOfOrderCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, s.URL())
 	defer conn.Close(context.Background())
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -382,10 +366,7 @@ func TestEventsOfASandboxInOrder(t *testing.T) {
 	if _, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: id, Org: "o", Project: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, s.URL())
 	defer conn.Close(context.Background())
 	tx, err := conn.Begin(ctx)
 	if err != nil {

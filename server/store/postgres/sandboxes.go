@@ -862,7 +862,7 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		return store.Sandbox{}, false, err
 	}
 	var writes pgx.Batch
-	writes.Queue(`DELETE FROM sandboxes WHERE id = $1`, warm.ID)
+	writes.Queue(deleteSandboxSQL, warm.ID)
 	writes.Queue(q, args...)
 	var out store.Sandbox
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
