@@ -59,6 +59,7 @@ type options struct {
 	pacedN          int
 	streamBytes     int64
 	cpuProfile      string
+	memProfile      string
 	databaseBaseURL string
 	// only names the sections to run; empty runs them all.
 	only []string
@@ -89,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pacedN, "paced-n", 1000, "lifecycles of the paced section at each -rate")
 	fs.Int64Var(&o.streamBytes, "stream-bytes", 50_000_000, "bytes of output of the streamed exec")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write the run's allocations (a heap profile; go tool pprof -sample_index=alloc_space) to this file")
 	fs.IntVar(&o.warm.size, "warm-size", 32, "warm section: the warm pool's size")
 	fs.IntVar(&o.warm.bursts, "warm-bursts", 12, "warm section: how many bursts of creates")
 	fs.IntVar(&o.warm.burst, "warm-burst", 8, "warm section: creates sent at once in each burst")
@@ -172,6 +174,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if o.memProfile != "" {
+		// Every allocation sampled, so that a short run's allocations add up to what
+		// it allocated rather than to a guess from a few samples.
+		runtime.MemProfileRate = 1
+		defer func() {
+			if err := writeMemProfile(o.memProfile); err != nil {
+				fmt.Fprintln(stderr, "differently-bench:", err)
+			}
+		}()
+	}
 	b := &bench{opts: o, log: stderr, start: time.Now()}
 	res, err := b.run()
 	if err != nil {
@@ -212,6 +224,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, string(line))
 	return 0
+}
+
+func writeMemProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // bench holds one run's shared state.
