@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -97,3 +98,9 @@ func PrimedStatements() (reads, writes []string) {
 
 // ResetPool closes the pool's connections: the next statement runs on a new one.
 func (s *Store) ResetPool() { s.pool.Reset() }
+
+// SetNotifyGap sets the least time between two of the store's NOTIFYs.
+func (s *Store) SetNotifyGap(d time.Duration) { s.notify.gap.Store(int64(d)) }
+
+// NotifyChannel is the channel the store's changes are announced on.
+func (s *Store) NotifyChannel() string { return s.channel }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/different-ai/differently/server/store"
@@ -16,16 +17,26 @@ const maxPayload = 7000
 // loses the batch, which listeners survive (see notifier).
 const notifyTimeout = 10 * time.Second
 
+// notifyGap is the least time between two NOTIFYs of one replica. A change that
+// queues within it of the last NOTIFY waits for its end, and goes out with the
+// others that queued meanwhile: under load one NOTIFY carries many changes where
+// each would take a transaction of its own, which cost a fifth of a paced create's
+// latency at 650 a second on two CPUs (docs/benchmarks.md). Listeners, this
+// replica's own included, hear a change up to notifyGap later.
+const notifyGap = 2 * time.Millisecond
+
 // notifier announces this replica's committed sandbox changes on the schema's
 // channel. Writers hand it changes after their commit; its goroutine sends what
 // queued in as few NOTIFY statements as fit, each in a transaction of its own that
-// writes nothing. That keeps NOTIFY, whose commits PostgreSQL serialises, out of the
-// writing transactions. A change committed by a replica that dies before announcing
-// it is heard by nobody: waiters find it on their timeout and the scheduler on its
-// tick, as when the feed is down.
+// writes nothing, at most one every notifyGap. That keeps NOTIFY, whose commits
+// PostgreSQL serialises, out of the writing transactions. A change committed by a
+// replica that dies before announcing it is heard by nobody: waiters find it on
+// their timeout and the scheduler on its tick, as when the feed is down.
 type notifier struct {
 	s       *Store
 	channel string
+	// gap is notifyGap, in nanoseconds; a test lengthens it.
+	gap atomic.Int64
 
 	mu      sync.Mutex
 	pending []string
@@ -36,6 +47,7 @@ type notifier struct {
 
 func (s *Store) startNotifier() {
 	n := &notifier{s: s, channel: s.channel, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	n.gap.Store(int64(notifyGap))
 	runCtx, stop := context.WithCancel(context.Background())
 	n.stop = stop
 	s.notify = n
@@ -67,6 +79,8 @@ func (n *notifier) written(before, after store.Sandbox) {
 
 func (n *notifier) run(ctx context.Context) {
 	defer close(n.done)
+	gap := time.NewTimer(time.Hour)
+	gap.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,6 +89,11 @@ func (n *notifier) run(ctx context.Context) {
 			return
 		case <-n.wake:
 			n.flush(ctx)
+		}
+		gap.Reset(time.Duration(n.gap.Load()))
+		select {
+		case <-gap.C:
+		case <-ctx.Done():
 		}
 	}
 }

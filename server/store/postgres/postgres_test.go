@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/different-ai/differently/internal/ids"
@@ -391,5 +392,42 @@ func TestEventsOfASandboxInOrder(t *testing.T) {
 	}
 	if want := []store.EventType{store.EventPlaced, store.EventRunning}; !slices.Equal(types(got), want) || got[0].Seq > got[1].Seq {
 		t.Fatalf("listed %v (seqs %d, %d), want %v in seq order", types(got), got[0].Seq, got[1].Seq, want)
+	}
+}
+
+// Changes that queue while the notifier waits out its gap after a NOTIFY go out
+// together in the next one, and Close still announces them. The gap is made long
+// so that the two creates surely fall inside it.
+func TestNotifyCoalesces(t *testing.T) {
+	ctx := t.Context()
+	u := pgtest.SchemaURL(t)
+	s, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetNotifyGap(time.Hour)
+	conn := pgtest.Connect(t, u)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.NotifyChannel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	create := func() string {
+		t.Helper()
+		sb, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "s " + sb.ID + " queued"
+	}
+	first := create()
+	if n, err := conn.WaitForNotification(ctx); err != nil || n.Payload != first {
+		t.Fatalf("first NOTIFY %+v, %v; want %q", n, err, first)
+	}
+	// The notifier now waits out its gap.
+	second, third := create(), create()
+	s.Close()
+	n, err := conn.WaitForNotification(ctx)
+	if want := second + "\n" + third; err != nil || n.Payload != want {
+		t.Fatalf("next NOTIFY %+v, %v; want both changes in one: %q", n, err, want)
 	}
 }
