@@ -231,6 +231,8 @@ func writeMemProfile(path string) error {
 	if err != nil {
 		return err
 	}
+	// The profile holds what the last collection saw; one now brings it up to date.
+	runtime.GC()
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
 		return err

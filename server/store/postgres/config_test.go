@@ -26,6 +26,7 @@ func TestPoolConfigDefaults(t *testing.T) {
 		{"postgres://u@127.0.0.1/db?pool_max_conns=1", 1, 0, DefaultConnectTimeout},
 		{"postgres://u@127.0.0.1/db?pool_min_conns=0", 16, 0, DefaultConnectTimeout},
 		{"postgres://u@127.0.0.1/db?pool_min_conns=3&pool_max_conns=4", 4, 3, DefaultConnectTimeout},
+		{"postgres://u@127.0.0.1/db?pool_max_conns=40", 40, 8, DefaultConnectTimeout},
 		{"postgres://u@127.0.0.1/db?connect_timeout=0", 16, 8, 0}, // wait for ever, as asked
 	} {
 		cfg, err := poolConfig(tc.url)
@@ -35,6 +36,18 @@ func TestPoolConfigDefaults(t *testing.T) {
 		if cfg.MaxConns != tc.conns || cfg.MinConns != tc.minConns || cfg.ConnConfig.ConnectTimeout != tc.connWait {
 			t.Errorf("%s: max conns %d, min conns %d, connect timeout %v; want %d, %d, %v", tc.url, cfg.MaxConns,
 				cfg.MinConns, cfg.ConnConfig.ConnectTimeout, tc.conns, tc.minConns, tc.connWait)
+		}
+	}
+	// The kept connections' lifetimes are spread, unless the URL says otherwise.
+	for u, want := range map[string]time.Duration{
+		"postgres://u@127.0.0.1/db":                                      10 * time.Minute,
+		"postgres://u@127.0.0.1/db?pool_max_conn_lifetime=30m":           5 * time.Minute,
+		"postgres://u@127.0.0.1/db?pool_max_conn_lifetime_jitter=1m":     time.Minute,
+		"postgres://u@127.0.0.1/db?pool_max_conn_lifetime_jitter=0s&x=y": 0,
+	} {
+		cfg, err := poolConfig(u)
+		if err != nil || cfg.MaxConnLifetimeJitter != want {
+			t.Errorf("%s: lifetime jitter %v (%v), want %v", u, cfg.MaxConnLifetimeJitter, err, want)
 		}
 	}
 	if _, err := poolConfig("postgres://u@127.0.0.1/db?connect_timeout=soon"); err == nil {

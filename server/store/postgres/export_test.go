@@ -87,14 +87,24 @@ func (s *Store) ExplainGeneric(ctx context.Context, sql string, params int) (str
 	return strings.Join(lines, "\n"), err
 }
 
-// PrimedStatements are the statements a new connection is primed for: reads, run
-// once on generic plans, and writes, only prepared.
-func PrimedStatements() (reads, writes []string) {
-	for _, r := range primedReads {
-		reads = append(reads, r.sql)
+// PrimedStatements are the hot statements a new connection is primed with, and
+// PrimeBatch every statement priming sends, theirs and the transaction's.
+func PrimedStatements() (hot, all []string) {
+	for _, p := range primedStatements {
+		hot = append(hot, p.sql)
 	}
-	return reads, primedWrites
+	b, err := primeBatch()
+	if err != nil {
+		panic(err)
+	}
+	for _, q := range b.QueuedQueries {
+		all = append(all, q.SQL)
+	}
+	return hot, all
 }
+
+// WaitPrimed waits until the connections Open found idle are primed.
+func (s *Store) WaitPrimed() { <-s.primed }
 
 // ResetPool closes the pool's connections: the next statement runs on a new one.
 func (s *Store) ResetPool() { s.pool.Reset() }

@@ -65,6 +65,10 @@ type Store struct {
 	// migrated is set once the schema is this build's: new connections are then
 	// primed (prime.go).
 	migrated atomic.Bool
+	// stopPriming ends the priming of the connections Open found idle; primed is
+	// closed when it has ended.
+	stopPriming context.CancelFunc
+	primed      chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -95,16 +99,6 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	s.migrated.Store(true)
-	// The connections opened before (the migration's) are primed here, the later
-	// ones as they open.
-	for _, c := range pool.AcquireAllIdle(ctx) {
-		err := s.primeConn(ctx, c.Conn())
-		if err != nil {
-			c.Hijack().Close(ctx) //nolint:errcheck // the connection is dropped either way
-			continue
-		}
-		c.Release()
-	}
 	// The change feed's channel is named after the schema, as migration 003's
 	// triggers name it: replicas on one schema hear each other, others do not.
 	if err := pool.QueryRow(ctx, `SELECT 'differently_' || left(md5(current_schema()), 16)`).Scan(&s.channel); err != nil {
@@ -112,6 +106,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, wrap(err)
 	}
 	s.startNotifier()
+	primeCtx, stopPriming := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopPriming, s.primed = stopPriming, make(chan struct{})
+	go func() {
+		defer close(s.primed)
+		s.primeIdle(primeCtx)
+	}()
 	return s, nil
 }
 
@@ -133,12 +133,18 @@ func poolConfig(url string) (*pgxpool.Config, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
-	// Half the pool stays open, and primed (prime.go), through quiet spells: a burst
-	// after one, such as the claims a warm pool is kept for, would otherwise wait for
-	// connections to be made, each a new server process, which took 40-50 ms on a
-	// loaded two-CPU machine. An explicit pool_min_conns wins here too.
+	// Half the pool, up to 8, stays open, and primed (prime.go), through quiet
+	// spells: a burst after one, such as the claims a warm pool is kept for, would
+	// otherwise wait for connections to be made, each a new server process, which
+	// took 40-50 ms on a loaded two-CPU machine. An explicit pool_min_conns wins here
+	// too.
 	if !strings.Contains(url, "pool_min_conns") {
-		cfg.MinConns = cfg.MaxConns / 2
+		cfg.MinConns = min(cfg.MaxConns/2, 8)
+	}
+	// The connections kept open are made together, and would otherwise reach their
+	// lifetime together, every hour, for a burst to find the pool making them again.
+	if !strings.Contains(url, "pool_max_conn_lifetime_jitter") {
+		cfg.MaxConnLifetimeJitter = cfg.MaxConnLifetime / 6
 	}
 	// Only where neither the URL nor PGCONNECT_TIMEOUT says anything: an explicit
 	// connect_timeout=0 (wait for ever, as libpq has it) is the operator's choice too.
@@ -154,6 +160,8 @@ func (s *Store) URL() string { return s.url }
 // Close closes the connection pool.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopPriming()
+		<-s.primed
 		s.notify.close()
 		s.pool.Close()
 	})

@@ -396,38 +396,51 @@ func TestEventsOfASandboxInOrder(t *testing.T) {
 }
 
 // Changes that queue while the notifier waits out its gap after a NOTIFY go out
-// together in the next one, and Close still announces them. The gap is made long
-// so that the two creates surely fall inside it.
+// together in the next one, and Close still announces them; with a short gap, a
+// change goes out when the gap ends, without Close. The long gap makes sure the two
+// creates fall inside it.
 func TestNotifyCoalesces(t *testing.T) {
-	ctx := t.Context()
-	u := pgtest.SchemaURL(t)
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.SetNotifyGap(time.Hour)
-	conn := pgtest.Connect(t, u)
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.NotifyChannel()}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	create := func() string {
-		t.Helper()
-		sb, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "s " + sb.ID + " queued"
-	}
-	first := create()
-	if n, err := conn.WaitForNotification(ctx); err != nil || n.Payload != first {
-		t.Fatalf("first NOTIFY %+v, %v; want %q", n, err, first)
-	}
-	// The notifier now waits out its gap.
-	second, third := create(), create()
-	s.Close()
-	n, err := conn.WaitForNotification(ctx)
-	if want := second + "\n" + third; err != nil || n.Payload != want {
-		t.Fatalf("next NOTIFY %+v, %v; want both changes in one: %q", n, err, want)
+	for _, gap := range []time.Duration{time.Hour, 50 * time.Millisecond} {
+		t.Run(gap.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			u := pgtest.SchemaURL(t)
+			s, err := postgres.Open(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.SetNotifyGap(gap)
+			conn := pgtest.Connect(t, u)
+			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.NotifyChannel()}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			create := func() string {
+				t.Helper()
+				sb, _, err := s.CreateSandbox(ctx, time.Now(), store.Sandbox{ID: ids.New("sbx"), Org: "o", Project: "p"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return "s " + sb.ID + " queued"
+			}
+			first := create()
+			if n, err := conn.WaitForNotification(ctx); err != nil || n.Payload != first {
+				t.Fatalf("first NOTIFY %+v, %v; want %q", n, err, first)
+			}
+			if gap < time.Hour {
+				second := create()
+				if n, err := conn.WaitForNotification(ctx); err != nil || n.Payload != second {
+					t.Fatalf("next NOTIFY %+v, %v; want %q", n, err, second)
+				}
+				return
+			}
+			// The notifier now waits out its gap.
+			second, third := create(), create()
+			s.Close()
+			n, err := conn.WaitForNotification(ctx)
+			if want := second + "\n" + third; err != nil || n.Payload != want {
+				t.Fatalf("next NOTIFY %+v, %v; want both changes in one: %q", n, err, want)
+			}
+		})
 	}
 }

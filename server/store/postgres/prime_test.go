@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,12 +14,12 @@ import (
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
-// TestConnectionsArePrimed: a store's connections hold the hot statements, the reads
-// with their generic plans made, before any request runs; and a warm sandbox's
-// making, its claim (with and without a key), a create, an update and a read run
-// no statement the connection was not primed for, so none of them pays for a
-// statement's first run. A connection opened later is primed too. The counts are
-// the server's (pg_prepared_statements).
+// TestConnectionsArePrimed: a store's connections hold the hot statements, with
+// their generic plans made, before any request runs; a warm sandbox's making, its
+// claim (with and without a key), a create, an update and a read run no statement
+// but those, so none of them pays for a statement's first run; priming leaves no
+// row behind; and a connection opened later is primed too. The counts are the
+// server's (pg_prepared_statements).
 func TestConnectionsArePrimed(t *testing.T) {
 	u, err := url.Parse(pgtest.SchemaURL(t))
 	if err != nil {
@@ -29,33 +31,32 @@ func TestConnectionsArePrimed(t *testing.T) {
 	q.Set("pool_min_conns", "1")
 	u.RawQuery = q.Encode()
 	s := open(t, u.String())
+	s.WaitPrimed()
 	ctx := t.Context()
+	hot, all := postgres.PrimedStatements()
 
-	// isPrimed checks the connection PreparedPlans runs on, and returns what it holds.
-	isPrimed := func() map[string]postgres.PreparedPlan {
+	// runs reads how often each statement prepared on the connection ran, and checks
+	// that the hot ones ran on their generic plans.
+	runs := func() map[string]int64 {
 		t.Helper()
 		plans, err := s.PreparedPlans(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		byText := map[string]postgres.PreparedPlan{}
+		out := map[string]int64{}
+		generic := map[string]bool{}
 		for _, p := range plans {
-			byText[p.Statement] = p
+			out[p.Statement] = p.GenericPlans + p.Custom
+			generic[p.Statement] = p.GenericPlans > 0
 		}
-		reads, writes := postgres.PrimedStatements()
-		for _, sql := range reads {
-			if p, ok := byText[sql]; !ok || p.GenericPlans < 1 {
-				t.Errorf("read not primed on its generic plan (%+v, found %v): %s", p, ok, sql)
+		for _, sql := range hot {
+			if !generic[sql] {
+				t.Errorf("not primed on its generic plan (%d runs): %s", out[sql], sql)
 			}
 		}
-		for _, sql := range writes {
-			if _, ok := byText[sql]; !ok {
-				t.Errorf("write not prepared: %s", sql)
-			}
-		}
-		return byText
+		return out
 	}
-	byText := isPrimed()
+	before := runs()
 
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	admit := func(store.Admission, *store.Sandbox) error { return nil }
@@ -97,16 +98,51 @@ func TestConnectionsArePrimed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	after, err := s.PreparedPlans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range after {
-		if _, ok := byText[p.Statement]; !ok {
-			t.Errorf("ran a statement its connection was not primed for: %s", p.Statement)
+	for sql, n := range runs() {
+		if n > before[sql] && !slices.Contains(all, sql) && !strings.Contains(sql, "pg_prepared_statements") {
+			t.Errorf("ran a statement its connection was not primed for: %s", sql)
 		}
+	}
+	// The rows priming inserted were taken back: only the test's are stored.
+	if left, _, err := s.ListSandboxes(ctx, store.SandboxFilter{Org: "_primed"}); err != nil || len(left) > 0 {
+		t.Errorf("priming left sandboxes behind: %+v, %v", left, err)
 	}
 	// A connection opened later, as the pool replaces one, is primed as it opens.
 	s.ResetPool()
-	isPrimed()
+	runs()
+}
+
+// A column whose type a migration changed makes a primed statement fail once on a
+// connection, as any cached statement does, and not for as long as the connection
+// lives: the statement cache drops it and prepares it again.
+func TestPrimedStatementsSurviveATypeChange(t *testing.T) {
+	u, err := url.Parse(pgtest.SchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	q.Set("pool_min_conns", "1")
+	u.RawQuery = q.Encode()
+	s := open(t, u.String())
+	s.WaitPrimed()
+	ctx := t.Context()
+	// A quota sends creates through the transaction that reads the project first.
+	if _, err := s.PutProject(ctx, time.Now(), store.Project{Org: "org1", Name: "proj1", Quota: store.Quota{Sandboxes: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	other := pgtest.Connect(t, u.String())
+	if _, err := other.Exec(ctx, `ALTER TABLE sandboxes ALTER COLUMN template TYPE varchar(200)`); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for i := range 3 {
+		at := time.Date(2026, 1, 2, 3, 4, 5+i, 0, time.UTC)
+		_, _, err := s.CreateSandboxAdmitted(ctx, at, store.Sandbox{ID: ids.At("sbx", at), Org: "org1", Project: "proj1"},
+			func(store.Admission, *store.Sandbox) error { return nil })
+		errs = append(errs, err)
+	}
+	if errs[1] != nil || errs[2] != nil {
+		t.Fatalf("creates after the type change: %v", errs)
+	}
 }
