@@ -33,13 +33,25 @@ var (
 		"max_age_seconds": types.Int64Type,
 	}
 	warmStatusTypes = map[string]attr.Type{
-		"template":  types.StringType,
-		"profile":   types.StringType,
-		"resources": types.ObjectType{AttrTypes: resourcesTypes},
-		"target":    types.Int64Type,
-		"ready":     types.Int64Type,
-		"starting":  types.Int64Type,
+		"template":     types.StringType,
+		"profile":      types.StringType,
+		"resources":    types.ObjectType{AttrTypes: resourcesTypes},
+		"target":       types.Int64Type,
+		"ready":        types.Int64Type,
+		"starting":     types.Int64Type,
+		"hits":         types.Int64Type,
+		"misses":       types.Int64Type,
+		"claim_p50_ms": types.Float64Type,
+		"claim_p99_ms": types.Float64Type,
 	}
+)
+
+// Descriptions of warm_status's counts, the same in the resource and the data source.
+const (
+	warmHitsDescription   = "Creates given one of the shape's warm sandboxes, on every replica, since the pool was created; a replica records its counts within about two seconds."
+	warmMissesDescription = "Creates the shape matched that found none ready and were created cold."
+	warmP50Description    = "How long taking a warm sandbox took at the median, in milliseconds, estimated from a histogram; null before the first hit."
+	warmP99Description    = "The same at the 99th percentile."
 )
 
 type warmShapeModel struct {
@@ -116,15 +128,21 @@ func warmAttribute() schema.ListNestedAttribute {
 func warmStatusAttribute() schema.ListNestedAttribute {
 	return schema.ListNestedAttribute{
 		MarkdownDescription: "Per warm shape, in the order of `warm`, what the daemon's database has now: `target` " +
-			"(the size), `ready` (running, waiting for a create) and `starting` (queued or provisioning).",
+			"(the size), `ready` (running, waiting for a create) and `starting` (queued or provisioning); and how it " +
+			"served creates: `hits`, `misses` and the claims' `claim_p50_ms` and `claim_p99_ms`. These change as " +
+			"sandboxes are created, which a refresh records without planning any change.",
 		Computed: true,
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"template":  schema.StringAttribute{Computed: true, MarkdownDescription: "The shape's template."},
-			"profile":   schema.StringAttribute{Computed: true, MarkdownDescription: "The shape's profile."},
-			"resources": schema.ObjectAttribute{Computed: true, AttributeTypes: resourcesTypes, MarkdownDescription: "The shape's resources."},
-			"target":    schema.Int64Attribute{Computed: true, MarkdownDescription: "The shape's size."},
-			"ready":     schema.Int64Attribute{Computed: true, MarkdownDescription: "Running and waiting for a create."},
-			"starting":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Queued or provisioning."},
+			"template":     schema.StringAttribute{Computed: true, MarkdownDescription: "The shape's template."},
+			"profile":      schema.StringAttribute{Computed: true, MarkdownDescription: "The shape's profile."},
+			"resources":    schema.ObjectAttribute{Computed: true, AttributeTypes: resourcesTypes, MarkdownDescription: "The shape's resources."},
+			"target":       schema.Int64Attribute{Computed: true, MarkdownDescription: "The shape's size."},
+			"ready":        schema.Int64Attribute{Computed: true, MarkdownDescription: "Running and waiting for a create."},
+			"starting":     schema.Int64Attribute{Computed: true, MarkdownDescription: "Queued or provisioning."},
+			"hits":         schema.Int64Attribute{Computed: true, MarkdownDescription: warmHitsDescription},
+			"misses":       schema.Int64Attribute{Computed: true, MarkdownDescription: warmMissesDescription},
+			"claim_p50_ms": schema.Float64Attribute{Computed: true, MarkdownDescription: warmP50Description},
+			"claim_p99_ms": schema.Float64Attribute{Computed: true, MarkdownDescription: warmP99Description},
 		}},
 	}
 }
@@ -143,15 +161,19 @@ func warmDataSourceAttributes() (warm, status dsschema.ListNestedAttribute) {
 		}},
 	}
 	status = dsschema.ListNestedAttribute{
-		MarkdownDescription: "Per warm shape: `target`, `ready` and `starting`.",
+		MarkdownDescription: "Per warm shape: `target`, `ready`, `starting`, `hits`, `misses`, `claim_p50_ms` and `claim_p99_ms`.",
 		Computed:            true,
 		NestedObject: dsschema.NestedAttributeObject{Attributes: map[string]dsschema.Attribute{
-			"template":  dsschema.StringAttribute{Computed: true, MarkdownDescription: "The shape's template."},
-			"profile":   dsschema.StringAttribute{Computed: true, MarkdownDescription: "The shape's profile."},
-			"resources": dsschema.ObjectAttribute{Computed: true, AttributeTypes: resourcesTypes, MarkdownDescription: "The shape's resources."},
-			"target":    dsschema.Int64Attribute{Computed: true, MarkdownDescription: "The shape's size."},
-			"ready":     dsschema.Int64Attribute{Computed: true, MarkdownDescription: "Running and waiting for a create."},
-			"starting":  dsschema.Int64Attribute{Computed: true, MarkdownDescription: "Queued or provisioning."},
+			"template":     dsschema.StringAttribute{Computed: true, MarkdownDescription: "The shape's template."},
+			"profile":      dsschema.StringAttribute{Computed: true, MarkdownDescription: "The shape's profile."},
+			"resources":    dsschema.ObjectAttribute{Computed: true, AttributeTypes: resourcesTypes, MarkdownDescription: "The shape's resources."},
+			"target":       dsschema.Int64Attribute{Computed: true, MarkdownDescription: "The shape's size."},
+			"ready":        dsschema.Int64Attribute{Computed: true, MarkdownDescription: "Running and waiting for a create."},
+			"starting":     dsschema.Int64Attribute{Computed: true, MarkdownDescription: "Queued or provisioning."},
+			"hits":         dsschema.Int64Attribute{Computed: true, MarkdownDescription: warmHitsDescription},
+			"misses":       dsschema.Int64Attribute{Computed: true, MarkdownDescription: warmMissesDescription},
+			"claim_p50_ms": dsschema.Float64Attribute{Computed: true, MarkdownDescription: warmP50Description},
+			"claim_p99_ms": dsschema.Float64Attribute{Computed: true, MarkdownDescription: warmP99Description},
 		}},
 	}
 	return warm, status
@@ -298,12 +320,16 @@ func warmStatusValue(got []client.WarmStatus) types.List {
 	vals := make([]attr.Value, len(got))
 	for i, s := range got {
 		vals[i] = types.ObjectValueMust(warmStatusTypes, map[string]attr.Value{
-			"template":  types.StringValue(s.Template),
-			"profile":   types.StringValue(s.Profile),
-			"resources": resourcesValue(s.Resources),
-			"target":    types.Int64Value(int64(s.Target)),
-			"ready":     types.Int64Value(int64(s.Ready)),
-			"starting":  types.Int64Value(int64(s.Starting)),
+			"template":     types.StringValue(s.Template),
+			"profile":      types.StringValue(s.Profile),
+			"resources":    resourcesValue(s.Resources),
+			"target":       types.Int64Value(int64(s.Target)),
+			"ready":        types.Int64Value(int64(s.Ready)),
+			"starting":     types.Int64Value(int64(s.Starting)),
+			"hits":         types.Int64Value(s.Hits),
+			"misses":       types.Int64Value(s.Misses),
+			"claim_p50_ms": types.Float64PointerValue(s.ClaimP50Ms),
+			"claim_p99_ms": types.Float64PointerValue(s.ClaimP99Ms),
 		})
 	}
 	return types.ListValueMust(types.ObjectType{AttrTypes: warmStatusTypes}, vals)

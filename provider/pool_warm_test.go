@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -45,6 +46,47 @@ func (d *testDaemon) wantWarm(want ...any) resource.TestCheckFunc {
 	}
 }
 
+// claimWarm creates a sandbox the acc-warm pool's shape (ubuntu, 1 CPU, 512 MiB)
+// matches once the pool has ready ones, checks that it was served warm, waits,
+// pass by pass of the scheduler, until the daemon has counted the hit, and deletes
+// the sandbox.
+func (d *testDaemon) claimWarm(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.After(30 * time.Second)
+	// until waits for the pool's only shape to satisfy ok.
+	until := func(what string, ok func(client.WarmStatus) bool) {
+		t.Helper()
+		for {
+			p, err := d.c.GetPool(ctx, "acc-warm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := deref(p.WarmStatus); len(st) == 1 && ok(st[0]) {
+				return
+			}
+			select {
+			case <-d.passes:
+			case <-deadline:
+				t.Fatalf("pool acc-warm: warm status %+v after 30 s, want %s", deref(p.WarmStatus), what)
+			}
+		}
+	}
+	until("a ready sandbox", func(s client.WarmStatus) bool { return s.Ready > 0 })
+	sb, err := d.c.CreateSandboxAndWait(ctx, client.SandboxCreate{Template: ptr("ubuntu"),
+		Resources: &client.Resources{CPU: 1, MemoryMiB: 512}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Labels["differently.dev/warm"] != "true" {
+		t.Fatalf("a create the shape matches was not served warm: %+v", sb)
+	}
+	until("a hit", func(s client.WarmStatus) bool { return s.Hits > 0 })
+	if _, err := d.c.DeleteSandboxAndWait(ctx, sb.Id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAccPoolWarm: a pool's warm shapes are created, resized, put back after a change
 // through the admin API, removed, and emptied before the pool is destroyed.
 func TestAccPoolWarm(t *testing.T) {
@@ -82,11 +124,27 @@ func TestAccPoolWarm(t *testing.T) {
 					resource.TestCheckResourceAttr(addr, "warm_status.#", "1"),
 					resource.TestCheckResourceAttr(addr, "warm_status.0.target", "2"),
 					resource.TestCheckResourceAttr(addr, "warm_status.0.template", "ubuntu"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.hits", "0"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.misses", "0"),
+					resource.TestCheckNoResourceAttr(addr, "warm_status.0.claim_p50_ms"),
 					resource.TestCheckResourceAttr("data.differently_pool.warm", "warm.0.size", "2"),
 					resource.TestCheckResourceAttr("data.differently_pool.warm", "warm.0.max_age_seconds", "3600"),
 				),
 			},
 			{Config: d.config(warmPool(shape(2))), PlanOnly: true},
+			{
+				// A create the shape matches, served warm: a refresh records the hit and
+				// its claim time, and plans no change.
+				PreConfig:    func() { d.claimWarm(t) },
+				RefreshState: true,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "warm_status.0.hits", "1"),
+					resource.TestCheckResourceAttr(addr, "warm_status.0.misses", "0"),
+					resource.TestCheckResourceAttrSet(addr, "warm_status.0.claim_p50_ms"),
+					resource.TestCheckResourceAttrSet(addr, "warm_status.0.claim_p99_ms"),
+					resource.TestCheckResourceAttr("data.differently_pool.warm", "warm_status.0.hits", "1"),
+				),
+			},
 			{
 				Config:           d.config(warmPool(shape(3))),
 				ConfigPlanChecks: update,

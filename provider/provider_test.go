@@ -13,6 +13,7 @@ import (
 	"github.com/different-ai/differently/server/config"
 	"github.com/different-ai/differently/server/daemon"
 	"github.com/different-ai/differently/server/daemon/daemontest"
+	"github.com/different-ai/differently/server/scheduler"
 )
 
 func TestMain(m *testing.M) {
@@ -30,6 +31,9 @@ func TestMain(m *testing.M) {
 type testDaemon struct {
 	url, token string
 	c          *client.Client
+	// passes gets a value after scheduler passes (at most one waits), for a test
+	// waiting for the daemon to catch up.
+	passes chan struct{}
 }
 
 func startDaemon(t *testing.T) *testDaemon {
@@ -43,8 +47,17 @@ func startDaemonWith(t *testing.T, cfg *config.Config) *testDaemon {
 	if os.Getenv(resource.EnvTfAcc) == "" {
 		t.Skip("acceptance tests run with TF_ACC=1 (make test or make testacc)")
 	}
-	d := daemontest.Start(t, func(o *daemon.Options) { o.Config = cfg })
-	return &testDaemon{url: d.URL, token: d.Token, c: d.Client}
+	passes := make(chan struct{}, 1)
+	d := daemontest.Start(t, func(o *daemon.Options) {
+		o.Config = cfg
+		o.OnSchedulerPass = func(scheduler.Result) {
+			select {
+			case passes <- struct{}{}:
+			default:
+			}
+		}
+	})
+	return &testDaemon{url: d.URL, token: d.Token, c: d.Client, passes: passes}
 }
 
 // config prefixes a configuration with a provider block pointing at the daemon.
