@@ -111,7 +111,31 @@ func (a *app) describePool(p *client.Pool) error {
 	add("max starting", cell{text: fmt.Sprint(p.MaxStarting)})
 	add("capacity", cell{text: capacity(p)})
 	add("features", cell{text: strings.Join(deref(p.EffectiveFeatures), ", ")})
+	for _, w := range deref(p.WarmStatus) {
+		add("warm "+warmShape(w), cell{text: warmCounts(w)})
+	}
 	return a.emitTo(a.io.out, p, t, false)
+}
+
+// warmShape names a warm shape by what a create must ask for to be served from it.
+func warmShape(w client.WarmStatus) string {
+	if w.Profile != "" {
+		return "profile " + w.Profile
+	}
+	parts := []string{w.Template}
+	if r := w.Resources; r.CPU != 0 || r.MemoryMiB != 0 || r.DiskGiB != 0 {
+		parts = append(parts, fmt.Sprintf("%g cpu, %d MiB, %d GiB", r.CPU, r.MemoryMiB, r.DiskGiB))
+	}
+	return strings.Join(parts, " ")
+}
+
+// warmCounts says how full a warm shape is and how it served creates.
+func warmCounts(w client.WarmStatus) string {
+	s := fmt.Sprintf("%d/%d ready, %d starting; %d hits, %d misses", w.Ready, w.Target, w.Starting, w.Hits, w.Misses)
+	if w.ClaimP50Ms != nil && w.ClaimP99Ms != nil {
+		s += fmt.Sprintf("; claim p50 %.1f ms, p99 %.1f ms", *w.ClaimP50Ms, *w.ClaimP99Ms)
+	}
+	return s
 }
 
 func (a *app) projectsCmd() *cobra.Command {

@@ -183,3 +183,19 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion without a daemon:\n%s", r.stdout)
 	}
 }
+
+// pools get shows a pool's warm shapes: how full each is and how it served creates.
+func TestPoolsGetWarm(t *testing.T) {
+	dd := startDaemon(t)
+	trust := client.PoolSpecTrust("private")
+	cfg := map[string]any{"templates": []string{"ubuntu"}}
+	if _, err := dd.c.CreatePool(t.Context(), client.PoolSpec{Name: "warmcli", Adapter: "fake", Trust: &trust, Config: &cfg,
+		Warm: &[]client.WarmShape{{Template: ptr("ubuntu"), Resources: &client.Resources{CPU: 1, MemoryMiB: 512}, Size: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := dd.cli(t).ok("pools", "get", "warmcli")
+	if !strings.Contains(r.stdout, "warm ubuntu 1 cpu, 512 MiB, 0 GiB") || !strings.Contains(r.stdout, "/2 ready") ||
+		!strings.Contains(r.stdout, "0 hits, 0 misses") {
+		t.Errorf("pools get of a warm pool:\n%s", r.stdout)
+	}
+}
