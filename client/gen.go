@@ -640,6 +640,9 @@ type SnapshotCreateKind string
 // SnapshotList defines model for SnapshotList.
 type SnapshotList struct {
 	Items []Snapshot `json:"items"`
+
+	// NextCursor The cursor of the next page of GET /v1/snapshots; absent on the last.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // Status defines model for Status.
@@ -805,7 +808,7 @@ type ListReconcilePassesParams struct {
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// Project Admin tokens only: one project, as org/project or a project of the org default.
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
 
 	// Sandbox One sandbox's events.
@@ -830,7 +833,7 @@ type ListSandboxesParams struct {
 	Label *[]string `form:"label,omitempty" json:"label,omitempty"`
 	Pool  *string   `form:"pool,omitempty" json:"pool,omitempty"`
 
-	// Project Admin tokens only: one project.
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
 	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
 	Cursor  *string `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -894,6 +897,17 @@ type WaitSandboxParams struct {
 
 	// TimeoutSeconds How long to wait at most; 0 answers at once.
 	TimeoutSeconds *int `form:"timeoutSeconds,omitempty" json:"timeoutSeconds,omitempty"`
+}
+
+// ListAllSnapshotsParams defines parameters for ListAllSnapshots.
+type ListAllSnapshotsParams struct {
+	// Sandbox Only this sandbox's.
+	Sandbox *string `form:"sandbox,omitempty" json:"sandbox,omitempty"`
+
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor  *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PutPolicyJSONRequestBody defines body for PutPolicy for application/json ContentType.
@@ -1168,6 +1182,9 @@ type ClientInterface interface {
 
 	// WaitSandbox request
 	WaitSandbox(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAllSnapshots request
+	ListAllSnapshots(ctx context.Context, params *ListAllSnapshotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSnapshot request
 	DeleteSnapshot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1862,6 +1879,18 @@ func (c *RawClient) StopSandbox(ctx context.Context, id SandboxID, reqEditors ..
 
 func (c *RawClient) WaitSandbox(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWaitSandboxRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *RawClient) ListAllSnapshots(ctx context.Context, params *ListAllSnapshotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAllSnapshotsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3984,6 +4013,103 @@ func NewWaitSandboxRequest(server string, id SandboxID, params *WaitSandboxParam
 	return req, nil
 }
 
+// NewListAllSnapshotsRequest generates requests for ListAllSnapshots
+func NewListAllSnapshotsRequest(server string, params *ListAllSnapshotsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/snapshots")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Sandbox != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sandbox", runtime.ParamLocationQuery, *params.Sandbox); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "project", runtime.ParamLocationQuery, *params.Project); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteSnapshotRequest generates requests for DeleteSnapshot
 func NewDeleteSnapshotRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -4255,6 +4381,9 @@ type ClientWithResponsesInterface interface {
 
 	// WaitSandboxWithResponse request
 	WaitSandboxWithResponse(ctx context.Context, id SandboxID, params *WaitSandboxParams, reqEditors ...RequestEditorFn) (*WaitSandboxResponse, error)
+
+	// ListAllSnapshotsWithResponse request
+	ListAllSnapshotsWithResponse(ctx context.Context, params *ListAllSnapshotsParams, reqEditors ...RequestEditorFn) (*ListAllSnapshotsResponse, error)
 
 	// DeleteSnapshotWithResponse request
 	DeleteSnapshotWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSnapshotResponse, error)
@@ -5425,6 +5554,31 @@ func (r WaitSandboxResponse) StatusCode() int {
 	return 0
 }
 
+type ListAllSnapshotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *SnapshotList
+	JSON400      *ErrorResponse
+	JSON401      *ErrorResponse
+	JSONDefault  *OtherError
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAllSnapshotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAllSnapshotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type DeleteSnapshotResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5981,6 +6135,15 @@ func (c *ClientWithResponses) WaitSandboxWithResponse(ctx context.Context, id Sa
 		return nil, err
 	}
 	return ParseWaitSandboxResponse(rsp)
+}
+
+// ListAllSnapshotsWithResponse request returning *ListAllSnapshotsResponse
+func (c *ClientWithResponses) ListAllSnapshotsWithResponse(ctx context.Context, params *ListAllSnapshotsParams, reqEditors ...RequestEditorFn) (*ListAllSnapshotsResponse, error) {
+	rsp, err := c.ListAllSnapshots(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAllSnapshotsResponse(rsp)
 }
 
 // DeleteSnapshotWithResponse request returning *DeleteSnapshotResponse
@@ -8365,6 +8528,53 @@ func ParseWaitSandboxResponse(rsp *http.Response) (*WaitSandboxResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAllSnapshotsResponse parses an HTTP response from a ListAllSnapshotsWithResponse call
+func ParseListAllSnapshotsResponse(rsp *http.Response) (*ListAllSnapshotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAllSnapshotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SnapshotList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OtherError

@@ -158,6 +158,12 @@ func (c *Client) CreateSnapshot(ctx context.Context, id string, kind string) (*S
 	return decode[Snapshot](c.API.ClientInterface.CreateSnapshot(ctx, id, body))
 }
 
+// ListAllSnapshots returns one page of the snapshots the token may see, oldest
+// first; pass NextCursor back as params.Cursor for the next.
+func (c *Client) ListAllSnapshots(ctx context.Context, params *ListAllSnapshotsParams) (*SnapshotList, error) {
+	return decode[SnapshotList](c.API.ClientInterface.ListAllSnapshots(ctx, params))
+}
+
 // ListSnapshots returns the snapshots of one sandbox, ordered by ID; those of a
 // terminated sandbox stay until they are deleted.
 func (c *Client) ListSnapshots(ctx context.Context, sandboxID string) ([]Snapshot, error) {

@@ -116,6 +116,20 @@ list "differently_snapshot" "of_data" {
 list "differently_snapshot" "everywhere" {
   provider = differently
 }
+
+list "differently_snapshot" "of_default" {
+  provider = differently
+  config {
+    project = "default/default"
+  }
+}
+
+list "differently_snapshot" "of_acme" {
+  provider = differently
+  config {
+    project = "acme/default"
+  }
+}
 `,
 				QueryResultChecks: []querycheck.QueryResultCheck{
 					querycheck.ExpectLength("differently_sandbox.data", 1),
@@ -142,6 +156,9 @@ list "differently_snapshot" "everywhere" {
 					querycheck.ExpectLength("differently_snapshot.of_data", 1),
 					querycheck.ExpectIdentity("differently_snapshot.of_data", id(o.snapshot.Id)),
 					querycheck.ExpectLength("differently_snapshot.everywhere", 1),
+					querycheck.ExpectLength("differently_snapshot.of_default", 1),
+					querycheck.ExpectIdentity("differently_snapshot.of_default", id(o.snapshot.Id)),
+					querycheck.ExpectLength("differently_snapshot.of_acme", 0),
 				},
 			},
 		},

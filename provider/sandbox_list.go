@@ -52,7 +52,7 @@ func (l *sandboxList) ListResourceConfigSchema(_ context.Context, _ list.ListRes
 		Attributes: map[string]schema.Attribute{
 			"project": schema.StringAttribute{
 				Optional:    true,
-				Description: "One project, as `org/name` or a project of the org `default`. Admin tokens only; a project token sees its own project.",
+				Description: "One project, as `org/name`, or a project name in any organisation. Admin tokens only; a project token sees its own project.",
 				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"pool": schema.StringAttribute{

@@ -36,7 +36,7 @@ func (l *snapshotList) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 	resp.Schema = schema.Schema{
 		Description: "Finds snapshots, for `terraform query` (Terraform 1.14 or later) and the import blocks it generates: " +
 			"those of one sandbox, or of every sandbox the token may see (terminated ones included, whose snapshots " +
-			"stay until deleted), one sandbox after another.",
+			"stay until deleted), oldest first, a page of the daemon's at a time.",
 		Attributes: map[string]schema.Attribute{
 			"sandbox_id": schema.StringAttribute{
 				Optional:    true,
@@ -48,7 +48,7 @@ func (l *snapshotList) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 			},
 			"project": schema.StringAttribute{
 				Optional:    true,
-				Description: "Only snapshots of this project's sandboxes, as `org/name` or a project of the org `default`. Admin tokens only.",
+				Description: "Only snapshots of this project's sandboxes, as `org/name`, or a project name in any organisation. Admin tokens only.",
 				Validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 		},
@@ -67,46 +67,25 @@ func (l *snapshotList) List(ctx context.Context, req list.ListRequest, stream *l
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
 		var sent int64
-		// each pushes one sandbox's snapshots; false: stop.
-		each := func(sandboxID string) bool {
-			snaps, err := l.c.ListSnapshots(ctx, sandboxID)
-			if client.IsNotFound(err) {
-				return true // gone since the page of sandboxes was read
-			}
+		params := client.ListAllSnapshotsParams{Sandbox: strPtr(cfg.SandboxID), Project: strPtr(cfg.Project)}
+		for {
+			page, err := l.c.ListAllSnapshots(ctx, &params)
 			if err != nil {
-				push(failed("Listing the snapshots of sandbox "+sandboxID, apiError(err)))
-				return false
+				push(failed("Listing snapshots", apiError(err)))
+				return
 			}
-			for i := range snaps {
+			for i := range page.Items {
 				if !within(req, sent) {
-					return false
+					return
 				}
-				s := &snaps[i]
+				s := &page.Items[i]
 				name := fmt.Sprintf("%s (%s of sandbox %s, %d bytes)", s.Id, s.Kind, s.SandboxId, s.SizeBytes)
 				r := result(ctx, req, name, idIdentity{ID: types.StringValue(s.Id)},
 					func(m *snapshotModel, _ *diag.Diagnostics) { m.fromAPI(s) })
 				if !push(r) {
-					return false
-				}
-				sent++
-			}
-			return true
-		}
-		if id := cfg.SandboxID.ValueString(); id != "" {
-			each(id)
-			return
-		}
-		params := client.ListSandboxesParams{Project: strPtr(cfg.Project)}
-		for {
-			page, err := l.c.ListSandboxes(ctx, &params)
-			if err != nil {
-				push(failed("Listing sandboxes to find their snapshots", apiError(err)))
-				return
-			}
-			for _, sb := range page.Items {
-				if !each(sb.Id) {
 					return
 				}
+				sent++
 			}
 			if deref(page.NextCursor) == "" {
 				return

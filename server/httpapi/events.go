@@ -46,11 +46,7 @@ func (s *Server) ListEvents(w http.ResponseWriter, r *http.Request, params ListE
 		}
 		f.Org, f.Project = p.org, p.project
 	case params.Project != nil:
-		if org, project, ok := strings.Cut(*params.Project, "/"); ok {
-			f.Org, f.Project = org, project
-		} else {
-			f.Project = *params.Project
-		}
+		f.Org, f.Project = projectParam(params.Project)
 	}
 	if deref(params.Follow) {
 		s.followEvents(w, r, f)

@@ -643,6 +643,9 @@ type SnapshotCreateKind string
 // SnapshotList defines model for SnapshotList.
 type SnapshotList struct {
 	Items []Snapshot `json:"items"`
+
+	// NextCursor The cursor of the next page of GET /v1/snapshots; absent on the last.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // Status defines model for Status.
@@ -808,7 +811,7 @@ type ListReconcilePassesParams struct {
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// Project Admin tokens only: one project, as org/project or a project of the org default.
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
 
 	// Sandbox One sandbox's events.
@@ -833,7 +836,7 @@ type ListSandboxesParams struct {
 	Label *[]string `form:"label,omitempty" json:"label,omitempty"`
 	Pool  *string   `form:"pool,omitempty" json:"pool,omitempty"`
 
-	// Project Admin tokens only: one project.
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
 	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
 	Cursor  *string `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -897,6 +900,17 @@ type WaitSandboxParams struct {
 
 	// TimeoutSeconds How long to wait at most; 0 answers at once.
 	TimeoutSeconds *int `form:"timeoutSeconds,omitempty" json:"timeoutSeconds,omitempty"`
+}
+
+// ListAllSnapshotsParams defines parameters for ListAllSnapshots.
+type ListAllSnapshotsParams struct {
+	// Sandbox Only this sandbox's.
+	Sandbox *string `form:"sandbox,omitempty" json:"sandbox,omitempty"`
+
+	// Project Admin tokens only: one project, as org/project, or a project name in any organisation.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+	Limit   *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Cursor  *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // PutPolicyJSONRequestBody defines body for PutPolicy for application/json ContentType.
@@ -1075,6 +1089,9 @@ type ServerInterface interface {
 	// Wait until the sandbox is in one of the given states, or in a terminal state (failed, terminated) it cannot leave, or until timeoutSeconds pass; then answer with the sandbox as it is. A timeout is not an error: compare the state and ask again. The daemon wakes the waiter on the change itself, on any replica, instead of polling.
 	// (GET /v1/sandboxes/{id}/wait)
 	WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params WaitSandboxParams)
+	// List the snapshots the token may see, oldest first, a page at a time: a project token's project's, every project's for an admin token. A deleted sandbox's snapshots stay until deleted themselves.
+	// (GET /v1/snapshots)
+	ListAllSnapshots(w http.ResponseWriter, r *http.Request, params ListAllSnapshotsParams)
 
 	// (DELETE /v1/snapshots/{id})
 	DeleteSnapshot(w http.ResponseWriter, r *http.Request, id string)
@@ -1337,6 +1354,12 @@ func (_ Unimplemented) StopSandbox(w http.ResponseWriter, r *http.Request, id Sa
 // Wait until the sandbox is in one of the given states, or in a terminal state (failed, terminated) it cannot leave, or until timeoutSeconds pass; then answer with the sandbox as it is. A timeout is not an error: compare the state and ask again. The daemon wakes the waiter on the change itself, on any replica, instead of polling.
 // (GET /v1/sandboxes/{id}/wait)
 func (_ Unimplemented) WaitSandbox(w http.ResponseWriter, r *http.Request, id SandboxID, params WaitSandboxParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// List the snapshots the token may see, oldest first, a page at a time: a project token's project's, every project's for an admin token. A deleted sandbox's snapshots stay until deleted themselves.
+// (GET /v1/snapshots)
+func (_ Unimplemented) ListAllSnapshots(w http.ResponseWriter, r *http.Request, params ListAllSnapshotsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2909,6 +2932,63 @@ func (siw *ServerInterfaceWrapper) WaitSandbox(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// ListAllSnapshots operation middleware
+func (siw *ServerInterfaceWrapper) ListAllSnapshots(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+
+	ctx := r.Context()
+
+	ctx = context.WithValue(ctx, BearerScopes, []string{})
+
+	r = r.WithContext(ctx)
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAllSnapshotsParams
+
+	// ------------- Optional query parameter "sandbox" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "sandbox", r.URL.Query(), &params.Sandbox)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sandbox", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "project", r.URL.Query(), &params.Project)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "limit", r.URL.Query(), &params.Limit)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameter("form", true, false, "cursor", r.URL.Query(), &params.Cursor)
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListAllSnapshots(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DeleteSnapshot operation middleware
 func (siw *ServerInterfaceWrapper) DeleteSnapshot(w http.ResponseWriter, r *http.Request) {
 
@@ -3220,6 +3300,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/sandboxes/{id}/wait", wrapper.WaitSandbox)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/snapshots", wrapper.ListAllSnapshots)
+	})
+	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/snapshots/{id}", wrapper.DeleteSnapshot)
 	})
 	r.Group(func(r chi.Router) {
@@ -3232,210 +3315,212 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 // Base64 encoded, gzipped, json marshaled Swagger object
 var swaggerSpec = []string{
 
-	"H4sIAAAAAAAC/+x9W3PbtvbvV8HonBlbc2hZdpy0tacPzm03Z7eJ/4kzeagzMURCErYpQAVA22om3/0/",
-	"WAsAQQnUxZaTtLt9aSySuC4srOtvfe7kcjKVggmjO8efO1Oq6IQZpuCvF9dMmPPZlMFfBdO54lPDpegc",
-	"d96IckbMmGlGmH2NGPse2VVsyqghUpFcTiZ0TzPbpmHdXifrsNtpKQvWOTaqYlmH24b+qJiadbKOoBPW",
-	"Oe7YZjpZR+djNqG2W27YBPr/v4oNO8ed/7NfD3kfX9P7YaSdLxk2cdyhStGZ/VubWWl/GEo1sX+fUTNe",
-	"nNApmVIzJlxoXjA7M6KpKAby1g48NVL7eifrKPZHxRUr/KTqkbtxaKO4GHW+2J4VGzK12Pfbl8/ID4dH",
-	"fTKFF5jIme6RyxvKzc+vL8nuazJUckL6xEjypE80y6UodJdQfaVhqAVlEynsYyr0DVNEirwxCTKmmihG",
-	"8zEr8HdDDb5hJ8C0ISWjhSZGZnbzKDFMTbigJZGC4U9DwxR57XvPyM2Y52N2zWCrmSZDrrQ5gTbdKLhu",
-	"jIFqwo37UWSEioLkVCnONLk8CzPfO51OS86KY+Lm3yNvzJipeHEIVYzwkZCKFSeEkgkt7e6yAr6xXRz1",
-	"+2HjxowWTNU757Zh+V69w0G/eg5EKOoNd43wYqPN/2Jf1lMpNJ6mF0pJ9db9Yn/IpTBMGPtPahcgp5Y4",
-	"9v+jLYV8jlpeeg5sqy/ENSulPQu21zkqF4TZd3r2IMCywidfcwAzImE7YRyZJQqkkQkjzH3YIy+umZoR",
-	"JSvDSE6FJ6ij/gGpBK0sARk7QlaQXSGJkVeWoqQlfEvVFGigEldC3gj7s2LX8srSyg03Y/Lhw4e906iR",
-	"bkYe9/uEC8OUoCWS5uP+IzJV8poXTH2qBL2mvKSDkmETb5lRs71TOBM3Y16y6BzuaFJQQwdUMxwGHDz7",
-	"LSz7mSx5Ptv63mOzqTU/HzMyLWnOJpZRT+E9NxJZPsA4ZJnceTKVssR+lRzykm2/a2y3pXd86AfwH5ab",
-	"hxiAbbd1APYhDMBxl60PwLWbHkC40OoBfKDcfJNBnLj7hJKxFLJSrPB3APL9y8xdFzdUk5sxE3C+gLsz",
-	"UbDCMnfk68BOF6+PxVs23KehOcdV7O+sIEOpGtfVrr+WQXZZwtrtcgo61WP5AGvpGm5ZTPcUt9RQU+nt",
-	"jwCaTfX/5t89uCrdm7ah04JODVOvxFCCPKnklCnDExLkwjpmHa5lSVufXnFRJB9MlTQyl2XyoVGVNskn",
-	"10zpdF+1DCkHeJyzzjM6pTk3s8VZDWRlCTJqZyBlyaiwnw0VY8/O3tuHVkChpnPcKWQ1KK2Q614X1WTA",
-	"lH/7NzaRavYbf9r4hgvz5Kj+xN5UI/ympGrEtHm5UUfRR5v1l1waqc1vsmDl4trk0+oXWan0qCZc8Ek1",
-	"6Rz3EyOcwLD+xZ/e6fvkMBUr7IVPS704UCauFxnGayuTyCEwBSauuZICbtBrqjhIAmNZFlyMkGuwXDFD",
-	"pLD6kJVdGBy4Xr2Iy8grSGFz6wfa0vy4uLimJS8+Ock9mxeJMsvKBrworEwkpPk0tCSaEf8dyP4ZmdJZ",
-	"KWnxyUj5CQjCNqSr6VQqw4pPOZ3SAS+5mWWEF2wylYaJfPbpis0+KVZp288flTT0E7vNGSvs3/H3dh5w",
-	"mrOkGJUFcWtxhSyjMZTjRtGi4LYZWp5Fa4Py9sI6TpjWdMTSh7qW1n/Hla3f/zjfVta53RvJPa9LTnkP",
-	"tyj6fY9P7FRRb7YqZWfEzbga9HI52S/4EC4ks0d5/Uc526dTDoNpSsqLBOkJYqW0vTA1/PRjisqu3W3Q",
-	"7IvmRia0UhCqjy+qfv9Rzgv4P8uI7buoSqbcE0fn+BhF7VyKnLe80UvtNjWGTaZmcQhWcn2mmFVV3Tt4",
-	"GMHiwDWhA1mZjOSyEsYeRFCTD3pJRplTUfCCGpzzWmaFMy80P/PfpuwL6UNqhw47Qexzy0YoGVJesiJM",
-	"xT6jZZlckrxSOrUpZ1RrKxnhc6vxK0aLelW0k6vMmGurDCUbLyo8mb8lDDu/yBtSSsfUBjS/YqCmlyUZ",
-	"sDEXUVfESHll21/jlrIbs6bYaOUNtvwsZx2pRmlZQLbIAU74Tj5zAt+rtHih2R+Lq/RK5IpRzTRqg8jy",
-	"YVVOCPUS5I72e8IF0ewPIlVhRV7F7A92HfEHM2YzMqbTKRMo2K6xoIZPWPNapIbtwa+JDTdy08XHJta2",
-	"us2xILtmgYbjBcadq7fDTSTzdj8jO5njR60M7FeuE0wsHOj1DYapwyzYrXnWcvbOk4dsSu3NGe59++cx",
-	"mdpjyg0coHBIb5xdwnJIVbCClNQwlZYQ4tXEGTXG1ro4527fmiP/YHv2FHZMcmCpRYZWgYLsUtDNQdfK",
-	"x1Iz0c2IqoTgYpShgbCC10TgXY6VSYUfVYbosVSmm4E2ZXnxrpDYak4FMfSK2fUQ8ubEWR2ploLkYypG",
-	"rOhmrsGMaCOnU/wHVThIisKGYrqa2H840yT2QknBSmblGZzEjsYfuATDj+3r/PzXbuZe++T74UIbKnL2",
-	"CeR32467aEC9DBvM3Hfdulv7NS3kFIxPOBd/4xGQtOAz3z5y/lJq4zroZkQONFPXyc/LUt7Y7t3KkAm1",
-	"l4eIuXE3I3lJ+QQ3TrCboLFahkzkNajVN1RN0HZLS0t9M7+haIkXVnD+veMowZ5IIIVO1nGvOeum3fhO",
-	"1nGbankTrJ891LhR8C/YKdsIbBV8CntlSbverI6V66JNAPtsvAvR6/DUrbLlGm7FLFfBuUdHwB0bK5rZ",
-	"ee1dUyXoxLKF3/FQPAuzhD/P/FThr7dhvvhnPWn4+0OYOfz50o8c/noX1sD96RcC+/Gr4Rr2S4IHtbEu",
-	"8NNzWJxmD6/cAj1169P4tn7tNKwU/PmmXi5cAL9mlk3csjwIgvNOHX+1A9Fqoxi1ZMZuWZ6BafX18///",
-	"7s1rUnLBesTyw5JqE6z47JabZyDtOPPuib/ohgoawtuq9gKQIbgY4OmO9hpJDy+IlXrQB7h6bT/H0BgI",
-	"WtRZuIMxmdzIqkRPwywjYycsWQqsFAPXBRmwoVT20xmRlZlWJi01UUOTEkKQ1RefuAWJHkZ3OK4vqp94",
-	"HLUpZGXgSBVMqUUadzd/8aYyKYPDlzXUmLD921Nlbln+FnXRhHKhRgkp820lSMEVy005y0CGkpWxJDdm",
-	"KBCHW3xx/gvi92RCRZHuA6Sz/QEX+3pM9vK0qH2TFvycTSCtf7YPrL6QtSl42pZl91BW5h260uwrE3qL",
-	"xowfDvv9pG2j3QaT3mS/I1veZl2ViV1uahRryK+rTgaQf1IcxyPStqptJwMsgQLMIwm+B4ceb84D8ht/",
-	"SqZMOfbn5ZuIdOLj1lC8/ZyyhYPc0LnisXxcdzNh3be2ly95ydJGWq6fc5VewYkszjdSOyZug8PbFRfm",
-	"0WGSINCtmtLcnLt+kRL4n+xuRsu5NUabte6FRbn/Mrsmw1pvQ2cJw1tggkl9IaUivJTqKuLUadY2pKVm",
-	"8zewt743D473ThD7+IQUXF/V3hUQ/sfgxYlFTvtSxxt4kzdcSQdsme1vHd5rTBlx1wUSCez20cGTw8Oj",
-	"/sY890vWCdahxKWHYvyZlGVzfyf09lcmRpaQnjzKVl9uio24FIkL9DTP2dSAFdq9k7kACWXlLK60aVyj",
-	"UceHjx+v7HnpfGtr2MLEW+0vioqrxVkcBKfbgGnjbe22EY1e/BxkN9AeI9fcCaEDbcXUofP4W3XbaqPX",
-	"DXU64i6obqYU41lNq5bTp1tqUcxhtqlz5nzxmx0xIJoXt84ovjDUX5khN1JdkZEkRhLmXnSrRQ2hZdnr",
-	"pa4pq3YNaVWalfb0OQNwOEMoX5d8yCyrR+0AVUfcJlC3iAB1sw+aP7udcjXr2pGGI0Z2DRNkxqjS3Wic",
-	"9bL5OYVz0xxPr9ejqF0LIiH+TGII2iYCY5KyHdXO7Qcy8WSb7tlbNqh4aVrC43jDy2wkoeTs/blVjs5O",
-	"z5/9gmEmMBHkmapiTpFB3T+O13KmDdcv2eVGk1yKIR+BGbn2bXUzomXTB0XsIAtUuHwDVLCbHjkV4QfY",
-	"xyvGppZf62C+0H4WIbQFGTfZHdIr1iWl1AxantjWfGyPmwA2F3XbA9MALezyzPlwImodKEavmFon0OSp",
-	"exXs+7WHdtlnwZMLuoNdwY29THns8VzaV3jRfoVWiFOzvgCVN32WS7uKXrVHaThkueHX7CWjplJz8sYi",
-	"e05vSriHhmu1Mv/VmNHSjGFHVu86d+LosknG4QUgKGgTPKctPcRihTZnSg7Ykh1Y2ciE3j6TIq+UYgI5",
-	"/OJlM6G3YAmynyRfaJV18Spf5qRIxeK+84+8oRBuMzjQVDEipIlsl5ZdoPltyWGMVTFZqTxpUmaK1b1x",
-	"TQo25IIVPXKJx+ryeIF3OI415CVz8aOOU4EJkdwobphGA/Hp2Sui2LAC9iI9R5HK2WMJN2T3qP9Tt0cu",
-	"6ZRfBqM2MWMlq9E4NCIVOWdKUbvfZLdgYBVykXAgZ0jZRVbsvtiJOuyRU7+aDIaNI9X2xuNiRAYMY1/9",
-	"lE9AHOEGzNiLb9mRQldckys2bcjFjhdlVuezQsVyUkwaOy1HfKP4iItnvrH6p9OzV7bZWrPx0bDhjUa8",
-	"jB/WVPFrK+rVt3NSZq+mxabM7YaqydrKzweqJu/GNB3hbVtyYUqLDlMI8FITou3XId40BGiigkKEvGlI",
-	"ESvH4qKiVrHOOYkR1jyIDx2/3gt8pclE4hsnqwklMOVwSmuWm7oBPraIPk/r+zYROIqCR85VXnFD3N0c",
-	"1tGLGMhtQNLRRDMGi7prBZjwSi1cyBuRWd6AokS3R14ZIqdMeL9aLoVmeWUH75wmGniW7ZQKIitDR4zs",
-	"psNKKHHWNXuoQ5AJGoW7GTjhIGg9kqqm9lYgms70iQvmtaPJiJDBtcK1d5ZFPLZH3oCHZ8rEe2F4idqD",
-	"j3If03K4Z58dA1MIcQxuhPaVkpnAr+zciFHcxx9Toqs8Z1qTHIUsbmcUDNe4XtwQOqJcoB51w3Nm2yml",
-	"GKWM6GFVX2IjieMSLzcrmguuuc8qAKu/G15a4Qprkro56hUGwZcbYiolohVrOMGXMpFlih1HqmLFcT1o",
-	"t3w98mIyNU7whvUtkrZhCJWK2SG+28EJ2vPmh7ymP8qdtWe+Gff3G2zN/fULLYdvXJsL/Nq94zz1CQbU",
-	"cMQb5N2pvW9jB9uwVWEQ+J3tVPbzM2ry8YYq9NeW5+8onN9Nml4UPZdZrBbE0OUvL5E87yoSbOt+b9PY",
-	"301ZvqmJZYlK/w/t3JV27qLOfAdEtUQuS/MkZe5mO/cOhGB0fvL48aPHkcH5IGlwbloalVkyqjrkv9lz",
-	"pcrVobD2pWTTLptmMSrZRwbzTcnwDiaQdr9QbH5fK4oTSRJF5ZW08za8aOfBJtPSSQKLk1zualg8Lxvr",
-	"SmlibWxDPLPGkOJFj7tesuNbEQB8KtbdZQBs4Q5cfp4+5zwnRcEKtMbiyuyAQkLir3rknZGKFURDLDvI",
-	"4z5Ioagwk4bpzeIUvhW9zs3ekInUhhz0D4/IYOZmEXmH7INsFZE323yvWYGSdPAKFBL8AYZoq+GEb09I",
-	"n/xMgnsgGeu6FddcHe07LyBqk3SmqYoVxD4F50aJBh8XpbqjSbC+ZQ1TmgD7eF5WkP3AtOETeEA1KGSg",
-	"/tbBwLb5pmbTmqBzB0ZZsLykKhXe8GHMwCofTQl9XZU5sepdJfy34fGY2u3D/I60S6mVL7eFZkNbzs/1",
-	"Ztg5/n2tVMr/ga++fJz3TWGC8JCzEoxptLyhM6vIM/AL7loyq0TJJ9ywotu7o4Wq8vHnawz0Pbw7z94w",
-	"2tkx7LBDfjF8DyhFtnFB+88tseTgHb8zS673ZBVPnvNe2q0AAzVEQbecrtVG6wBXYOQIqBpZStjrhNlj",
-	"WuGRABcosJCWnFR79HWVjwkN52BSaRO6zKdV+vgGlmWZZx/+W5HeVnB99S/MudvCwFxry9npQf/ox8c/",
-	"PFkyvFj+j7MCtzDC0N6KMT754YcfDg/WHOScS6QeZDTnNRpacoHcQfgIbG595rZkAO89B0rE82/vDLUe",
-	"mjVuqoiS1xB9Jxtmtza2eIWOVL+bwfjj3upxpvjaWx+Bf0Z1Mjm02OzeCAHBLcEmVGuf5+Bjjy1zZKJA",
-	"x37JqGZwRZdSm6zpsMA97CbNlbxYM1UJhuDzUE683VqAYVxeM1XSKcQRQIaLi9WOkpUUWNbXTFWaLkRB",
-	"LZdj/V4AOAUovsnAKJDC0z6LhlPCjtWvepuNV20oGEBq5Ksi3Ts8dKdQXzlgASqIFJ8KNrGqROtQjOKj",
-	"UcoTM2WKy4LnSAslAB/saDCbn9QNZ1GHCTcoxsgLLUsWOx59252sE1pK2F7mpYQo8wNUS39K6r2p5+OJ",
-	"YOXh24ac0zzNK3O81sm9Wj7umlATMUSYl7GRlaTWMBcJ4anLyFRsqH28XHg/itpBL3mxmYoKfCsZbGj/",
-	"4frjGCSHBI7MCD32dlndI8gGMWM2Qe/UZqMonY62/hdSTcdUaMyfKdZbtIWlskqba2hDxb415tGnEm00",
-	"GX3FIadodayivd9D8lhBdu3hCXl0Qvqgq267Z+sZpt9tMsB1QyDD8Wg7Gg9wLSTG1nZ2I6tKi7oQL/31",
-	"s7P3zngRuY2dyOkjWWrR92YsNUPlmZSo+Dw7ex/CWSDrD59ifKvdSMhhJ9x0e+R0IK/Rz+oEWXsDz4E+",
-	"rKGIbKKCxJNtm6UzalgtiAQzEjlbU+/YUOO484CekPN1tYz7pdn4rIG3kd11m2kDHkVp8U7BFFydji1z",
-	"SaJv7VFKebnubrtfbToD+IVop+DHiSxYGeKrHPmCEuLW7eFMYmBlZHqTT+wUAuZSEqQonSzGBTfPMBNN",
-	"L9HXnHk0ZIBzK0fXX4bAdh8XEV4UDsthg2t0C1kUrTALd7JlLwNn8J6mjYAbVkX1e+PEDQXbkyJ18je5",
-	"kapIC+FLvJZ3s8aHIJKNABjWdzktqiAhUl8zYxByxJFehlgU8C2ihLp87xPSP64t82Q3nB0P2OlIs7um",
-	"1ndfJxdPgUX4cJbY1+XofMEfFtjkJh4wtwsYBXVPt9MGcveGmaZz1K64YXtSlLNkUsU8R2vDkCOvniNS",
-	"hTZSMeDlaRvDUk7nnyC3K7llZqoSIY0g2Ast6WGcnCNAFIvqUF0f3bejgUV+cnm+upvVXBEsFBBR57rC",
-	"azdgcrnOcioCTM4EYBQwed3B5sKEvb4iCmcGgVFDYkNLHtWTx48fPUmHiL/C1w/6/Qfly/OOzYldZHnF",
-	"rKomytmxM9uMqOAakk/JrhOeyIU3mF500vrBHVl8zclb8Dd3ICqaHYPFKz4yYLKk3jkLeT0YCGlfDAee",
-	"7KLPZ+CcP4DLgZwyi0BO599C+SNwTTLkZek9EYDIEjCQr5kmldDMQHaMh5B1g28RxJddWmvtkVccjPQS",
-	"At9kr/4KTuJf/ZXUcv9k9o6CXkOSGNkNLuBuj/zKhobIyoQVQ2rKCCu1T0QoeT6rNQTdqwfkXjs8ImNZ",
-	"Kd1r3HYP5od218k2rFoBVPWh7Fmug7uEXd6Bpc1BNTA4utpZp6G95GW2jMJeWu1DyJsEJVnVXbGJvEY2",
-	"/5W2/d188HBAloG7TXPpgXYCBE0NqhOgdJoAOg18HAejk4qTi2/8OTFlcz2qRefxOeHrZ3a3agArINj4",
-	"n+zpzNlD1/EazS88ACCta9OOwMpghnH/tQhaL2PyMLnlv5MgWefaO5emX9l1F/rLkhFthRcFUOI7hxLU",
-	"6TrNgejw+/Ktcu+lmj63t+tW6L5hP1iIqUGBFr09mO41YFbypJCaD4UJQGM6RoFy/ZyGluNWUm3e6y1F",
-	"T7Zq9stwEnMHVerpkFppJlLQ1jxg0MyqEwS7eKfj863nvFo9b6cZFEcnVMyCkIQpUagqARrc7sL11j0h",
-	"pZOOiFQg2gDFWQkWabhwffoMraP+ASn5FcPwL1cmQTiBWxs606TkYKarILHJaWpYRWFb92bjPMM6ryCE",
-	"IsEvAHY5kRM7xinl7ART7K0WMaZ6bOcBCl864cd45rGM/yGHmZ8Cfpr5IbXOZRsc2I3gzuz3XFXatDot",
-	"54EoFqP/FpAaNnOXNT/ZGHYB4OyWWFk9poG2dCyHdu9ZOUxbM5ZizreyEiFNW8pDzvg10x+kumqPxKwV",
-	"1QmdkUpHidSVcFEWBLM16oIdWRrUSrfgJiP+tlQ7GqyAoGKho4prQiszloobavg1660bcb6YttqYborQ",
-	"ltJnk9CWBQnUmRybhR2eAjIRRKd5jEy/0JiO6iIYCB0zCu9h/EOPnDYATqDSEoT03tLcQOkrrmPLg7MP",
-	"UBE5NhDYDtTMCD0e6RFCzncHbCadYyQotGirEDIY5jK7YSN+DagnHpB+YpUc0J9vxu4BMGhazOpkdpin",
-	"S1inQmK4JPzvhmtvfvN581STSle0XAwGm9Db0xFrvdFAFBLSkD5cTSWj2pAn/W5WF+MZU+2rbMDCAcA0",
-	"jBeTatM3ylJ/4TKfwR3N9A5PbBEPG+7jJuEEfFp74WqXKtXrzMUerprEEiP//P1oB9d6MlqEaYBKPXvc",
-	"X47zTa9AAnFZ8jGUrGOnE1Zw6jK2eVnyUAGsDngHzx8lY66NHCk6IbsA6KrJQUYOe48z8jgjB/2MHNp/",
-	"9u2/4Y8+Fl6y9GqXi0ygqBk5U3JiGWWld+omP/1RUSuLYHJB8JS5+DnEZ1DakDFfO8geluenn35rEdOg",
-	"JpVbg59+MmMyZSpnMIYTMDlTPiG6lDcInyPqLGPEFAaXPqC1u8mtOa4xN0sys+c5AQIb7OjG/lnmM1+K",
-	"IosSuGu4Zzz9lt/5qDm0rmOmvp+Cgb8gwsd2swffT6l2PI4LhOIn5kZ6wXVNP9GEa70sET3MkEyoATik",
-	"3XqvI8Awe83Z11xgUsHRzeexxfYUFVesgFe7LnYJNknYlUSAZMjyYYoFlpjLcl089uXsiBazJD4p+D2g",
-	"WweaDaGCrv82JLM7uiBDMmdzFP+D2N5Skdgole7bUDViLeKGp0LLqFq+XsHs2rPYw5f1Os/lu+HA/FJH",
-	"83WnKdDZIgsFiP+8UtzM3tmlc1V9GFUohMJ6gtiFP4UGxsZMsSyShy5KoGdUg5LnGICJtPq8jvcguRRG",
-	"2YNUUsGOoxBuCOBkggqjM4SpyS4EyoF4uaMDAeDvnJinewSgmQHE9Jfz8zMUPnDQ7oMeAbQkcLVciMvP",
-	"Fxjxd9E5Jp8vAGT5opORC195Af9wpVguOl++XJ7UOMsFy3nhzyfcP2T3qN+/EAvVaRJF++yPj+IqNUf9",
-	"o7hSzVH/p7ohV67m6OBRqmTN0eFhS9kau1IXoq10zdHhTxdivn7NYxhqsoZNWznArmWd9qGV5AFk+kJc",
-	"RtUBL8mur9eZeQlyMi1ZjZMJVmFLHp4J1HTANRlWZdm7ELC3A1l4R5lLdyFGkiPyG3+aITqRe8NIe+XY",
-	"33sXAoosGCiBGhPf6dmrTlQFq3PgYTvolHeOO496/d6jDsKvwonYR2iZP+2/HRcIy/Oq6Bx3/sXML+6V",
-	"uWKXh/1+G7cK7+3PlS+Lz2Xn+PePWUdXkwlVM/AlXTPBtBUCnD2jLsE4VRJAUwAAPXj2MNKDjgCDIwxb",
-	"dz7abvYnzCie62Uz+829kp5ZVGjNsFuzPy0pnyuxligI2mQXrofe0pnXkhFxg/aXnO2XsNup1KAbOaj1",
-	"pdMGZrl0P9/iG9vYzqzzuP9o9WfNuqjLlsKOjSMVNPIjuCt0C9iolllO+EhRFwvduhbXB/tg2dufBujO",
-	"tkVx4J53WZS50p9fss7RHRYlqz0Dq76MSryCV8BNH42YH63cUiUmeVbFk4QD9FSiCLP1UqXNErpftrWq",
-	"/Tus6t324ujgW+7gHO0601qSdH/l2qC9biUTu1/1VzBwJjgc5uyi6mFlEzDJwo2RzUWCQMkphOnsfRen",
-	"JB37Kgi75RrubEER0euo/1Ozzt4J0dJnUAnqwXMDpmAKGtEhKUKJbamt/g3iGJoztSS7TiTroQBsW/f4",
-	"gxAf0tx2VKQAkOmhTrPD4lnrPB+sc56jssRf+zT3f/rueUB9B3pMOaSnCRV0tIiAGd977Wxj/7Olzi9I",
-	"5SUz6RiudciW7Dq6DESJd/KwApwIe/IXTslSmga5OUclVUiTRfVazJijJbGOizh2kR6ERwHpGLwltGG0",
-	"wNg/sGUg7ChEtypWYpYkNy7+zK6dj0CDEMIBC7lCY6ZcARxne2gaX0gho6QOiraU8PQ4qitF8hJCnewL",
-	"NUwlskDm4yjnGkd3hkMJDA69n3Bp/TrGRbIcxjTA7nmT7A3VRBtelsF6aZcRvZGhwnKTk2B+leMkU6ro",
-	"hEG2wvHvrkL+HxVTs7pEPuxao3RyoHhnrF8oqPFxgV8cJQwnsL9F7z6n/Oir8Yb7n3Kcb4Q6CYWPanrA",
-	"bZQCECJh0X+2vLc+Ey62FWxmrgR+nf7mk/rglxKdYXGTOlSB3HXpcd1GL0jH2EXWQMrhJsY/x8sxxYyy",
-	"JaK2u7U2Fwnnr5CvRyZbFDsSZwzSicIRc4655qW7rFj5R9DoMcJvi9zd89gdx9wae74Bq19kOhCP+MDS",
-	"C8Y8bk8d+Zbiy9HfX+hBKHAtJwyju2tnEP4JHjpLhlyRa1pWTKe5jtN9v8NjELtqIkEFK9kBSnrUFQ4J",
-	"rT6Q27B4hirz3cj//xygb36AXLT1XE6tJyFAIAFNFeRLF0qTUwECLZy97mqVAt00K4wR/qWHtEdEkIbt",
-	"Jgl8KfNwf4MZLMB3YHpILmpSVUuK6rGz7DsVqrcnLbUKkW2rsA4rwm//ESVbRMk263G05A9w4UTIoFu7",
-	"c1Ib/Xc1Ii8YkKTyoVhxLBrZDc5T0+2RuswMhCGDbYUbwqgqOVModGGJc0NGFBXWyTo3xX9YblbeFPjS",
-	"w94UAWkxcVP4IcSXhFQjNB59o9ui3ke8x+ZhPFEdZ/6OwxRDH48XRQoFazz4wzMCqJRohXeQpWtt4f5n",
-	"qUZf9j+7v9e7oFxm9z9WnyVWnwV4Vp8W6/YLo06v5RWbAwX0YR9vvfE1dpMHoNeV0IEbGm3aNnU9Nmy/",
-	"/VZs+P67dt5Y/4XzRCO4FKgtFZ9KwHSC3PNpZdC1pAmfWIbGG3WyETtoN5AFWFO7LUruyosfQRbWv/ez",
-	"ZCvTaNe3I0FEzT2ABBHgPbcoQXxL0v1WEsRzJMIGU4nEicCl5oSJUzTY4CNntrHN9LMmlu/SiyeAnyGe",
-	"WNpHW5fB9IgOLnAVURRrp5ILX01hYR6Hzy7EWMJYHUhnqHDnok92L8Og9uz7l10I+rLL4CuA+zQMM2YX",
-	"IkA5ehRG3z/WvJUSI3M9XiuhYTboGwZwAqo14fpCeCQNxLvBfqFWrCh6BMsuuTSA5ppQj+gX8Jng9wur",
-	"8o99iGrsaWpaskB8aMS8nUQwlURfcaz7dSGwzBPeQjTCgkI4UjsUVmp2g9610yaOpwdMxRW/EBNeFKV3",
-	"p9vvcWNcx5rVmWslnTrYNcVYjZiHtcGuaam7vQtx7oFZeQ2M6iQjiHmkZQmwIvZG3dHk1XMIL/7Xi3OS",
-	"oMd93EQMvmvytgBk91rePKQ4O4+/lxBpaxRhO28Mh7Y7XfD7SVk/bW0S0PgLASUbWWoKczGi89QdocvQ",
-	"aOPtfE+IJ25FRY+cq5mrpIb5lhE197CsXsEQGjN6kkg7dEmbRsIhDNkJagZj8GCYC1dinRb5pY6U+zpL",
-	"mK6i52BRIiYhZL2Cqrcl9VNOppbrsxAZtBOXHg6nL7BXhHfwmo0C0l7/mnDHMlI1k9bAOS4QwNgYJL0A",
-	"hD3PxwgS5FeI2jeOG+i8F2Kep+/iPC/t3hSVXcYwtFeOFzkCunSINcDjA6jvhfChHWdv3iUZzzzMLzkF",
-	"jOAw6Oj+KHgBDB7GmxFIPAjcfy5YI4MJCrwc3dJjkgjg0pFzy5DDJtVlnwW7sc2lJnwGS/JvNjWXpJ1b",
-	"Wm38bfOT9WIPQIRIxx4AKlNbmlayFFO6ixwhV1YIuA/P4ANucuJwn5KpVT3k0K/xX1OjarJur6gqKjJP",
-	"YhDbkIEoMIqKbK7kDaghLzU+neMrD7iVdVp4Yguxe7IrfNVSrgimmOvudxUcmQo7PHc58Q+hxMUIEeuH",
-	"Hm676yK5ZwHkwVtqcMd6/2V2ZSoI0IlLL3MYZ1dMYOwcLgqCqqHE4RzmAcxw9dHd/8yLNSyNNSGutjM6",
-	"kIu/sa8HcFg2sNM0191jDrQZAGNwiYfkmlE3KdcuzcdepIQhu8LrDu/Bhap5QAbMrSuZwQBQq3zfSHX1",
-	"/biA2bX9rFV0/eBMg5dDWZby5hKT7/3ljx9nRJZFfFmKglzW4HGXTo5DuSYGHQhFQ0Ysq5OcfeGzY7yU",
-	"Cwg+yRC1GBT9CwGBpwC4BgOIgDu5yMHfblceFGvngyCYp4ly5YW4EBDr6GYFAYeXc5E1lGijGJ2Q3cuY",
-	"lm73RGHp6dLhELywIwCRnJRcMFe/fAZGp1rfD7GwqAVe4lpcArABgGniAjJs7IpNTcjjUxDCY8fdzZzt",
-	"IcJAdciSTjyvgUenukdA7bgQ0CikEHIW6qSHIRzXIKco/FiRSLDcRGoSbAtAQZgLAYCnYTVrOw4UZ/c/",
-	"QMlwxAmC3rkmOiDn4LZfCKOo0BRqQGDfAzaCcGhXuQacCBAzDDvKEdXEzuOaEUomEnAvYEWtBsNcFEmN",
-	"b60zb26rMKe7UqJNG3iB52CBy63E2YTzEPxiditG+5HBskbvd4m6Uo08kCQgwCY0gAiYeJm1vDm0N4JF",
-	"NQHxYLR14N7rrGOOnx8bBnwt/S7Fl+pl3YelPp9NIYV8fhpnWBH+T+YCivGEInsAdKpw5GnRlMe/X3Ut",
-	"a4tjt1O7byD79i4+2BenLmSdFNPbsK3lmmO4PFS80xj8HZhveO9eIu7Bt3KeW0rFKahZAyoIpXjLzzRj",
-	"i/olgMrDeiCCjl+PWHh1N3e4yRs1zVq1zndRNbOlrO6Nu2M15uEzTXYVmzIKXA1As/c0sy0YdBGy22kp",
-	"C+alviTbcRiXNQltAlFbQ9jPV7Yxs9LlhUwSHOWKzX6GcN0T4iYAcOQgpBJttwbBidaYAADIpiewuv7O",
-	"/Cjvyl03uZHuecP8d1rAYnTlpRwsnLi/IHOCok5RrI6zd1lRb7m5q2Yzq4w074KUsVymsnK94qzwyGhB",
-	"7gSgpCs2I7sODChyBncDGhm8NZDFzOsH9a9urM7fdtjvO/tA+GLCaPw+RvUfEz2luZdr6xKFcmgH00zC",
-	"y4hz4bgypZqcKTZkKkS7TKly2GzYt50O2MDRKwQDoyRU68FhLeQ1Hh6SNsARtL/bk6MjtCpnGKsLeAZO",
-	"gOOtD9urut29f7NZ49RF0OyHjx9nd5D1cDU6eF63b6tr1tXYVsiFa/UD5Y2wi8P+4Z2//ZrM4atGsd3J",
-	"EHh0ePj1HJFpFB+oZAcpOVgrDa3g1IW6eVEtJNMoZpkOK8B2obECuzMCYbWg7omVi9oOqW1z7qBBWBYe",
-	"1vqgz3MCvFgOv6Lnex66qFHcHVZqJBEMykHFhUgcB5jiUQWQI3FTs3NEosPL8pu7op16GXndN0JO+uq+",
-	"+/vf+Kf6yuHA+SuBvALLTABoC1EwYHIbKVmJ4jgAgkrhInmi4JkaJ6nGDrQEAan/YL+hLsdMl9KQoWLM",
-	"w5Bi0YJw0rgmRQVmwBpkwO2DBxZ1CcqXeKccw2r+/Lpht8MIpWpqF/t1gLoeOvNYDUJJBqyuDxQKeHXb",
-	"5Jx5DWtN50CrALTJpdm4vL7+BXT0bZyzPkY43rdezULNSQCIY8TX33CEEwEUGBlHG2+XfKIK6GtQUHtY",
-	"c00kdxZUvr2TaE4p2Ija3SRePe80ssgT6drxUj2YLLndpO3kDvX/SSBdloGNZX+8T+P8/FdXcMCAL8D+",
-	"4PFjh640z0Z8e9Hl1Wola3MKbGbg/gpWlKbEUfveIIxVhFwq9LTJgAMfvXENFUUin5qvD9FmQvrGRprY",
-	"WL3SyNz7+irY0TcLaqqdQIBxrWYL/tk5686xs08795kcEhf2ChLyzVhiYh43WY3xDJHbWAkTfwXEV4Rw",
-	"hdBpvA/rd+wHKH3WRQp8a5rcMD4as8L5zmeoX1kFybmApSt0s2D7vs9l08IdblmO9ZXvcYklcwYQXgfs",
-	"+D8fxGIH/uZqW2I5yh1NZGWmlUN5cmJ6UeWuzKwU7ELIIWQWICSnJvlYaibIYBZH3O9ocgpFYJyh6vhC",
-	"XIg9kvZpIwa2I8MuWpJf3LIcDhvxPu4eeYNDw124EAQBasklTuQSIwAKauhlFk2DIpIwsgdw6cI2D2a+",
-	"GgL4uY1tD6Kvyfvzl3s/Oocv4J2//38vX7583iOvJTrbuUZV9EcHSTs3r2tR9KI62D27tXtDu2f6MkOd",
-	"xa1NU1mldgh/VBTRfqFq+p9MSa+5RMjsr5/bKe3oYzLggqoZwdYznBm083gPJoirj+fG4w33yFP7qO8h",
-	"Pq641bcOiDaFrExGDu2/mFIZeWRbGnJBS/xGk4O9IxLyY7C5HU1KsNZlWH5H85FV6QZ8tMdEwakgjw73",
-	"BhwW2N0ecFZd2Z8fH/3445P+j2QXVrN7AnG7MGhfYJ4Csj9TOEtPBjA0mLYjgyYZQ53HOCwiI5VgOqdT",
-	"5iDTILwAWoBsE4ImV1HOcMb4CAt7upn6BUNk6oHLXXS74V2HTBTQGmzpLhURJcNP7JabZ7JwxYksIyze",
-	"VC7uQjNTOyaBtXUz35a01EwEu8Gz8NqFPKC7zhIRxJc8leDSdCczrAuYmb3nM7ctmfp3LFaI0g6wUzQV",
-	"XAgqZv4cQTCbe8yczaNOtEXE7AzypX1cpxvFCWjxF8K1AwmartSEw6GDJR8wy7xh3evAEbBUXEKnlxmm",
-	"yfi+d7S3+LjAH3sFXLo7oX4HLobdlCEGFhzjNxwg2I72WzhQ8sreJ0NAw3Y/AqsADLt6N+IB31B9IfLK",
-	"1PVKGjw1l4io6cpTpeJBLKG06u5px6YdWUMW8nW9+p2sc4CVbRiUViw1SxU0eyADuZ3KW2x3A51mi11r",
-	"K9DMxxMsYczN9ucrcQKXAfniANkqlOHZTbJMJIqulXeO8OWIE3pGggyzwQYt96tL3eB7J861EtjRzgIv",
-	"woc1j6Ea2FOjzgNeEsmySPcMt/DdtkUNK9iImqcFMWTLkRbfu5L6+BtlG7ytBKGeEXmkxYQoGAcehh2x",
-	"3C7EMlqZLGJ3m6m+q8GTHN976QCUNjRcUjPuPKja93IJ6NJzrlhuFR7ChFGc/VUo+fGdVMzH3yR6eFuG",
-	"viXkuR8RSpJM3zJaRGS6WSy4zA0ze+7CbpDdai6d5KwOLM+VM/9bs87/OjLN1ud4ScCJD4oHL9DLTYCr",
-	"7kmlq4S8RHqKHaph4h8K/g4puIVZulKg2zBUNcn2pVRXD+trsT1EasmXezg6/xtcKy4C5G9I7rWE7Iu/",
-	"N1ytVg3DKACwuITfAwB/XczUhSegIUXKcjPBeEorzR7mNJ3Zpr8LL+/fVzytyeilYuxPZxGbsInVBiCd",
-	"arfkQ5bP8pL1YK/3rEY8Yd0NyUQq9Bxun0xe3E5loJMzn+P4ELDKynwjixB2HWpwJdx279/+ilW2IHoD",
-	"3EPK/COT/GVkEjxUD3NA3kLb/zDSr4YTaZcbnFUQnxrFka9PD/56XmFzCm89ZFaH66QVD6PhOg8D733D",
-	"oKqwLPcOqlqWpeF6eaioKtf8xoAaK46ya/a/Qfr/S10REc22sARDlXmYG+KdbfqfC+JrKWwQ100DgOLd",
-	"Lggjpw9FDHL6Dy18NVqQ0wwA2rzgXnB9FStddqP34OxvqHLdUN7uCvhAuVkzzfB8HBKZfSbGUKrtJTW3",
-	"w97cKcl5wsUr/O5g44znX+QNROqEiTrf9gnph4wNl9XRFt1p+ITJyrjclXSg6qM4TvVJHKXaT0SpfvwL",
-	"hk/f/2BYAo1QW6JsFx4SZuwDhMRB+gQvPReE+hyD0iU67GJQZRblHnRd8I4DXLzG8F7XYWMPHTop1BXw",
-	"6Q51oq0zt7lYQ8B3xK9dUF4IOjq2x2TqI89wXBDUpq9cLhPEdDkkmht6xXytSW4gaYw0kFqw4qS0QwqA",
-	"ypmvqAn4gojjsyQD+d4+SC+yrJvVEwvMq9wqz11hz12pCC2hMjoZScG699Ar7nU1fFvw19pgu6Nd9iXS",
-	"7oCh3QersY4p4ML6IlFSNHBjT1x8ay5VYSlwpjPL6VzhU8yrLqm5J5psWgtrzeJpJYr+XZWZ707l3Abg",
-	"W7Pw/ufOgFHFVOf494/2gtBMXfveKlV2jjtjY6bH+/sHhz/0+r1+7+D4xx/6fZD63JA/z2EauZwL/2OY",
-	"T/SjCx6PfkFMtOiHqI7/l49f/jcAAP//+sfeEM/4AAA=",
+	"H4sIAAAAAAAC/+x9W3PbtvbvV8HonBlbc2hZdpy0tacPzm03Z7eJ/4kzeagzMURCErYpQAVA22on3/0/",
+	"WAsAQQnUxZaTtDt9aSySuC4srOtv/dXJ5WQqBRNGd47/6kypohNmmIK/XlwzYc5nUwZ/FUznik8Nl6Jz",
+	"3HkjyhkxY6YZYfY1Yux7ZFexKaOGSEVyOZnQPc1sm4Z1e52sw26npSxY59ioimUdbhv6o2Jq1sk6gk5Y",
+	"57hjm+lkHZ2P2YTabrlhE+j//yo27Bx3/s9+PeR9fE3vh5F2PmfYxHGHKkVn9m9tZqX9YSjVxP59Rs14",
+	"cUKnZErNmHChecHszIimohjIWzvw1Ejt652so9gfFVes8JOqR+7GoY3iYtT5bHtWbMjUYt9vXz4jPxwe",
+	"9ckUXmAiZ7pHLm8oNz+/viS7r8lQyQnpEyPJkz7RLJei0F1C9ZWGoRaUTaSwj6nQN0wRKfLGJMiYaqIY",
+	"zceswN8NNfiGnQDThpSMFpoYmdnNo8QwNeGClkQKhj8NDVPkte89Izdjno/ZNYOtZpoMudLmBNp0o+C6",
+	"MQaqCTfuR5ERKgqSU6U40+TyLMx873Q6LTkrjombf4+8MWOm4sUhVDHCR0IqVpwQSia0tLvLCvjGdnHU",
+	"74eNGzNaMFXvnNuG5Xv1Dgf96jkQoag33DXCi402/7N9WU+l0HiaXigl1Vv3i/0hl8IwYew/qV2AnFri",
+	"2P+PthTyV9Ty0nNgW30hrlkp7Vmwvc5RuSDMvtOzBwGWFT75kgOYEQnbCePILFEgjUwYYe7DHnlxzdSM",
+	"KFkZRnIqPEEd9Q9IJWhlCcjYEbKC7ApJjLyyFCUt4VuqpkADlbgS8kbYnxW7lleWVm64GZMPHz7snUaN",
+	"dDPyuN8nXBimBC2RNB/3H5Gpkte8YOpTJeg15SUdlAybeMuMmu2dwpm4GfOSRedwR5OCGjqgmuEw4ODZ",
+	"b2HZz2TJ89nW9x6bTa35+ZiRaUlzNrGMegrvuZHI8gHGIcvkzpOplCX2q+SQl2z7XWO7Lb3jQz+A/7Dc",
+	"PMQAbLutA7APYQCOu2x9AK7d9ADChVYP4APl5qsM4sTdJ5SMpZCVYoW/A5DvX2buurihmtyMmYDzBdyd",
+	"iYIVlrkjXwd2unh9LN6y4T4NzTmuYn9nBRlK1biudv21DLLLEtZul1PQqR7LB1hL13DLYrqnuKWGmkpv",
+	"fwTQbKr/N//uwVXp3rQNnRZ0aph6JYYS5Eklp0wZnpAgF9Yx63AtS9r69IqLIvlgqqSRuSyTD42qtEk+",
+	"uWZKp/uqZUg5wOOcdZ7RKc25mS3OaiArS5BROwMpS0aF/WyoGHt29t4+tAIKNZ3jTiGrQWmFXPe6qCYD",
+	"pvzbv7GJVLPf+NPGN1yYJ0f1J/amGuE3JVUjps3LjTqKPtqsv+TSSG1+kwUrF9cmn1a/yEqlRzXhgk+q",
+	"See4nxjhBIb1L/70Tt8nh6lYYS98WurFgTJxvcgwXluZRA6BKTBxzZUUcINeU8VBEhjLsuBihFyD5YoZ",
+	"IoXVh6zswuDA9epFXEZeQQqbWz/QlubHxcU1LXnxyUnu2bxIlFlWNuBFYWUiIc2noSXRjPjvQPbPyJTO",
+	"SkmLT0bKT0AQtiFdTadSGVZ8yumUDnjJzSwjvGCTqTRM5LNPV2z2SbFK237+qKShn9htzlhh/46/t/OA",
+	"05wlxagsiFuLK2QZjaEcN4oWBbfN0PIsWhuUtxfWccK0piOWPtS1tP47rmz9/sf5trLO7d5I7nldcsp7",
+	"uEXR73t8YqeKerNVKTsjbsbVoJfLyX7Bh3AhmT3K6z/K2T6dchhMU1JeJEhPECul7YWp4acfU1R27W6D",
+	"Zl80NzKhlYJQfXxR9fuPcl7A/1lGbN9FVTLlnjg6x8coaudS5LzljV5qt6kxbDI1i0Owkuszxayq6t7B",
+	"wwgWB64JHcjKZCSXlTD2IIKafNBLMsqcioIX1OCc1zIrnHmh+Zn/NmVfSB9SO3TYCWKfWzZCyZDykhVh",
+	"KvYZLcvkkuSV0qlNOaNaW8kIn1uNXzFa1KuinVxlxlxbZSjZeFHhyfwtYdj5Rd6QUjqmNqD5FQM1vSzJ",
+	"gI25iLoiRsor2/4at5TdmDXFRitvsOVnOetINUrLArJFDnDCd/KZE/hepcULzf5YXKVXIleMaqZRG0SW",
+	"D6tyQqiXIHe03xMuiGZ/EKkKK/IqZn+w64g/mDGbkTGdTplAwXaNBTV8wprXIjVsD35NbLiRmy4+NrG2",
+	"1W2OBdk1CzQcLzDuXL0dbiKZt/sZ2ckcP2plYL9ynWBi4UCvbzBMHWbBbs2zlrN3njxkU2pvznDv2z+P",
+	"ydQeU27gAIVDeuPsEpZDqoIVpKSGqbSEEK8mzqgxttbFOXf71hz5B9uzp7BjkgNLLTK0ChRkl4JuDrpW",
+	"PpaaiW5GVCUEF6MMDYQVvCYC73KsTCr8qDJEj6Uy3Qy0KcuLd4XEVnMqiKFXzK6HkDcnzupItRQkH1Mx",
+	"YkU3cw1mRBs5neI/qMJBUhQ2FNPVxP7DmSaxF0oKVjIrz+AkdjT+wCUYfmxf5+e/djP32iffDxfaUJGz",
+	"TyC/23bcRQPqZdhg5r7r1t3ar2khp2B8wrn4G4+ApAWf+faR85dSG9dBNyNyoJm6Tn5elvLGdu9Whkyo",
+	"vTxEzI27GclLyie4cYLdBI3VMmQir0GtvqFqgrZbWlrqm/kNRUu8sILz7x1HCfZEAil0so57zVk37cZ3",
+	"so7bVMubYP3socaNgn/BTtlGYKvgU9grS9r1ZnWsXBdtAthn412IXoenbpUt13ArZrkKzj06Au7YWNHM",
+	"zmvvmipBJ5Yt/I6H4lmYJfx55qcKf70N88U/60nD3x/CzOHPl37k8Ne7sAbuT78Q2I9fDdewXxI8qI11",
+	"gZ+ew+I0e3jlFuipW5/Gt/Vrp2Gl4M839XLhAvg1s2ziluVBEJx36virHYhWG8WoJTN2y/IMTKuvn///",
+	"d29ek5IL1iOWH5ZUm2DFZ7fcPANpx5l3T/xFN1TQEN5WtReADMHFAE93tNdIenhBrNSDPsDVa/s5hsZA",
+	"0KLOwh2MyeRGViV6GmYZGTthyVJgpRi4LsiADaWyn86IrMy0MmmpiRqalBCCrL74xC1I9DC6w3F9Uf3E",
+	"46hNISsDR6pgSi3SuLv5izeVSRkcPq+hxoTt354qc8vyt6iLJpQLNUpImW8rQQquWG7KWQYylKyMJbkx",
+	"Q4E43OKL818QvycTKop0HyCd7Q+42NdjspenRe2btODnbAJp/bN9YPWFrE3B07Ysu4eyMu/QlWZfmdBb",
+	"NGb8cNjvJ20b7TaY9Cb7HdnyNuuqTOxyU6NYQ35ddTKA/JPiOB6RtlVtOxlgCRRgHknwPTj0eHMekN/4",
+	"UzJlyrE/L99EpBMft4bi7eeULRzkhs4Vj+XjupsJ6761vXzJS5Y20nL9nKv0Ck5kcb6R2jFxGxzerrgw",
+	"jw6TBIFu1ZTm5tz1i5TA/2R3M1rOrTHarHUvLMr9l9k1GdZ6GzpLGN4CE0zqCykV4aVUVxGnTrO2IS01",
+	"m7+BvfW9eXC8d4LYxyek4Pqq9q6A8D8GL04sctqXOt7Am7zhSjpgy2x/6/BeY8qIuy6QSGC3jw6eHB4e",
+	"9TfmuZ+zTrAOJS49FOPPpCyb+zuht78yMbKE9ORRtvpyU2zEpUhcoKd5zqYGrNDuncwFSCgrZ3GlTeMa",
+	"jTo+fPx4Zc9L51tbwxYm3mp/UVRcLc7iIDjdBkwbb2u3jWj04ucgu4H2GLnmTggdaCumDp3H36rbVhu9",
+	"bqjTEXdBdTOlGM9qWrWcPt1Si2IOs02dM+eL3+yIAdG8uHVG8YWh/soMuZHqiowkMZIw96JbLWoILcte",
+	"L3VNWbVrSKvSrLSnzxmAwxlC+brkQ2ZZPWoHqDriNoG6RQSom33Q/NntlKtZ1440HDGya5ggM0aV7kbj",
+	"rJfNzymcm+Z4er0eRe1aEAnxZxJD0DYRGJOU7ah2bj+QiSfbdM/eskHFS9MSHscbXmYjCSVn78+tcnR2",
+	"ev7sFwwzgYkgz1QVc4oM6v5xvJYzbbh+yS43muRSDPkIzMi1b6ubES2bPihiB1mgwuUboILd9MipCD/A",
+	"Pl4xNrX8WgfzhfazCKEtyLjJ7pBesS4ppWbQ8sS25mN73ASwuajbHpgGaGGXZ86HE1HrQDF6xdQ6gSZP",
+	"3atg3689tMs+C55c0B3sCm7sZcpjj+fSvsKL9iu0Qpya9QWovOmzXNpV9Ko9SsMhyw2/Zi8ZNZWakzcW",
+	"2XN6U8I9NFyrlfmvxoyWZgw7snrXuRNHl00yDi8AQUGb4Dlt6SEWK7Q5U3LAluzAykYm9PaZFHmlFBPI",
+	"4Rcvmwm9BUuQ/ST5Qqusi1f5MidFKhb3nX/kDYVwm8GBpooRIU1ku7TsAs1vSw5jrIrJSuVJkzJTrO6N",
+	"a1KwIRes6JFLPFaXxwu8w3GsIS+Zix91nApMiORGccM0GohPz14RxYYVsBfpOYpUzh5LuCG7R/2fuj1y",
+	"Saf8Mhi1iRkrWY3GoRGpyDlTitr9JrsFA6uQi4QDOUPKLrJi98VO1GGPnPrVZDBsHKm2Nx4XIzJgGPvq",
+	"p3wC4gg3YMZefMuOFLrimlyxaUMudrwoszqfFSqWk2LS2Gk54hvFR1w8843VP52evbLN1pqNj4YNbzTi",
+	"ZfywpopfW1Gvvp2TMns1LTZlbjdUTdZWfj5QNXk3pukIb9uSC1NadJhCgJeaEG2/DvGmIUATFRQi5E1D",
+	"ilg5FhcVtYp1zkmMsOZBfOj49V7gK00mEt84WU0ogSmHU1qz3NQN8LFF9Hla37eJwFEUPHKu8oob4u7m",
+	"sI5exEBuA5KOJpoxWNRdK8CEV2rhQt6IzPIGFCW6PfLKEDllwvvVcik0yys7eOc00cCzbKdUEFkZOmJk",
+	"Nx1WQomzrtlDHYJM0CjczcAJB0HrkVQ1tbcC0XSmT1wwrx1NRoQMrhWuvbMs4rE98gY8PFMm3gvDS9Qe",
+	"fJT7mJbDPfvsGJhCiGNwI7SvlMwEfmXnRoziPv6YEl3lOdOa5ChkcTujYLjG9eKG0BHlAvWoG54z204p",
+	"xShlRA+r+hIbSRyXeLlZ0VxwzX1WAVj93fDSCldYk9TNUa8wCL7cEFMpEa1Ywwm+lIksU+w4UhUrjutB",
+	"u+XrkReTqXGCN6xvkbQNQ6hUzA7x3Q5O0J43P+Q1/VHurD3zzbi/32Br7q9faDl849pc4NfuHeepTzCg",
+	"hiPeIO9O7X0bO9iGrQqDwO9sp7Kfn1GTjzdUob+0PH9H4fxu0vSi6LnMYrUghi5/eYnkeVeRYFv3e5vG",
+	"/m7K8k1NLEtU+u+0c1fauYs68w0Q1RK5LM2TlLmb7dw7EILR+cnjx48eRwbng6TBuWlpVGbJqOqQ/2bP",
+	"lSpXh8Lal5JNu2yaxahkHxnMNyXDO5hA2v1Csfl9rShOJEkUlVfSztvwop0Hm0xLJwksTnK5q2HxvGys",
+	"K6WJtbEN8cwaQ4oXPe56yY5vRQDwqVh3lwGwhTtw+Xn6nPOcFAUr0BqLK7MDCgmJv+qRd0YqVhANsewg",
+	"j/sghaLCTBqmN4tT+Fr0Ojd7QyZSG3LQPzwig5mbReQdsg+yVUTebPO9ZgVK0sErUEjwBxiirYYTvj0h",
+	"ffIzCe6BZKzrVlxzdbTvvICoTdKZpipWEPsUnBslGnxclOqOJsH6ljVMaQLs43lZQfYD04ZP4AHVoJCB",
+	"+lsHA9vmm5pNa4LOHRhlwfKSqlR4w4cxA6t8NCX0dVXmxKp3lfDfhsdjarcP8zvSLqVWvtwWmg1tOT/X",
+	"m2Hn+Pe1Uin/B776/HHeN4UJwkPOSjCm0fKGzqwiz8AvuGvJrBIln3DDim7vjhaqysefrzHQ9/DuPHvD",
+	"aGfHsMMO+cXwPaAU2cYF7T+3xJKDd/zOLLnek1U8ec57abcCDNQQBd1yulYbrQNcgZEjoGpkKWGvE2aP",
+	"aYVHAlygwEJaclLt0ddVPiY0nINJpU3oMp9W6eMbWJZlnn34b0V6W8H11b8w524LA3OtLWenB/2jHx//",
+	"8GTJ8GL5P84K3MIIQ3srxvjkhx9+ODxYc5BzLpF6kNGc12hoyQVyB+EjsLn1mduSAbz3HCgRz7+9M9R6",
+	"aNa4qSJKXkP0nWyY3drY4hU6Uv1uBuOPe6vHmeJrb30E/hnVyeTQYrN7IwQEtwSbUK19noOPPbbMkYkC",
+	"Hfslo5rBFV1KbbKmwwL3sJs0V/JizVQlGILPQznxdmsBhnF5zVRJpxBHABkuLlY7SlZSYFlfM1VpuhAF",
+	"tVyO9XsB4BSg+CYDo0AKT/ssGk4JO1a/6m02XrWhYACpka+KdO/w0J1CfeWABaggUnwq2MSqEq1DMYqP",
+	"RilPzJQpLgueIy2UAHywo8FsflI3nEUdJtygGCMvtCxZ7Hj0bXeyTmgpYXuZlxKizA9QLf0pqfemno8n",
+	"gpWHbxtyTvM0r8zxWif3avm4a0JNxBBhXsZGVpJaw1wkhKcuI1OxofbxcuH9KGoHveTFZioq8K1ksKH9",
+	"h+uPY5AcEjgyI/TY22V1jyAbxIzZBL1Tm42idDra+l9INR1ToTF/plhv0RaWyiptrqENFfvWmEefSrTR",
+	"ZPQVh5yi1bGK9n4PyWMF2bWHJ+TRCemDrrrtnq1nmH63yQDXDYEMx6PtaDzAtZAYW9vZjawqLepCvPTX",
+	"z87eO+NF5DZ2IqePZKlF35ux1AyVZ1Ki4vPs7H0IZ4GsP3yK8a12IyGHnXDT7ZHTgbxGP6sTZO0NPAf6",
+	"sIYisokKEk+2bZbOqGG1IBLMSORsTb1jQ43jzgN6Qs7X1TLul2bjswbeRnbXbaYNeBSlxTsFU3B1OrbM",
+	"JYm+tUcp5eW6u+1+tekM4BeinYIfJ7JgZYivcuQLSohbt4cziYGVkelNPrFTCJhLSZCidLIYF9w8w0w0",
+	"vURfc+bRkAHOrRxdfxkC231cRHhROCyHDa7RLWRRtMIs3MmWvQycwXuaNgJuWBXV740TNxRsT4rUyd/k",
+	"RqoiLYQv8VrezRofgkg2AmBY3+W0qIKESH3NjEHIEUd6GWJRwLeIEuryvU9I/7i2zJPdcHY8YKcjze6a",
+	"Wt99nVw8BRbhw1liX5ej8wV/WGCTm3jA3C5gFNQ93U4byN0bZprOUbvihu1JUc6SSRXzHK0NQ468eo5I",
+	"FdpIxYCXp20MSzmdf4LcruSWmalKhDSCYC+0pIdxco4AUSyqQ3V9dN+OBhb5yeX56m5Wc0WwUEBEnesK",
+	"r92AyeU6y6kIMDkTgFHA5HUHmwsT9vqKKJwZBEYNiQ0teVRPHj9+9CQdIv4KXz/o9x+UL887Nid2keUV",
+	"s6qaKGfHzmwzooJrSD4lu054IhfeYHrRSesHd2TxNSdvwd/cgahodgwWr/jIgMmSeucs5PVgIKR9MRx4",
+	"sos+n4Fz/gAuB3LKLAI5nX8L5Y/ANcmQl6X3RAAiS8BAvmaaVEIzA9kxHkLWDb5FEF92aa21R15xMNJL",
+	"CHyTvfo7OIl/9VdSy/2T2TsKeg1JYmQ3uIC7PfIrGxoiKxNWDKkpI6zUPhGh5Pms1hB0rx6Qe+3wiIxl",
+	"pXSvcds9mB/aXSfbsGoFUNWHsme5Du4SdnkHljYH1cDg6GpnnYb2kpfZMgp7abUPIW8SlGRVd8Um8hrZ",
+	"/Bfa9nfzwcMBWQbuNs2lB9oJEDQ1qE6A0mkC6DTwcRyMTipOLr7x58SUzfWoFp3H54Svn9ndqgGsgGDj",
+	"f7KnM2cPXcdrNL/wAIC0rk07AiuDGcb91yJovYzJw+SW/06CZJ1r71yafmXXXejPS0a0FV4UQIk3B1Bz",
+	"wIXOCutsxiPIKf7Xi3Oyf32w7yXSWh12ORclTd6367O4kCPUnL0Ovy9v2b2XavrcXulbOWwNo8VCIA8u",
+	"BLqYMMdswKy4SwEPAKohwJIdoxS7fiJFyxm3S/5ebylks9WcsAycMXf4qJ74qRWhIq1wzVMNzaw6trCL",
+	"dzqzX3vOq20C7TSDMvCEilmQzDAPC/UzgKDbXbhTuyekdCIZkQrkKaA4KzYjDReuT58WdtQ/ICW/Yhhz",
+	"5mozCCfla0NnmpQcbIMVZFM59RBLN2zrsm6cZ1jnFYRQJPgFYD0nEnHHOKWcnWBev1VdxlSP7TxAy0xn",
+	"GRnPPJYxXeQw81PATzM/pNa5bIPtuxHcOXzsXFXatHpK59EvFkMOF+AhNvPRNT/ZGOsBMPSWmHY9kIK2",
+	"dCyHdu9ZOUybUJYC3beyEiFNW55Fzvg10x+kumoP/6y14wmdkUpH2duVcKEdBFNE6iohWRpJS7eANSPo",
+	"t1Q7GkyPoNehd4xrQiszloobavg1660b5r6YK9uYborQltJnk9CWRSbU6SObxTqeAhwShMR5YE6/0JgD",
+	"68ImCB0zCu9h0EWPnDZQVaC8E8QR39LcQL0trmNzhzNKUBF5UxBND3TbCLIe6RHi3HcHbCadNyZo0Wgg",
+	"ETJYAzO7YSN+DVArHgV/YjUrUNpvxu4BMGhazOoMepiny5KnQmKMJvzvhmtv8/PJ+lSTSle0XIxAm9Db",
+	"0xFrvdFAFBLSkD5cTSWj2pAn/W5WVwAaU+1Le8DCAao1jBczedM3ylIn5TJHxR19Aw7EbBGEG+7jJuEE",
+	"UFx74WqXn9XrzAU8rprEEs/C/P1oB9d6MlqEacBnPXvcXw4uTq9AAnGp+TF+rWOnE1Zw6tLEeVnyUHas",
+	"jrIHdyMlY66NHCk6IbuAIqvJQUYOe48z8jgjB/2MHNp/9u2/4Y8+Vnuy9GqXi0ygkho5U3JiGWWld+om",
+	"P/1RUSuLYEZD0Edc0B6CQihtyJivHdkPy/PTT7+1iGlQCMutwU8/mTGZMpUzGMMJ2LkpnxBdyhvE7KkV",
+	"I4JAxhBHABDxbnJrjmvMzZJ08HlOgGgKO7qxf5b5zNe/yKKs8RpjGk+/5Xc+VA9N+ggP4Kdg4C9QEW03",
+	"e/D9lGrH47hA/H9ibqQXXNd0Tk241suy38MMyYQawGDarfc6Qimz15x9zUVDFRx9ix7QbE9RccUKeLXr",
+	"AqZgk4RdSURlhtQiplhgibks1wWBX86OaDFLgqKCswW6dUjdEJ/o+m+DT7uj3zNkkDZH8T8IKC4ViS1h",
+	"6b4NVSPWIm54KrSMquXrFcyuPXU+fFmv81ySHQ7ML3U0X3eaAp0tslCoK5BXipvZO7t0rpQQowqFUFhP",
+	"ELvwp9DA2Jgp1mLyeEkJyI5qUPIcoz6RVp/XQSYkl8Ioe5BKKthxFDcOUaNMUGF0htg42YVAORAvd/Ra",
+	"AOaeE/N0jwAeNCCn/nJ+fobCBw7afdAjANEE/p0LcfnXBYYZXnSOyV8XgOx80cnIhS/3gH+4+i8Xnc+f",
+	"L09qcOeC5bzw5xPuH7J71O9fiIWSOIlKgfbHR3FpnKP+UVwe56j/U92Qq5FzdPAoVSfn6PCwpVaOXakL",
+	"0VYv5+jwpwsxXzTnMQw1WTinrQZh17JO+9BK8oBsfSEuo5KEl2TXFwnNvAQ5mZasBucEU7QlD88Eajrg",
+	"mgyrsuxdCNjbgSy8d87l2BAjyRH5jT/NEBLJvWGkvXLs770LAZUdDNRdjYnv9OxVJyq91TnwWCF0yjvH",
+	"nUe9fu9RBzFf4UTsI57Nn/bfjguE5XlVdI47/2LmF/fKXIXNw36/jVuF9/bnaqbF57Jz/PvHrKOryYSq",
+	"GTiwrplg2goBzp5R132cKglILYC6HtyJGF5CRwD8EYatOx9tN/sTZhTP9bKZ/eZeSc8squ5m2K3Zn5aU",
+	"z9V1S1QhbbIL10Nv6cxryYi4QftLzvZL2O1UatCNHL770mkDs1y6n2/xjW1sZ9Z53H+0+rNmMdZlS2HH",
+	"xpEKGkkZ3FXXBUBWyywnfKSoC8BuXYvrg32w7O1PA15o26I4RNG7LMpcvdHPWefoDouS1e6IVV9GdWXB",
+	"FeGmj0bMj1ZuqRKTPKviScIBeipRhNl6fdRm3d7P21rV/h1W9W57cXTwNXdwjnadaS1Jur9ybdBet5KJ",
+	"3a/kLBg4ExwOE4VR9bCyCZhk4cbI5sJPoM4VYoP2volTkg64FYTdcg13tqAII3bU/6lZ3O+EaOnTtgT1",
+	"iL0ByDCFx+jgG6Gut9RW/wZxDM2ZWpJdJ5L1UAC2rXvQQwhKaW47KlKAAvVQp9kBAK11ng/WOc9RLeQv",
+	"fZr7P33zPKC+Az2QHdLThAo6WoTdjO+9drax/5elzs9I5SUz6cCxdciW7Dq6DESJd/KwAnAKe/IXTslS",
+	"mga5OUclVUiTRUVizJijJbEOxjh24SWER1HwGDEmtGG0wIBDsGUg1imE1CpWYmomNy7oza6dD3uDuMUB",
+	"CwlKY6Zc1R1ne2gaX0gho0wSiraU8PQ4KmZF8hLiq+wLNTYmskDmgzfnGkd3hoMmDA69n3Bp/TrGlbkc",
+	"sDVg/XmT7A3VRBtelsF6aZcRvZGhrHOTk2BSl+MkU6rohEGKxPHvriz/HxVTs7ouP+xao15zoHhnrF+o",
+	"4vFxgV8cJQwnsL9F7z6n/OiL8Yb7n3KcbwR1CdWWanrAbZQCYClh0X+2vLc+Ey6gFmxmru5+nXPnMwnh",
+	"lxKdYXGTOpSe3HU5ed1GL0jH2EXWgOfhJgZdx8sxxYyyJaK2u7U2Fwnnr5AvRyZbFDsSZwxymMIRc465",
+	"5qW7rEL6R9DoMaxwi9zd89gdx9wae74Bq19kOhAE+cDSCwZabk8d+Zriy9E/X+hB/HEtJwxDymtnEP4J",
+	"HjpLhlyRa1pWTKe5jtN9v8FjELtqIkEFy+cBNHvUFQ4JrT6QULF4hirzzcj/3w/QVz9ALsR7LpHXkxDA",
+	"noCmCvKlC6XJqQCBFs5ed7VKgW6aFcYI/9JD2iMiHMV2kwS+lHmMwcEMFuAbMD0kFzWpqiVF9dhZ9o0K",
+	"1duTllqFyLZVWIcV4bffRckWUbLNehwt+QNcOBEc6dbunNRG/1ONyAsGJKl8KFYci0Z2g/PUdHukrm0D",
+	"YchgW+GGMKpKzhQKXVhX3ZARRYV1ss5N8R+Wm5U3Bb70sDdFgHdM3BR+CPElIdUIjUdf6bao9xHvsXns",
+	"UFTHmb/jMK/Rx+NFkULBGg/+8IwAFCZa4R1O6lpbuP+XVKPP+3+5v9e7oFw6+XerzxKrzwImrM/FdfuF",
+	"UafX8orNIRH6sI+33vgau8kDuuxKvMINjTZtm7oeG7bffi02fP9dO2+s/8J5ohFGCxS0ik8lAElBwvu0",
+	"Muha0oRPLEPjjeLcCFi0G8gCrKndFiV35cWPyA7r3/tZspVptOvbkSCi5h5AggiYoluUIL4m6X4tCeI5",
+	"EmGDqUTiROBSc8LEKRps8JEz29hm+lkTQHjpxRMQ1xDELO2jrWtvehgJF7iK0I21U8mFr6YAOI/DZxdi",
+	"LGGsDhk0lNVz0Se7l2FQe/b9yy4Efdll8GXHfRqGGbMLEfAjPfSj7x8L7UqJkbkeJJbQMBv0DQMiAtWa",
+	"cH0hPHwHguxgv1CgVhQ9grWeXBpAc02ohxEMoFDw+4VV+cc+RDX2NDUtWSA+NGLeTiJsTKKvOBYbuxBY",
+	"WwpvIRoBUCEGqh0KKzW7Qe/aaRM81KO04opfiAkvitK70+33uDGuY83qzLWSTh3Wm2KshunDgmTXtNTd",
+	"3oU492iwvEZjdZIRxDzSsgQsE3uj7mjy6jmEF/s82Tl63MdNxOC7Jm8L6Hmv5c1DirPzoH8JkbaGLrbz",
+	"xnBou9MFv5+U9dPWJgGNvxBQJ5KlpjAXIzpP3RGkDY023s73hHjiVlT0yLmaufJtmG8ZUXMPa/kVDPE4",
+	"oyeJtEOXtGkkHMKQnaBmMAaPwLlwJdZpkZ/rSLkvs4Tp0n0OiyViEkLWK6h6W1I/5WRquT4LkUE7cb3j",
+	"cPoCe0VMCa/ZKCDt9a8JdywjVTNpDZzjAgEBjkHSC+Dm83yMyER+hah947gBCXwh5nn6Ls7z0u5NUdll",
+	"DEN75XiRI6BLB5MDPD4gCV8IH9px9uZdkvHMYwuTUwAmDoOO7o+CF8DgYbwZgcSDwP3ngjUymKDAy9Et",
+	"PSaJABgeObcMOWxSXWtasBvbXGrCZ7Ak/2ZTc0nauaXVxt82P1kv9gBEiHTsAUBBtaVpJes/pbtA+ITO",
+	"CgH34Rl8AGtOHO7TgOjg1vjvqVE1WbdXVBUVmScxiG3IQBQYRZU9V/IG1JCXGp/O8ZUH3Mo6LTyxhdg9",
+	"2RW+VCpXBFPMdfebCo5MhR2eu5z4h1DiYoSI9UMPt911kdyzAPLgLTW4Y73/MrsyFQToxKWXOWC1KyYw",
+	"dg4XBZHcUOJwDvOAoLj66O7/xYs1LI01Ia62MzqQi3+wrwdwWDaw0zTX3WMOtBkAY3CJh+SaUTcp1y7N",
+	"x16khCG7au8O78GFqnlABsytK5nBAFCrfN9IdfXtuIDZtf2sVXT94EyDl0NZlvLmEpPv/eWPH2dElkV8",
+	"WYqCXNYgUZdOjnOwUBHoQKhUMmJZneTsq60d46VcQPBJhlDJoOhfCAg8BZQ3GECEFspFDv52u/KgWDsf",
+	"BME8TZQrL8SFgFhHNysIOLyci6yhRBvF6ITsXsa0dLsnCktPlw6H4IUdAYjkpOSCuaLpMzA61fp+iIVF",
+	"LfAS1+ISgA0AwRMXkGFjV2xqQh6fghAeO+5u5mwPEfCqg7N04nmNdjrVPQJqx4WARiGFkLNQnD0M4bhG",
+	"VkXhx4pEguUmUpNgWwAKwlwIQFkNq1nbcaAivP8B6pQjThD0zjXRATkHt/1CGEWFplB4AvsesBGEQ7ty",
+	"OeBEgJhh2FGOqCZ2HteMUDKRgHsBK2o1GOaiSGpQbZ15c1uFOd2VEm3awAs8BwtcbiW4J5yH4BezWzHa",
+	"D3+D9uNvKMzlsHf3rAHZCuizCUUgAkVeZjRvjvCNYFE9QjwfbR249zrrWOXnx4ZxX0u/S7GnenX3YcXP",
+	"Z1PIJJ+fxhlWo/+TubhiPKjIJQCkKpx8WjTF8m9Xa8vawtnt1O4bz769+w/2xWkNWSfF+zZsa7kCGe4Q",
+	"Fe80xoAHHhzeu5eke/C1fOiWUnEKatZADEJh3rI1zdiimgmA9rAeCKTj1yOWYd0FHi70Rj21VuXzXVRJ",
+	"bSnHe+OuWo3p+EyTXcWmjII3BgC79zSzLRj0FLLbaSkL5oW/JNtx+Jo1CW0Cj1vD589X1TGz0qWHTBIc",
+	"5YrNfoao3RPiJgBQ6CCrEm23BjGK1pgAgNemJ7C69s/8KO/KXb/9i+m/034WA0IvZXzhoP4NeRrUoYoi",
+	"fZy1zAqKy41lNXdaZeJ5F4ST5RKZ1QoUZ4XHVQtSK8AsXbEZ2XVQQpEruRuwzOCtgSxmXruof3Vjdd66",
+	"w37fWRfCFxNG4/cxJ+CY6CnNvVRcV1WUQzuYZgpfRpwDyFVW1eRMsSFTIVZmSpVDdsO+7XTAgo4+JRgY",
+	"JaHAEA5rISvy8JC0wZWg9d6eHB1hXTmzWl1zNHACHG992F7V7e79m80apy5Ckz98/Di7g4iIq9HB87p9",
+	"S1+zFMi2AjZcqx8obwRtHPYP7/ztl2QOXzQG7k5mxKPDwy/nxkxjAEHxPUjowfJuaEOnLlDOS3ghFUcx",
+	"y3RYAZYPjUXjnQkJCxx1T+yN3HZIbZtzBw2CuvCw1gd9nhPgxXL4Bf3m88BHjXr0sFIjiVBSDmguxPE4",
+	"uBWPSYAciZuanSOOHV6WX92R7bTSyGe/Ee7SF/f83//GP9VXDkXOXwnkFdh1ArxbiKEBg91IyUoUxwFO",
+	"1OG7N0JvapSlGnnQEgQAB4D1h7oMNV1KQ4aKMQ9iinUWwknjmhQVGBFriAK3Dx6W1KU3X+Kdcgyr+fPr",
+	"htUP45uqqV3s1wEoe+iMazWEJRmwuqRRqDnWbZNz5hWzNV0LrQLQJpdm4/L68hfQ0ddx7foI43jfejUL",
+	"NScBXo4RXzLEEU4Eb2BkHKu8XfKJiravQUHtQdE1kdxZUPn6LqY5pWAjaneTePW808hBTyR7x0v1YLLk",
+	"dlO+kzvU/55+uix/GysVeY/I+fmvrlyBAU+C/cGjzw5dNaGN+Paiw6zVuNbmUtjMLv4FrChNiaP23EEQ",
+	"rAiZWOinkwFFPnrjGuqRRB45X12izYT0lY00sY17pW269+VVsKOvFhJV+44AIVvNFry7c9adY2fWds43",
+	"OSQuaBYk5JuxxLQ+brIaIRrivrF4J/4KeLEIAAuB13gf1u/YD1D6rEsc+NY0uWF8NGaF87zPUL+yCpJz",
+	"IEtXJmfBZH6fy6aFO9yyHEtC3+MSS2YcIDgPmP9/PojFDvzNlePECpo7msjKTCuHEeXE9KLKXWVcKdiF",
+	"kEPIS0BAT03ysdRMkMEsjtff0eQUSsg4Q9XxhbgQeyTtEUcEbUeGXTRAv7hlORw24j3kPfIGh4a7cCEI",
+	"wtuSS5zIJcYPFNTQyyyaBkUcYmQP4BCGbR7MfC0F8JIb2x7EbpP35y/3fnTuYkBLf///Xr58+bxHXkt0",
+	"1XONquiPDtB2bl7XouhFpbt7dmv3hnbP9GWGOotbm6aySu0Q/qgoYgVDofc/mZJec4lw3V8/t1Pa0cdk",
+	"wAVVM4KtZzgzaOfxHkwQVx/PjUcr7pGn9lHfA4RccatvHRBtClmZjBzafzGlMvLItjTkgpb4jSYHe0ck",
+	"ZNdgczualGCty7B4j+Yjq9IN+GiPiYJTQR4d7g04LLC7PeCsuqJBPz768ccn/R/JLqxm9wSifmHQviY+",
+	"hboATOEsPRnA0GDajgyaZAylKeOgioxUgumcTpkDXIPgBGgBclUImlxFOcMZ4yOsRepm6hcMca0HLvPR",
+	"7Yb3ODJRQGuwpbtURJQMP7Fbbp7JwpU2soyweFO5qA3NTO3PBNbWzXxb0lIzEewGz8JrFzCBXj5LRBCd",
+	"8lSCJ9SdzLAuYGb2DtPctmTq37G+Iko7wE7RVHAhwK2D5whC4dxj5mwedZou4m1nkG3to0LdKE5Ai78Q",
+	"rh1I73SFKhyKHSz5gFnmDeteh52ApeISOr3MMMnG972jvcXHhQ3ZK+DS3Qn1O3Ax7KYMMbDgGP3h4MR2",
+	"tN/CgZJX9j4ZApa2+xFYBSDg1bsRD/iG6guRV6audtLgqblEPE5X3CoVTWIJpVV3T/tD7cgaspCvCtbv",
+	"ZJ0DrIvDoBpkqVmqHNoDGcjtVN5iuxvoNFvsWluBZj4MYQljbrY/XzwUuAzIFwfIVqGIz26SZSJRdK28",
+	"c4QvR5zQMxJkmA02aLlfXSgH3ztxrpXAjnYWeBE+rHkM1cCeGlUi8JJIFlW6Z5SG77Yt5ljBRtQ8LYgh",
+	"Ww7Q+NaV1MdfKVfhbSUI9YzI4zQmRME4bDHsiOV2IRLSymQRu9tM9V0NveT43ksHv7Sh4ZKacedB1b6X",
+	"SyCbnnPFcqvwECaM4uzvQsmP76RiPv4qscfbMvQtIc/9iFCSZPqW0SIi080iyWVumNlzF3aD7FZz6SRn",
+	"dVB7rgL7P5p1/teRabY+x0vCVXxQPHiBXm4Ce3VPKl0l5CWSW+xQDRPfKfgbpOAWZukKiW7DUNUk25dS",
+	"XT2sr8X2EKkln+/h6PxvcK24CJB/ILnXErKvV99wtVo1DKMAwOISfg/w/XUpVBeegIYUKcvNBOMprTR7",
+	"mNN0Zpv+Jry8/1zxtCajl4qxP51FbMImVhuAZKzdkg9ZPstL1oO93rMa8YR1NyQTqdBzuH0yeXE7lYFO",
+	"znyG5EOAMivzlSxC2HWo4JVw271/+yvW6ILoDXAPKfNdJvnbyCR4qB7mgLyFtr8z0i+GMmmXG5xVEJ8a",
+	"xZGvTw/+el5hcwpvPWRWh+ukFU2j4ToPA+99xaCqsCz3DqpalqXhenmoqCrX/MZwHCuOsmv2v0H6/1td",
+	"ERHNtrAEQ5V5mBvinW36+wXxpRQ2iOumAX7xbheEkdOHIgY5/U4LX4wW5DQDeDcvuBdcX8VKl93oPTj7",
+	"G6pcN5S3uwI+UG7WTDM8H4f8Z5+JMZRqe7nQ7aA5d8qNnnDxCr872DhR+hd5A5E6YaLOt31C+iFjw2V1",
+	"tEV3Gj5hsjIudyUdqPoojlN9Ekep9hNRqh//huHT9z8YlkAjzJco24WHhBn7AAF1kD7BS88FoT7HoHSJ",
+	"DrsYVJlFuQddF7zj4BqvMbzXddjYQ4dtClUJfLpDnWjrzG0u1hDQIfFrF5QXgo6O7TGZ+sgzHBcEtekr",
+	"l8sEMV0Ox+aGXjFfqZIbSBojDZwXrFcpMXPdpRZlvh4noBMiCtCSDOR7+yDX0lFOyzJWU9ZBXOC6Viju",
+	"CeDyHSrgG4UKWKFURlgBcwrl3w4rILa26xT0yaogc9oE+tvRdTmErFmKZAdzrgJGoAMGPA1FdhN6umVF",
+	"M8f4/GtmzCaaldfNMn8pFcX/tG5iX6wzr/KsPnej2bVTKhWjxYyMpGDde5gW7iUdfl306JqKdrRLwMbr",
+	"a8DQ9IvlnMcUgKV9lTkpGsDTJy7EPZeqgJ3XmRV2XOVkhFYoqbknHHXaENOayNdKFP272jO+OavTNhAj",
+	"LWtheaW4mUGbA0YVU53j3z9aVq2Zuva9VarsHHfGxkyP9/cPDn/o9Xv93sHxjz/0+6D4uSH/NXeZurQr",
+	"/2OYT/Sjyx+JfkFQxeiHsL/aigr/GwAA////EHDahf0AAA==",
 }
 
 // GetSwagger returns the content of the embedded swagger specification file

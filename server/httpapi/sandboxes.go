@@ -109,6 +109,15 @@ func (s *Server) GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID
 	writeJSON(w, http.StatusOK, s.toSandbox(sb))
 }
 
+// projectParam reads a listing's project parameter: org/project, or a project name
+// in any organisation.
+func projectParam(p *string) (org, project string) {
+	if org, project, ok := strings.Cut(deref(p), "/"); ok {
+		return org, project
+	}
+	return "", deref(p)
+}
+
 func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams) {
 	p := principalFrom(r.Context())
 	f := store.SandboxFilter{Pool: deref(params.Pool), Cursor: deref(params.Cursor)}
@@ -138,7 +147,7 @@ func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params Li
 	}
 	// The service confines a project token to its own project; another project
 	// looks like one without sandboxes.
-	f.Project = deref(params.Project)
+	f.Org, f.Project = projectParam(params.Project)
 	items, next, err := s.svc.List(r.Context(), p.caller(), f)
 	if err != nil {
 		s.writeError(w, r, err)

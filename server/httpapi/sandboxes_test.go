@@ -63,6 +63,13 @@ func TestAuth(t *testing.T) {
 		if len(list.Items) != 0 {
 			t.Fatalf("project b lists project a: %d sandboxes", len(list.Items))
 		}
+		// An admin names a project as org/project, or by its name in any organisation.
+		for q, want := range map[string]int{"?project=acme/a": 1, "?project=a": 1, "?project=other/a": 0, "?project=acme/b": 0} {
+			e.do(e.admin, "GET", "/v1/sandboxes"+q, nil).want(t, http.StatusOK).decode(t, &list)
+			if len(list.Items) != want || want == 1 && list.Items[0].Id != sb.Id {
+				t.Fatalf("the admin lists %s: %+v, want %d", q, list.Items, want)
+			}
+		}
 		// A project token cannot create elsewhere.
 		e.do(b, "POST", "/v1/sandboxes", map[string]any{"project": "a"}).want(t, http.StatusForbidden, api.CodeForbidden)
 	})

@@ -278,8 +278,9 @@ func tenantRoute(t *testing.T, o docOp) string {
 		return "public"
 	case o.path == "/v1/admin" || strings.HasPrefix(o.path, "/v1/admin/"):
 		return "admin"
-	case o.path == "/v1/sandboxes", o.path == "/v1/events":
-		// Listings, scoped to the caller's project (TestEventsTenancy for events).
+	case o.path == "/v1/sandboxes", o.path == "/v1/events", o.path == "/v1/snapshots":
+		// Listings, scoped to the caller's project (TestEventsTenancy for events,
+		// TestSnapshotListing for snapshots).
 		return "collection"
 	case strings.HasPrefix(o.path, "/v1/sandboxes/{id}") && strings.Count(o.path, "{") == 1:
 		return "sandbox"

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/sandboxes"
+	"github.com/different-ai/differently/server/store"
 )
 
 func (s *Server) CreateSnapshot(w http.ResponseWriter, r *http.Request, id SandboxID) {
@@ -29,6 +31,30 @@ func (s *Server) ListSnapshots(w http.ResponseWriter, r *http.Request, id Sandbo
 		return
 	}
 	out := SnapshotList{Items: make([]Snapshot, 0, len(items))}
+	for _, sn := range items {
+		out.Items = append(out.Items, toSnapshot(sn))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) ListAllSnapshots(w http.ResponseWriter, r *http.Request, params ListAllSnapshotsParams) {
+	f := store.SnapshotFilter{SandboxID: deref(params.Sandbox), Cursor: deref(params.Cursor)}
+	if params.Limit != nil {
+		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
+			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
+			return
+		}
+		f.Limit = *params.Limit
+	}
+	// The service confines a project token to its own project.
+	f.Org, f.Project = projectParam(params.Project)
+	ctx := r.Context()
+	items, next, err := s.svc.SnapshotPage(ctx, callerOf(ctx), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := SnapshotList{Items: make([]Snapshot, 0, len(items)), NextCursor: strPtr(next)}
 	for _, sn := range items {
 		out.Items = append(out.Items, toSnapshot(sn))
 	}

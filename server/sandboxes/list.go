@@ -13,11 +13,30 @@ import (
 // taken as it is. Every API that lists sandboxes (server/httpapi, server/e2b) comes
 // through here, so tenancy is decided once.
 func (s *Service) List(ctx context.Context, c Caller, f store.SandboxFilter) ([]store.Sandbox, string, error) {
-	if !c.Admin {
-		if f.Project != "" && f.Project != c.Project || f.Org != "" && f.Org != c.Org {
-			return nil, "", nil
-		}
-		f.Org, f.Project = c.Org, c.Project
+	if !confine(c, &f.Org, &f.Project) {
+		return nil, "", nil
 	}
 	return s.st.ListSandboxes(ctx, f)
+}
+
+// SnapshotPage returns a page of the snapshots c may see, as List does sandboxes.
+func (s *Service) SnapshotPage(ctx context.Context, c Caller, f store.SnapshotFilter) ([]store.Snapshot, string, error) {
+	if !confine(c, &f.Org, &f.Project) {
+		return nil, "", nil
+	}
+	return s.st.ListSnapshotPage(ctx, f)
+}
+
+// confine sets a listing's organisation and project to a project token's own. It
+// is false when the listing named another project, which then looks like one with
+// nothing in it.
+func confine(c Caller, org, project *string) bool {
+	if c.Admin {
+		return true
+	}
+	if *project != "" && *project != c.Project || *org != "" && *org != c.Org {
+		return false
+	}
+	*org, *project = c.Org, c.Project
+	return true
 }

@@ -181,6 +181,9 @@ type Store interface {
 	GetSnapshot(ctx context.Context, id string) (Snapshot, error)
 	// ListSnapshots returns the snapshots of one sandbox, ordered by ID.
 	ListSnapshots(ctx context.Context, sandboxID string) ([]Snapshot, error)
+	// ListSnapshotPage returns a page of the snapshots f selects, ordered by ID, and
+	// the next page's cursor ("" after the last).
+	ListSnapshotPage(ctx context.Context, f SnapshotFilter) (items []Snapshot, nextCursor string, err error)
 	// DeleteSnapshot removes a snapshot; not_found when missing.
 	DeleteSnapshot(ctx context.Context, id string) error
 

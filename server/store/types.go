@@ -177,6 +177,15 @@ const (
 	MaxLimit     = 1000
 )
 
+// SnapshotFilter selects snapshots for ListSnapshotPage. Zero fields do not filter.
+type SnapshotFilter struct {
+	Org, Project string
+	SandboxID    string
+	// Limit and Cursor page as SandboxFilter's do.
+	Limit  int
+	Cursor string
+}
+
 // Snapshot is a saved disk or memory image of a sandbox.
 type Snapshot struct {
 	ID        string `json:"id"`

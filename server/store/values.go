@@ -35,11 +35,16 @@ func EncodeCursor(id string) string {
 // Page cuts a listing read with limit+1 rows down to limit and returns the cursor of
 // the next page, or "" when the extra row shows there is none.
 func Page(items []Sandbox, limit int) ([]Sandbox, string) {
+	return PageBy(items, limit, func(sb Sandbox) string { return sb.ID })
+}
+
+// PageBy is Page for a listing of anything ordered by the ID id returns.
+func PageBy[T any](items []T, limit int, id func(T) string) ([]T, string) {
 	if len(items) <= limit {
 		return items, ""
 	}
 	items = items[:limit]
-	return items, EncodeCursor(items[limit-1].ID)
+	return items, EncodeCursor(id(items[limit-1]))
 }
 
 // DecodeCursor reverses EncodeCursor; "" decodes to "". Anything else is invalid_request.

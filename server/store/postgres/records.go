@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,7 +42,48 @@ func (s *Store) GetSnapshot(ctx context.Context, id string) (store.Snapshot, err
 
 // ListSnapshots implements store.Store.
 func (s *Store) ListSnapshots(ctx context.Context, sandboxID string) ([]store.Snapshot, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE sandbox_id = $1 ORDER BY id`, sandboxID)
+	return collectSnapshots(s.pool.Query(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE sandbox_id = $1 ORDER BY id`, sandboxID))
+}
+
+// ListSnapshotPage implements store.Store. A project's snapshots are found through
+// the index on (org, project, id) (migration 017), a sandbox's through the one on
+// (sandbox_id, id), all of them through the primary key, each in ID order.
+func (s *Store) ListSnapshotPage(ctx context.Context, f store.SnapshotFilter) ([]store.Snapshot, string, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := store.DecodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	var conds []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	for _, c := range []struct{ cond, v string }{{"org = $%d", f.Org}, {"project = $%d", f.Project},
+		{"sandbox_id = $%d", f.SandboxID}, {"id > $%d", after}} {
+		if c.v != "" {
+			add(c.cond, c.v)
+		}
+	}
+	q := `SELECT ` + snapshotColumns + ` FROM snapshots`
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, " AND ")
+	}
+	args = append(args, limit+1)
+	q += fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
+	items, err := collectSnapshots(s.pool.Query(ctx, q, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	items, next := store.PageBy(items, limit, func(sn store.Snapshot) string { return sn.ID })
+	return items, next, nil
+}
+
+func collectSnapshots(rows pgx.Rows, err error) ([]store.Snapshot, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}

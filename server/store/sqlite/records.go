@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/different-ai/differently/api"
@@ -42,7 +43,42 @@ func (s *Store) GetSnapshot(ctx context.Context, id string) (store.Snapshot, err
 
 // ListSnapshots implements store.Store.
 func (s *Store) ListSnapshots(ctx context.Context, sandboxID string) ([]store.Snapshot, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE sandbox_id = ? ORDER BY id`, sandboxID)
+	return collectSnapshots(s.read.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots WHERE sandbox_id = ? ORDER BY id`, sandboxID))
+}
+
+// ListSnapshotPage implements store.Store, through the indexes PostgreSQL's uses
+// (migration 015 adds the one on (org, project, id)).
+func (s *Store) ListSnapshotPage(ctx context.Context, f store.SnapshotFilter) ([]store.Snapshot, string, error) {
+	limit, err := store.PageLimit(f.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := store.DecodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	var conds []string
+	var args []any
+	for _, c := range []struct{ cond, v string }{{"org = ?", f.Org}, {"project = ?", f.Project},
+		{"sandbox_id = ?", f.SandboxID}, {"id > ?", after}} {
+		if c.v != "" {
+			conds, args = append(conds, c.cond), append(args, c.v)
+		}
+	}
+	q := `SELECT ` + snapshotColumns + ` FROM snapshots`
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, " AND ")
+	}
+	q += ` ORDER BY id LIMIT ?`
+	items, err := collectSnapshots(s.read.QueryContext(ctx, q, append(args, limit+1)...))
+	if err != nil {
+		return nil, "", err
+	}
+	items, next := store.PageBy(items, limit, func(sn store.Snapshot) string { return sn.ID })
+	return items, next, nil
+}
+
+func collectSnapshots(rows *sql.Rows, err error) ([]store.Snapshot, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -42,6 +42,55 @@ func testSnapshots(t *testing.T, d Driver) {
 	slices.Sort(want2)
 	equal(t, "snapshots of the sandbox", got, want2)
 
+	// Pages of every snapshot, or of a project's, or of a sandbox's, in ID order.
+	foreign := in
+	foreign.ID, foreign.SandboxID, foreign.Org, foreign.Project = ids.At("snap", t0), "sbx_foreign", "org2", "proj2"
+	must[store.Snapshot](t)(s.CreateSnapshot(ctx, t0, foreign))
+	all := []string{in.ID, second.ID, other.ID, foreign.ID}
+	slices.Sort(all)
+	page := func(f store.SnapshotFilter) ([]string, string) {
+		t.Helper()
+		items, next, err := s.ListSnapshotPage(ctx, f)
+		noErr(t, err)
+		var got []string
+		for _, sn := range items {
+			got = append(got, sn.ID)
+		}
+		return got, next
+	}
+	mine := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return id == foreign.ID })
+	for _, tc := range []struct {
+		name string
+		f    store.SnapshotFilter
+		want []string
+	}{
+		{"every snapshot", store.SnapshotFilter{}, all},
+		{"a project's", store.SnapshotFilter{Org: "org1", Project: "proj1"}, mine},
+		{"a project's, in any organisation", store.SnapshotFilter{Project: "proj2"}, []string{foreign.ID}},
+		{"an organisation's", store.SnapshotFilter{Org: "org2"}, []string{foreign.ID}},
+		{"a sandbox's", store.SnapshotFilter{SandboxID: sb.ID}, want2},
+		{"a sandbox's in another project", store.SnapshotFilter{Org: "org2", SandboxID: sb.ID}, nil},
+	} {
+		got, next := page(tc.f)
+		equal(t, tc.name, got, tc.want)
+		equal(t, tc.name+": next cursor", next, "")
+	}
+	var paged []string
+	f := store.SnapshotFilter{Limit: 3}
+	for range len(all) {
+		got, next := page(f)
+		paged = append(paged, got...)
+		if next == "" {
+			break
+		}
+		f.Cursor = next
+	}
+	equal(t, "every snapshot, three at a time", paged, all)
+	_, _, err = s.ListSnapshotPage(ctx, store.SnapshotFilter{Cursor: "bogus"})
+	wantCode(t, err, api.CodeInvalidRequest)
+	_, _, err = s.ListSnapshotPage(ctx, store.SnapshotFilter{Limit: -1})
+	wantCode(t, err, api.CodeInvalidRequest)
+
 	noErr(t, s.DeleteSnapshot(ctx, in.ID))
 	_, err = s.GetSnapshot(ctx, in.ID)
 	wantCode(t, err, api.CodeNotFound)
