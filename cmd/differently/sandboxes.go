@@ -673,26 +673,44 @@ func (a *app) snapshotCmd() *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&kind, "kind", "", "disk or memory (default: disk)")
+	var lsProject string
+	var lsLimit int
 	ls := &cobra.Command{
-		Use:               "ls ID",
-		Short:             "List a sandbox's snapshots",
-		Args:              cobra.ExactArgs(1),
+		Use:   "ls [ID]",
+		Short: "List snapshots: a sandbox's, or all you may see",
+		Long: `List snapshots, oldest first: those of the sandbox ID, or, without one, every
+snapshot the token may see (a deleted sandbox's included, until deleted
+themselves), page after page.`,
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeSandboxes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			resp, err := c.API.ListSnapshotsWithResponse(a.ctx, args[0])
+			params := client.ListAllSnapshotsParams{}
+			if len(args) == 1 {
+				params.Sandbox = &args[0]
+			}
+			if lsProject != "" {
+				params.Project = &lsProject
+			}
+			all, err := collectPages(lsLimit, func(cursor *string) ([]client.Snapshot, *string, error) {
+				params.Cursor = cursor
+				page, err := c.ListAllSnapshots(a.ctx, &params)
+				if err != nil {
+					return nil, nil, err
+				}
+				return page.Items, page.NextCursor, nil
+			})
 			if err != nil {
 				return err
 			}
-			if resp.JSON200 == nil {
-				return apiError(resp.HTTPResponse, resp.Body)
-			}
-			return a.emit(resp.JSON200, snapshotTable(a, resp.JSON200.Items))
+			return a.emit(map[string]any{"items": orEmpty(all)}, snapshotTable(a, all))
 		},
 	}
+	ls.Flags().StringVar(&lsProject, "project", "", "admin tokens only: only this project's (org/project, or a name in any organisation)")
+	ls.Flags().IntVar(&lsLimit, "limit", 0, "at most this many (0: all)")
 	get := &cobra.Command{
 		Use:   "get SNAPSHOT",
 		Short: "Show a snapshot",

@@ -126,6 +126,19 @@ func TestSandboxCommands(t *testing.T) {
 	if res.Stdout != "made here\n" {
 		t.Errorf("the fork lacks the original's file: %+v", res)
 	}
+	// The fork took a snapshot of its own: every snapshot, oldest first, page after page.
+	c.json(&snaps, "snapshot", "ls")
+	if len(snaps.Items) != 2 || snaps.Items[0].Id != snap.Id {
+		t.Errorf("snapshot ls of all: %+v", snaps.Items)
+	}
+	c.json(&snaps, "snapshot", "ls", "--limit", "1")
+	if len(snaps.Items) != 1 || snaps.Items[0].Id != snap.Id {
+		t.Errorf("snapshot ls --limit 1: %+v", snaps.Items)
+	}
+	c.json(&snaps, "snapshot", "ls", "--project", "acme/none")
+	if len(snaps.Items) != 0 {
+		t.Errorf("snapshot ls of another project: %+v", snaps.Items)
+	}
 	c.ok("snapshot", "rm", snap.Id)
 	c.fails(exitNotFound, []string{"404", "not_found"}, "snapshot", "get", snap.Id)
 
