@@ -39,7 +39,8 @@ type WarmCount struct {
 }
 
 // warmCounts counts the warm sandboxes of each of p's shapes, from one listing of
-// the pool's warm sandboxes.
+// the warm sandboxes. A queued one has no pool yet: it is the pool's by its shape's
+// project (store.WarmProject), which is how every one is matched.
 func (s *Service) warmCounts(ctx context.Context, p store.Pool) ([]WarmCount, error) {
 	if len(p.Warm) == 0 {
 		return nil, nil
@@ -50,7 +51,7 @@ func (s *Service) warmCounts(ctx context.Context, p store.Pool) ([]WarmCount, er
 		out[i].Shape = w
 		byProject[store.WarmProject(p.Name, w)] = &out[i]
 	}
-	err := s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, Pool: p.Name, States: []store.State{
+	err := s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, States: []store.State{
 		store.StateQueued, store.StateProvisioning, store.StateRunning}}, func(sb store.Sandbox) error {
 		c := byProject[sb.Project]
 		switch {

@@ -549,6 +549,33 @@ func (f *fixture) warmSandbox(t *testing.T, id, pool string, w store.WarmShape, 
 	return out
 }
 
+// A shape's starting sandboxes include those still queued, which have no pool yet,
+// and not another pool's.
+func TestWarmCounts(t *testing.T) {
+	f := newFixture(t, fake.Config{})
+	ctx := context.Background()
+	w := store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 4}
+	p, err := f.st.GetPool(ctx, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Warm = []store.WarmShape{w}
+	if _, err := f.st.UpdatePool(ctx, f.clk.Now(), p); err != nil {
+		t.Fatal(err)
+	}
+	f.warmSandbox(t, "sbx_ready", "fake", w, store.StateRunning)
+	f.warmSandbox(t, "sbx_placed", "fake", w, store.StateProvisioning)
+	f.warmSandbox(t, "sbx_queued", "fake", w, store.StateQueued)
+	f.warmSandbox(t, "sbx_other", "fake2", w, store.StateQueued)
+	got, err := f.svc.Get(ctx, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Warm) != 1 || got.Warm[0].Ready != 1 || got.Warm[0].Starting != 2 {
+		t.Fatalf("warm counts %+v, want 1 ready and 2 starting", got.Warm)
+	}
+}
+
 // A pool's warm sandboxes never hold its delete back: the delete clears its shapes
 // and ends them (a ready one at once, its instance deleted; a starting one through
 // the scheduler, the delete answering terminating until it is gone), but a tenant's
