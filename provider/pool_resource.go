@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/different-ai/differently/api"
 	"github.com/different-ai/differently/client"
 )
 
@@ -326,15 +328,42 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	name := state.Name.ValueString()
+	ctx, cancel := context.WithTimeout(ctx, defaultDeleteTimeout)
+	defer cancel()
 	if !r.emptyWarm(ctx, state, &resp.Diagnostics) {
 		return
 	}
-	// Not forced: a pool that still carries sandboxes is refused (409) rather than
-	// having sandboxes Terraform may not manage terminated behind the user's back.
-	err := r.c.DeletePool(ctx, name, false)
-	if err != nil && !client.IsNotFound(err) {
-		resp.Diagnostics.AddError("Deleting pool "+name, fmt.Sprintf("%s\n\nSandboxes still on the pool must be deleted first.", apiError(err)))
+	tick := time.NewTicker(warmDrainPoll)
+	defer tick.Stop()
+	for {
+		// Not forced: a pool that still carries sandboxes is refused (409) rather than
+		// having sandboxes Terraform may not manage terminated behind the user's back.
+		err := r.c.DeletePool(ctx, name, false)
+		switch {
+		case err == nil, client.IsNotFound(err):
+			return
+		case !terminating(err):
+			resp.Diagnostics.AddError("Deleting pool "+name, fmt.Sprintf("%s\n\nSandboxes still on the pool must be deleted first.", apiError(err)))
+			return
+		}
+		// The daemon is ending the pool's own sandboxes (warm ones that emptyWarm
+		// could not see, still queued for no pool) and asks for the delete again
+		// once they are gone.
+		select {
+		case <-ctx.Done():
+			resp.Diagnostics.AddError("Deleting pool "+name,
+				fmt.Sprintf("%s\n\nThe pool's sandboxes were still terminating after %s.", apiError(err), defaultDeleteTimeout))
+			return
+		case <-tick.C:
+		}
 	}
+}
+
+// terminating says whether err is the daemon's answer to a pool delete that is
+// ending sandboxes of the pool and is to be asked again when they are gone.
+func terminating(err error) bool {
+	e, ok := errors.AsType[*client.APIError](err)
+	return ok && e.Code == api.CodeInvalidState && e.Details["terminating"] != nil
 }
 
 // ImportState takes the pool's name, as the ID or as the identity.

@@ -190,6 +190,55 @@ func TestAccPoolWarm(t *testing.T) {
 	})
 }
 
+// Destroyed while its warm sandboxes are starting, one slot at a time and the rest
+// queued for no pool yet: the destroy waits for the daemon to end them all, asking
+// again while it answers that they are terminating, and then deletes the pool.
+func TestAccPoolWarmDestroyWhileStarting(t *testing.T) {
+	d := startDaemon(t)
+	cfg := d.config(`
+resource "differently_pool" "warm" {
+  name         = "acc-warm"
+  adapter      = "fake"
+  max_starting = 1
+  config       = { templates = ["ubuntu"], createLatencyMs = 1000 }
+  warm         = [{ template = "ubuntu", size = 3 }]
+}`)
+	accTest(t, resource.TestCase{
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := d.c.GetPool(context.Background(), "acc-warm"); !client.IsNotFound(err) {
+				return fmt.Errorf("pool acc-warm still exists (err %v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				// The destroy comes once the filler has asked for the three: one
+				// starting on the pool's only start slot, two queued.
+				PreConfig: func() {
+					deadline := time.After(30 * time.Second)
+					for {
+						p, err := d.c.GetPool(t.Context(), "acc-warm")
+						if err != nil {
+							t.Fatal(err)
+						}
+						if st := deref(p.WarmStatus); len(st) == 1 && st[0].Starting == 3 {
+							return
+						}
+						select {
+						case <-d.passes:
+						case <-deadline:
+							t.Fatalf("pool acc-warm: warm status %+v after 30 s, want 3 starting", deref(p.WarmStatus))
+						}
+					}
+				},
+				Config:   cfg,
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
 // Shapes the daemon would refuse fail the plan.
 func TestAccPoolWarmValidation(t *testing.T) {
 	d := startDaemon(t)
