@@ -59,6 +59,17 @@ func DecodeCursor(c string) (string, error) {
 	return string(b[3:]), nil
 }
 
+// PageStart reads the limit and cursor of a listing ordered by ID: the rows to
+// return (PageLimit) and the ID to start after (DecodeCursor).
+func PageStart(limit int, cursor string) (int, string, error) {
+	limit, err := PageLimit(limit)
+	if err != nil {
+		return 0, "", err
+	}
+	after, err := DecodeCursor(cursor)
+	return limit, after, err
+}
+
 // PageLimit applies DefaultLimit and MaxLimit; a negative limit is invalid_request.
 func PageLimit(limit int) (int, error) {
 	switch {

@@ -14,6 +14,23 @@ import (
 	"github.com/different-ai/differently/server/store/postgres"
 )
 
+// openPrimed opens a store of a new schema on one connection, open from the start
+// so that every statement lands on it, once that connection is primed; u is its URL.
+func openPrimed(t *testing.T) (s *postgres.Store, u string) {
+	t.Helper()
+	parsed, err := url.Parse(pgtest.SchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := parsed.Query()
+	q.Set("pool_max_conns", "1")
+	q.Set("pool_min_conns", "1")
+	parsed.RawQuery = q.Encode()
+	s = open(t, parsed.String())
+	s.WaitPrimed()
+	return s, parsed.String()
+}
+
 // TestConnectionsArePrimed: a store's connections hold the hot statements, with
 // their generic plans made, before any request runs; a warm sandbox's making, its
 // claim (with and without a key), a create, an update and a read run no statement
@@ -21,17 +38,7 @@ import (
 // row behind; and a connection opened later is primed too. The counts are the
 // server's (pg_prepared_statements).
 func TestConnectionsArePrimed(t *testing.T) {
-	u, err := url.Parse(pgtest.SchemaURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	// One connection, open from the start: every statement lands on it.
-	q.Set("pool_max_conns", "1")
-	q.Set("pool_min_conns", "1")
-	u.RawQuery = q.Encode()
-	s := open(t, u.String())
-	s.WaitPrimed()
+	s, _ := openPrimed(t)
 	ctx := t.Context()
 	hot, all := postgres.PrimedStatements()
 
@@ -116,22 +123,13 @@ func TestConnectionsArePrimed(t *testing.T) {
 // connection, as any cached statement does, and not for as long as the connection
 // lives: the statement cache drops it and prepares it again.
 func TestPrimedStatementsSurviveATypeChange(t *testing.T) {
-	u, err := url.Parse(pgtest.SchemaURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("pool_max_conns", "1")
-	q.Set("pool_min_conns", "1")
-	u.RawQuery = q.Encode()
-	s := open(t, u.String())
-	s.WaitPrimed()
+	s, u := openPrimed(t)
 	ctx := t.Context()
 	// A quota sends creates through the transaction that reads the project first.
 	if _, err := s.PutProject(ctx, time.Now(), store.Project{Org: "org1", Name: "proj1", Quota: store.Quota{Sandboxes: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	other := pgtest.Connect(t, u.String())
+	other := pgtest.Connect(t, u)
 	if _, err := other.Exec(ctx, `ALTER TABLE sandboxes ALTER COLUMN template TYPE varchar(200)`); err != nil {
 		t.Fatal(err)
 	}

@@ -49,11 +49,7 @@ func (s *Store) ListSnapshots(ctx context.Context, sandboxID string) ([]store.Sn
 // the index on (org, project, id) (migration 017), a sandbox's through the one on
 // (sandbox_id, id), all of them through the primary key, each in ID order.
 func (s *Store) ListSnapshotPage(ctx context.Context, f store.SnapshotFilter) ([]store.Snapshot, string, error) {
-	limit, err := store.PageLimit(f.Limit)
-	if err != nil {
-		return nil, "", err
-	}
-	after, err := store.DecodeCursor(f.Cursor)
+	limit, after, err := store.PageStart(f.Limit, f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}

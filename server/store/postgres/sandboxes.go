@@ -359,11 +359,7 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error
 // ListSandboxes implements store.Store; the label filter is jsonb containment (@>), which
 // the GIN index serves.
 func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, string, error) {
-	limit, err := store.PageLimit(f.Limit)
-	if err != nil {
-		return nil, "", err
-	}
-	after, err := store.DecodeCursor(f.Cursor)
+	limit, after, err := store.PageStart(f.Limit, f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}

@@ -49,11 +49,7 @@ func (s *Store) ListSnapshots(ctx context.Context, sandboxID string) ([]store.Sn
 // ListSnapshotPage implements store.Store, through the indexes PostgreSQL's uses
 // (migration 015 adds the one on (org, project, id)).
 func (s *Store) ListSnapshotPage(ctx context.Context, f store.SnapshotFilter) ([]store.Snapshot, string, error) {
-	limit, err := store.PageLimit(f.Limit)
-	if err != nil {
-		return nil, "", err
-	}
-	after, err := store.DecodeCursor(f.Cursor)
+	limit, after, err := store.PageStart(f.Limit, f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}

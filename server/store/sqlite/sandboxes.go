@@ -154,11 +154,7 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (store.Sandbox, error
 // ListSandboxes implements store.Store. Each wanted label is an EXISTS over json_each of
 // the labels document, which is exact for any key (no JSON-path quoting involved).
 func (s *Store) ListSandboxes(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, string, error) {
-	limit, err := store.PageLimit(f.Limit)
-	if err != nil {
-		return nil, "", err
-	}
-	after, err := store.DecodeCursor(f.Cursor)
+	limit, after, err := store.PageStart(f.Limit, f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
