@@ -46,6 +46,14 @@ func (d *testDaemon) wantWarm(want ...any) resource.TestCheckFunc {
 	}
 }
 
+// warmPoolGone checks that the acc-warm pool was destroyed.
+func (d *testDaemon) warmPoolGone(*terraform.State) error {
+	if _, err := d.c.GetPool(context.Background(), "acc-warm"); !client.IsNotFound(err) {
+		return fmt.Errorf("pool acc-warm still exists (err %v)", err)
+	}
+	return nil
+}
+
 // claimWarm creates a sandbox the acc-warm pool's shape (ubuntu, 1 CPU, 512 MiB)
 // matches once the pool has ready ones, checks that it was served warm, waits,
 // pass by pass of the scheduler, until the daemon has counted the hit, and deletes
@@ -104,12 +112,7 @@ func TestAccPoolWarm(t *testing.T) {
   }]`, size)
 	}
 	accTest(t, resource.TestCase{
-		CheckDestroy: func(*terraform.State) error {
-			if _, err := d.c.GetPool(context.Background(), "acc-warm"); !client.IsNotFound(err) {
-				return fmt.Errorf("pool acc-warm still exists (err %v)", err)
-			}
-			return nil
-		},
+		CheckDestroy: d.warmPoolGone,
 		Steps: []resource.TestStep{
 			{
 				Config: d.config(warmPool(shape(2))),
@@ -204,12 +207,7 @@ resource "differently_pool" "warm" {
   warm         = [{ template = "ubuntu", size = 3 }]
 }`)
 	accTest(t, resource.TestCase{
-		CheckDestroy: func(*terraform.State) error {
-			if _, err := d.c.GetPool(context.Background(), "acc-warm"); !client.IsNotFound(err) {
-				return fmt.Errorf("pool acc-warm still exists (err %v)", err)
-			}
-			return nil
-		},
+		CheckDestroy: d.warmPoolGone,
 		Steps: []resource.TestStep{
 			{Config: cfg},
 			{

@@ -156,12 +156,10 @@ func (s *Server) reconcile(ctx context.Context, tokenID string) (reconcile.Repor
 // without a reconciler too.
 func (s *Server) ListReconcilePasses(w http.ResponseWriter, r *http.Request, params ListReconcilePassesParams) {
 	f := store.ReconcilePassFilter{Cursor: deref(params.Cursor)}
-	if params.Limit != nil {
-		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
-			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
-			return
-		}
-		f.Limit = *params.Limit
+	var err error
+	if f.Limit, err = pageLimit(params.Limit); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	items, next, err := s.reconcilePasses(r.Context(), f)
 	if err != nil {

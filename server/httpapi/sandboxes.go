@@ -109,6 +109,14 @@ func (s *Server) GetSandbox(w http.ResponseWriter, r *http.Request, id SandboxID
 	writeJSON(w, http.StatusOK, s.toSandbox(sb))
 }
 
+// pageLimit reads a listing's limit parameter: 0 (the store's default) when absent.
+func pageLimit(limit *int) (int, error) {
+	if limit != nil && (*limit < 1 || *limit > store.MaxLimit) {
+		return 0, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit)
+	}
+	return deref(limit), nil
+}
+
 // projectParam reads a listing's project parameter: org/project, or a project name
 // in any organisation.
 func projectParam(p *string) (org, project string) {
@@ -121,12 +129,10 @@ func projectParam(p *string) (org, project string) {
 func (s *Server) ListSandboxes(w http.ResponseWriter, r *http.Request, params ListSandboxesParams) {
 	p := principalFrom(r.Context())
 	f := store.SandboxFilter{Pool: deref(params.Pool), Cursor: deref(params.Cursor)}
-	if params.Limit != nil {
-		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
-			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
-			return
-		}
-		f.Limit = *params.Limit
+	var err error
+	if f.Limit, err = pageLimit(params.Limit); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	states, err := parseStates(deref(params.State))
 	if err != nil {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/different-ai/differently/server/apierr"
 	"github.com/different-ai/differently/server/sandboxes"
 	"github.com/different-ai/differently/server/store"
 )
@@ -39,12 +38,10 @@ func (s *Server) ListSnapshots(w http.ResponseWriter, r *http.Request, id Sandbo
 
 func (s *Server) ListAllSnapshots(w http.ResponseWriter, r *http.Request, params ListAllSnapshotsParams) {
 	f := store.SnapshotFilter{SandboxID: deref(params.Sandbox), Cursor: deref(params.Cursor)}
-	if params.Limit != nil {
-		if *params.Limit < 1 || *params.Limit > store.MaxLimit {
-			s.writeError(w, r, apierr.Invalid("limit must be between 1 and %d", store.MaxLimit))
-			return
-		}
-		f.Limit = *params.Limit
+	var err error
+	if f.Limit, err = pageLimit(params.Limit); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	// The service confines a project token to its own project.
 	f.Org, f.Project = projectParam(params.Project)
