@@ -38,33 +38,32 @@ type WarmCount struct {
 	Stats           store.WarmStats
 }
 
-// warmCounts counts the warm sandboxes of each of p's shapes, from one listing of
-// the warm sandboxes. A queued one has no pool yet: it is the pool's by its shape's
-// project (store.WarmProject), which is how every one is matched.
-func (s *Service) warmCounts(ctx context.Context, p store.Pool) ([]WarmCount, error) {
-	if len(p.Warm) == 0 {
-		return nil, nil
-	}
-	byProject := map[string]*WarmCount{}
-	out := make([]WarmCount, len(p.Warm))
-	for i, w := range p.Warm {
-		out[i].Shape = w
-		byProject[store.WarmProject(p.Name, w)] = &out[i]
-	}
+// warmTally counts the warm sandboxes that are ready or starting by their shape's
+// project (store.WarmProject), which names the pool: a queued one has no pool yet.
+// One listing serves every pool of an answer.
+func (s *Service) warmTally(ctx context.Context) (map[string]WarmCount, error) {
+	tally := map[string]WarmCount{}
 	err := s.st.EachSandbox(ctx, store.SandboxFilter{Org: store.WarmOrg, States: []store.State{
 		store.StateQueued, store.StateProvisioning, store.StateRunning}}, func(sb store.Sandbox) error {
-		c := byProject[sb.Project]
-		switch {
-		case c == nil:
-		case sb.State == store.StateRunning:
+		c := tally[sb.Project]
+		if sb.State == store.StateRunning {
 			c.Ready++
-		default:
+		} else {
 			c.Starting++
 		}
+		tally[sb.Project] = c
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return tally, err
+}
+
+// warmCounts is where each of p's shapes stands: its sandboxes from tally
+// (warmTally), and the creates it matched.
+func (s *Service) warmCounts(ctx context.Context, p store.Pool, tally map[string]WarmCount) ([]WarmCount, error) {
+	out := make([]WarmCount, len(p.Warm))
+	for i, w := range p.Warm {
+		c := tally[store.WarmProject(p.Name, w)]
+		out[i] = WarmCount{Shape: w, Ready: c.Ready, Starting: c.Starting}
 	}
 	stats, err := s.st.ListWarmStats(ctx, p.Name)
 	if err != nil {
@@ -97,14 +96,22 @@ func (s *Service) List(ctx context.Context) ([]Pool, error) {
 		views[v.Pool.Name] = v
 	}
 	out := []Pool{}
+	var tally map[string]WarmCount
 	for _, p := range stored {
 		var vp *pools.View
 		if v, ok := views[p.Name]; ok {
 			vp = &v
 		}
-		warm, err := s.warmCounts(ctx, p)
-		if err != nil {
-			return nil, fmt.Errorf("count warm sandboxes: %w", err)
+		var warm []WarmCount
+		if len(p.Warm) > 0 {
+			if tally == nil {
+				if tally, err = s.warmTally(ctx); err != nil {
+					return nil, fmt.Errorf("count warm sandboxes: %w", err)
+				}
+			}
+			if warm, err = s.warmCounts(ctx, p, tally); err != nil {
+				return nil, fmt.Errorf("count warm sandboxes: %w", err)
+			}
 		}
 		out = append(out, Pool{Pool: p, View: vp, Sandboxes: counts[p.Name], Warm: warm})
 		delete(views, p.Name)
@@ -141,8 +148,14 @@ func (s *Service) answer(ctx context.Context, p store.Pool) (Pool, error) {
 	if v, ok := s.pools.View(p.Name); ok {
 		out.View = &v
 	}
-	if out.Warm, err = s.warmCounts(ctx, p); err != nil {
-		return Pool{}, fmt.Errorf("count warm sandboxes: %w", err)
+	if len(p.Warm) > 0 {
+		tally, err := s.warmTally(ctx)
+		if err == nil {
+			out.Warm, err = s.warmCounts(ctx, p, tally)
+		}
+		if err != nil {
+			return Pool{}, fmt.Errorf("count warm sandboxes: %w", err)
+		}
 	}
 	return out, nil
 }
