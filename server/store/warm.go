@@ -120,8 +120,8 @@ func (s *WarmStats) Observe(hit bool, took time.Duration) {
 		return
 	}
 	s.Hits++
-	if len(s.ClaimCounts) != len(WarmClaimBuckets)+1 {
-		s.ClaimCounts = append(s.ClaimCounts, make([]int64, len(WarmClaimBuckets)+1-len(s.ClaimCounts))...)
+	if n := len(WarmClaimBuckets) + 1 - len(s.ClaimCounts); n > 0 {
+		s.ClaimCounts = append(s.ClaimCounts, make([]int64, n)...)
 	}
 	sec := took.Seconds()
 	i, _ := slices.BinarySearch(WarmClaimBuckets, sec)

@@ -197,18 +197,13 @@ func (f *Filler) Observe(pool string, w store.WarmShape, o sandboxes.WarmOutcome
 	st.Observe(hit, took)
 }
 
-// Flush records the counts observed since the last pass, as each pass does. The
-// daemon calls it once its last requests have ended and Run has returned, so that
-// the claims made while it drained are counted too.
+// Flush adds the counts observed since the last flush to the store's, as each pass
+// does first. The daemon calls it once more when its last requests have ended and
+// Run has returned, so that the claims made while it drained are counted too.
+// Counts the store did not take are kept for the next: an error that came after
+// the store had committed them (a lost answer) counts them twice, which is rarer
+// and smaller than losing every error's counts.
 func (f *Filler) Flush(ctx context.Context) error {
-	return f.flushStats(ctx)
-}
-
-// flushStats adds the counts observed since the last flush to the store's. Counts
-// the store did not take are kept for the next: an error that came after the
-// store had committed them (a lost answer) counts them twice, which is rarer and
-// smaller than losing every error's counts.
-func (f *Filler) flushStats(ctx context.Context) error {
 	f.statsMu.Lock()
 	pending := f.stats
 	f.stats = map[statsKey]*store.WarmStats{}
@@ -295,7 +290,7 @@ func (f *Filler) Pass(ctx context.Context) (Result, error) {
 	defer f.passMu.Unlock()
 	var res Result
 	var errs []error
-	if err := f.flushStats(ctx); err != nil {
+	if err := f.Flush(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	now := f.clk.Now()

@@ -55,14 +55,11 @@ func (s *Store) ListSnapshotPage(ctx context.Context, f store.SnapshotFilter) ([
 	}
 	var conds []string
 	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds = append(conds, fmt.Sprintf(cond, len(args)))
-	}
 	for _, c := range []struct{ cond, v string }{{"org = $%d", f.Org}, {"project = $%d", f.Project},
 		{"sandbox_id = $%d", f.SandboxID}, {"id > $%d", after}} {
 		if c.v != "" {
-			add(c.cond, c.v)
+			args = append(args, c.v)
+			conds = append(conds, fmt.Sprintf(c.cond, len(args)))
 		}
 	}
 	q := `SELECT ` + snapshotColumns + ` FROM snapshots`

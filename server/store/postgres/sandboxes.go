@@ -138,7 +138,7 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		// A retry is never refused, and needs no write.
 		return *existing, false, nil
 	}
-	defer tx.Rollback() // after a panic; a no-op once the transaction ended
+	defer tx.Rollback() // on every return before Commit, and after a panic
 	if admit != nil {
 		err = admit(a, &sb)
 	}
@@ -148,7 +148,6 @@ func (s *Store) CreateSandboxAdmitted(ctx context.Context, now time.Time, sb sto
 		q, args, err = insertArgs(sb, insertSandboxSQL, insertSandboxEventsSQL)
 	}
 	if err != nil {
-		tx.Rollback()
 		return store.Sandbox{}, false, err
 	}
 	var writes pgx.Batch
@@ -828,18 +827,15 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 	case existing != nil:
 		return *existing, false, nil
 	}
-	defer tx.Rollback() // after a panic; a no-op once the transaction ended
-	if a.Quota.Limited() {
-		// The first select took nothing unless the quota was lifted in between.
-		if !found {
-			if err := readWarm(tx.QueryRow(ctx, selectWarmSQL, project, pool)); err != nil {
-				tx.Rollback()
-				return store.Sandbox{}, false, err
-			}
+	defer tx.Rollback() // on every return before Commit, and after a panic
+	if !found && a.Quota.Limited() {
+		// The first select skips a project with a quota (unless it was lifted in
+		// between): such a claim takes its warm sandbox under the project's lock.
+		if err := readWarm(tx.QueryRow(ctx, selectWarmSQL, project, pool)); err != nil {
+			return store.Sandbox{}, false, err
 		}
 	}
 	if !found {
-		tx.Rollback()
 		return store.Sandbox{}, false, store.ErrNoWarm
 	}
 	ins := sb
@@ -854,7 +850,6 @@ func (s *Store) ClaimWarm(ctx context.Context, now time.Time, sb store.Sandbox, 
 		q, args, err = insertArgs(ins, claimInsertSQL, claimInsertEventsSQL)
 	}
 	if err != nil {
-		tx.Rollback()
 		return store.Sandbox{}, false, err
 	}
 	var writes pgx.Batch
