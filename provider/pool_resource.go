@@ -330,10 +330,7 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	name := state.Name.ValueString()
 	ctx, cancel := context.WithTimeout(ctx, defaultDeleteTimeout)
 	defer cancel()
-	if !r.emptyWarm(ctx, state, &resp.Diagnostics) {
-		return
-	}
-	tick := time.NewTicker(warmDrainPoll)
+	tick := time.NewTicker(deletePoll)
 	defer tick.Stop()
 	for {
 		// Not forced: a pool that still carries sandboxes is refused (409) rather than
@@ -346,9 +343,8 @@ func (r *poolResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 			resp.Diagnostics.AddError("Deleting pool "+name, fmt.Sprintf("%s\n\nSandboxes still on the pool must be deleted first.", apiError(err)))
 			return
 		}
-		// The daemon is ending the pool's own sandboxes (warm ones that emptyWarm
-		// could not see, still queued for no pool) and asks for the delete again
-		// once they are gone.
+		// The daemon has cleared the pool's warm shapes and is ending their
+		// sandboxes, and asks for the delete again once they are gone.
 		select {
 		case <-ctx.Done():
 			resp.Diagnostics.AddError("Deleting pool "+name,
@@ -380,63 +376,5 @@ func (r *poolResource) IdentitySchema(_ context.Context, _ resource.IdentitySche
 	}}
 }
 
-// warmDrainPoll is how often Delete looks whether a pool's warm sandboxes are gone.
-const warmDrainPoll = 500 * time.Millisecond
-
-// emptyWarm removes a pool's warm shapes before it is deleted, which the daemon
-// refuses while warm sandboxes remain, and waits (at most defaultDeleteTimeout) for
-// their sandboxes to be gone. A pool that also carries other sandboxes is left for
-// the delete to refuse, saying so, without the wait. It reports whether the delete
-// may go on.
-func (r *poolResource) emptyWarm(ctx context.Context, state poolModel, diags *diag.Diagnostics) bool {
-	name := state.Name.ValueString()
-	p, err := r.c.GetPool(ctx, name)
-	switch {
-	case client.IsNotFound(err):
-		return true
-	case err != nil:
-		diags.AddError("Deleting pool "+name+": reading its warm sandboxes", apiError(err))
-		return false
-	case len(deref(p.Warm)) == 0:
-		return true
-	}
-	warm := 0
-	for _, s := range deref(p.WarmStatus) {
-		warm += s.Ready + s.Starting
-	}
-	if deref(p.Sandboxes) > warm {
-		return true
-	}
-	spec := state.spec(ctx, diags)
-	spec.Warm = &[]client.WarmShape{}
-	if diags.HasError() {
-		return false
-	}
-	if _, err := r.c.PutPool(ctx, name, spec); err != nil {
-		diags.AddError("Deleting pool "+name+": removing its warm shapes", apiError(err))
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, defaultDeleteTimeout)
-	defer cancel()
-	tick := time.NewTicker(warmDrainPoll)
-	defer tick.Stop()
-	for {
-		p, err := r.c.GetPool(ctx, name)
-		switch {
-		case client.IsNotFound(err):
-			return true
-		case err != nil:
-			diags.AddError("Deleting pool "+name+": waiting for its warm sandboxes to be gone", apiError(err))
-			return false
-		case deref(p.Sandboxes) == 0:
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			diags.AddError("Deleting pool "+name+": waiting for its warm sandboxes to be gone",
-				fmt.Sprintf("%d sandboxes were still on the pool after %s.", deref(p.Sandboxes), defaultDeleteTimeout))
-			return false
-		case <-tick.C:
-		}
-	}
-}
+// deletePoll is how often Delete asks again while the pool's warm sandboxes end.
+const deletePoll = 500 * time.Millisecond
