@@ -549,12 +549,10 @@ func (f *fixture) warmSandbox(t *testing.T, id, pool string, w store.WarmShape, 
 	return out
 }
 
-// A shape's starting sandboxes include those still queued, which have no pool yet,
-// and not another pool's.
-func TestWarmCounts(t *testing.T) {
-	f := newFixture(t, fake.Config{})
+// keepWarm gives the fake pool the warm shape w.
+func (f *fixture) keepWarm(t *testing.T, w store.WarmShape) {
+	t.Helper()
 	ctx := context.Background()
-	w := store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 4}
 	p, err := f.st.GetPool(ctx, "fake")
 	if err != nil {
 		t.Fatal(err)
@@ -563,6 +561,15 @@ func TestWarmCounts(t *testing.T) {
 	if _, err := f.st.UpdatePool(ctx, f.clk.Now(), p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A shape's starting sandboxes include those still queued, which have no pool yet,
+// and not another pool's.
+func TestWarmCounts(t *testing.T) {
+	f := newFixture(t, fake.Config{})
+	ctx := context.Background()
+	w := store.WarmShape{Template: "python", Resources: adapters.Resources{CPU: 1}, Size: 4}
+	f.keepWarm(t, w)
 	f.warmSandbox(t, "sbx_ready", "fake", w, store.StateRunning)
 	f.warmSandbox(t, "sbx_placed", "fake", w, store.StateProvisioning)
 	f.warmSandbox(t, "sbx_queued", "fake", w, store.StateQueued)
@@ -603,14 +610,7 @@ func TestDeleteWarm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, fake.Config{})
 			ctx := context.Background()
-			p, err := f.st.GetPool(ctx, "fake")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Warm = []store.WarmShape{w}
-			if _, err := f.st.UpdatePool(ctx, f.clk.Now(), p); err != nil {
-				t.Fatal(err)
-			}
+			f.keepWarm(t, w)
 			// Another pool's warm sandbox, whose project begins like this pool's.
 			other := f.warmSandbox(t, "sbx_other", "fake2", w, store.StateQueued)
 			ready := []store.Sandbox{f.warmSandbox(t, "sbx_w1", "fake", w, store.StateRunning),
@@ -623,7 +623,7 @@ func TestDeleteWarm(t *testing.T) {
 				f.sandbox(t, "sbx_tenant", "fake", store.StateRunning, false)
 			}
 
-			err = f.svc.Delete(ctx, admin, "fake", tc.force)
+			err := f.svc.Delete(ctx, admin, "fake", tc.force)
 			wantCode(t, err, tc.code)
 			for k, v := range tc.details {
 				if got := detail(t, err, k); got != v {
