@@ -203,9 +203,9 @@ pools:
 	}()
 
 	// Chaos, driven from the test's goroutine by the daemons' log lines. The first
-	// victim is the replica with the most sandboxes provisioning, so that at least
-	// one death surely leaves Creates in flight for the others to recover; the other
-	// victims are the plan's.
+	// victim is the replica with the most sandboxes provisioning, killed once it has
+	// one, so that at least one death surely leaves Creates in flight for the others
+	// to recover; the other victims are the plan's.
 	step, down := 0, -1
 	restarts := make([]int, len(slots))
 	heldProvisioning := 0
@@ -236,7 +236,23 @@ pools:
 			case down < 0 && n >= s.killAt:
 				down = s.victim
 				if step == 0 {
-					down = busiest(f, slots, down)
+					var provisioning int
+					down, provisioning = busiest(f, slots, down)
+					// As the backend's crash waits for running sandboxes, the first
+					// death waits for its victim to hold a Create in flight, unless
+					// every create has been answered; its downtime starts then.
+					select {
+					case <-creatorsDone:
+					default:
+						if provisioning == 0 {
+							down = -1
+							break
+						}
+					}
+					if down < 0 {
+						break
+					}
+					plan[step].restartAt += n - s.killAt
 				}
 				f.kill(slots[down])
 				held := map[string]int{}
@@ -402,8 +418,8 @@ func reconcileClean(t *testing.T, ctx context.Context, f *fleet, began, deadline
 }
 
 // busiest returns the index of the slot whose replica has the most sandboxes
-// provisioning, preferring def on a tie.
-func busiest(f *fleet, slots []*daemonProc, def int) int {
+// provisioning, preferring def on a tie, and how many it has.
+func busiest(f *fleet, slots []*daemonProc, def int) (best, provisioning int) {
 	claims := f.claims()
 	count := func(p *daemonProc) int {
 		f.mu.Lock()
@@ -417,13 +433,13 @@ func busiest(f *fleet, slots []*daemonProc, def int) int {
 		}
 		return n
 	}
-	best, most := def, count(slots[def])
+	best, provisioning = def, count(slots[def])
 	for i, p := range slots {
-		if n := count(p); n > most {
-			best, most = i, n
+		if n := count(p); n > provisioning {
+			best, provisioning = i, n
 		}
 	}
-	return best
+	return best, provisioning
 }
 
 // reliabilitySeed is DIFFERENTLY_RELIABILITY_SEED, or a fresh seed.
