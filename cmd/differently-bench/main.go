@@ -310,6 +310,7 @@ func (b *bench) run() (res *result, err error) {
 	f := &res.figures
 	f.Store, f.N, f.C, f.NumCPU = b.opts.store, b.opts.n, b.opts.c, runtime.NumCPU()
 	f.LoadAvgStart = loadAvg1()
+	f.sampleHost("start")
 
 	if b.opts.runs("lifecycles") {
 		b.phase = "lifecycles"
@@ -381,6 +382,7 @@ func (b *bench) run() (res *result, err error) {
 	}
 	f.PeakRSSTotalMiB = round(peakRSSMiB())
 	f.LoadAvgEnd = loadAvg1()
+	f.sampleHost("end")
 	b.phase = "cleanup"
 	b.progress("done; cleaning up")
 	f.TotalS = round(time.Since(start).Seconds())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"bytes"
@@ -60,9 +61,26 @@ func TestSmallRun(t *testing.T) {
 		if p.RatePerS != wantRates[i] || p.PercentOfMax != []float64{0, 10}[i] || p.N != 10 {
 			t.Errorf("paced[%d] = rate %v (%v%% of max), n %d; want rate %v, n 10", i, p.RatePerS, p.PercentOfMax, p.N, wantRates[i])
 		}
-		if p.CreateToRunningP50Ms <= 0 || p.CreateToRunningP99Ms < p.CreateToRunningP50Ms || p.AchievedPerS <= 0 || p.MaxInFlight < 1 {
+		if p.CreateToRunningP50Ms <= 0 || p.CreateToRunningP99Ms < p.CreateToRunningP50Ms || p.AchievedPerS <= 0 || p.MaxInFlight < 1 || p.HostWorkMs <= 0 {
 			t.Errorf("paced[%d] = %+v, want positive latencies (p99 >= p50), a throughput and at least one in flight", i, p)
 		}
+	}
+	// The host's speed is sampled at the start, before each paced rate and at the end.
+	var host struct {
+		HostWork []hostSample `json:"host_work_ms"`
+	}
+	if err := json.Unmarshal([]byte(last), &host); err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, h := range host.HostWork {
+		if h.Ms <= 0 {
+			t.Errorf("host work at %s: %v ms, want > 0", h.Phase, h.Ms)
+		}
+		phases = append(phases, h.Phase)
+	}
+	if want := "start,paced 50/s,paced " + fmt.Sprint(wantRates[1]) + "/s,end"; strings.Join(phases, ",") != want {
+		t.Errorf("host work sampled at %q, want %q", strings.Join(phases, ","), want)
 	}
 	var warm struct {
 		Warm *warmFigures `json:"warm"`

@@ -38,6 +38,8 @@ type pacedFigures struct {
 	// arrivals that found -c lifecycles in flight and were sent only when one ended.
 	MaxInFlight   int `json:"max_in_flight"`
 	WaitedForSlot int `json:"waited_for_slot"`
+	// HostWorkMs is the fixed work's time just before this rate (hostWorkMs).
+	HostWorkMs float64 `json:"host_work_ms"`
 }
 
 // paced runs -paced-n lifecycles at each -rate, arrivals spaced evenly in time and
@@ -57,10 +59,12 @@ func (b *bench) paced(ctx context.Context, d *runningDaemon, res *result) error 
 			}
 		}
 		b.progress("paced: %d lifecycles arriving at %g/s, at most %d in flight", b.opts.pacedN, rate, b.opts.c)
+		work := res.figures.sampleHost(fmt.Sprintf("paced %g/s", rate))
 		p, err := pacedRun(ctx, d, rate, b.opts.pacedN, b.opts.c)
 		if err != nil {
 			return fmt.Errorf("at %g/s: %w", rate, err)
 		}
+		p.HostWorkMs = work
 		if r.percent {
 			p.PercentOfMax = r.value
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -78,7 +79,10 @@ type figures struct {
 	LoadAvgStart float64 `json:"load_avg_1m_start"`
 	LoadAvgEnd   float64 `json:"load_avg_1m_end"`
 	NumCPU       int     `json:"num_cpu"`
-	TotalS       float64 `json:"total_s"`
+	// HostWork is the time a fixed amount of CPU work took at the start, before
+	// each paced rate and at the end (hostWorkMs).
+	HostWork []hostSample `json:"host_work_ms"`
+	TotalS   float64      `json:"total_s"`
 
 	// Stores holds, by store, the lifecycle, paced and warm figures of the other stores
 	// --store listed, run after this one's sections for comparison.
@@ -134,7 +138,7 @@ func printTable(w io.Writer, o options, r *result) {
 			rate = fmt.Sprintf("%g/s (%g%% of max)", p.RatePerS, p.PercentOfMax)
 		}
 		row(fmt.Sprintf("paced %s: create→running p50 / p99", rate), fmt.Sprintf("%v / %v", p.CreateToRunningP50Ms, p.CreateToRunningP99Ms), "ms",
-			fmt.Sprintf("%d lifecycles due at even intervals, timed from when each was due; daemon %v / %v ms", p.N, p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms))
+			fmt.Sprintf("%d lifecycles due at even intervals, timed from when each was due; daemon %v / %v ms; fixed CPU work before: %v ms", p.N, p.CreateToRunningServerP50Ms, p.CreateToRunningServerP99Ms, p.HostWorkMs))
 		row(fmt.Sprintf("paced %s: lifecycle p50 / p99", rate), fmt.Sprintf("%v / %v", p.LifecycleP50Ms, p.LifecycleP99Ms), "ms",
 			fmt.Sprintf("%v/s achieved, at most %d in flight, %d waited for a slot", p.AchievedPerS, p.MaxInFlight, p.WaitedForSlot))
 	}
@@ -166,6 +170,11 @@ func printTable(w io.Writer, o options, r *result) {
 	row("reconcile setup", f.ReconcileSetupS, "s", fmt.Sprintf("%v rows/s through store.CreateSandbox", f.ReconcileSetupPerS))
 	row("peak RSS, whole run", f.PeakRSSTotalMiB, "MiB", "")
 	row("total", f.TotalS, "s", fmt.Sprintf("deadline %s", o.timeout))
+	var work []string
+	for _, h := range f.HostWork {
+		work = append(work, fmt.Sprintf("%s %v", h.Phase, h.Ms))
+	}
+	row("host: fixed CPU work", strings.Join(work, ", "), "ms", "SHA-256 of 8 MiB, median of 5, between sections: more than at the start means the host gave this process less CPU")
 	row("host load average (1 min)", fmt.Sprintf("%v → %v", f.LoadAvgStart, f.LoadAvgEnd), "", fmt.Sprintf("%d CPUs; a load above that means other work shared the machine", f.NumCPU))
 	tw.Flush()
 	for _, n := range r.notes {
