@@ -130,34 +130,19 @@ func (s *Store) insertClear(ctx context.Context, row store.Sandbox, sql string, 
 	return row, true, nil
 }
 
-// insertClears sends the batch's inserts inside one transaction, in one round trip.
-// An error means nothing was written when it is a *pgconn.PgError (the server
-// refused a statement, or the commit), and may mean anything otherwise, as for a
-// lone statement whose connection broke.
+// insertClears sends the batch's inserts inside one transaction, in one round trip
+// (inOneTrip, whose errors it returns as they are).
 func (s *Store) insertClears(ctx context.Context, batch []*clearCreate) ([]createResult, error) {
-	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(batch)+2)}
-	b.Queue("BEGIN")
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(batch))}
 	for _, w := range batch {
 		b.Queue(w.sql, w.args...)
 	}
-	b.Queue("COMMIT")
-	conn, err := s.pool.Acquire(ctx)
+	var results []createResult
+	err := s.inOneTrip(ctx, b, func(br pgx.BatchResults) (err error) {
+		results, err = readClears(br, batch)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	br := conn.SendBatch(ctx, b)
-	results, err := readClears(br, batch)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// A statement that failed leaves the transaction aborted, and its COMMIT
-		// rolls back; end it here in case the failure was the client's, so the
-		// connection goes back to the pool outside any transaction.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		_, _ = conn.Exec(rctx, "ROLLBACK")
 		return nil, err
 	}
 	for _, r := range results {
@@ -169,9 +154,6 @@ func (s *Store) insertClears(ctx context.Context, batch []*clearCreate) ([]creat
 }
 
 func readClears(br pgx.BatchResults, batch []*clearCreate) ([]createResult, error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
 	results := make([]createResult, len(batch))
 	for i, w := range batch {
 		var id string
@@ -184,11 +166,5 @@ func readClears(br pgx.BatchResults, batch []*clearCreate) ([]createResult, erro
 			results[i] = createResult{out: w.row, inserted: true}
 		}
 	}
-	// COMMIT answers ROLLBACK, without an error, when the transaction had failed;
-	// every failure before it has been returned above.
-	tag, err := br.Exec()
-	if err == nil && tag.String() != "COMMIT" {
-		err = &pgconn.PgError{Code: "40000", Message: "the shared create transaction was rolled back"}
-	}
-	return results, err
+	return results, nil
 }

@@ -132,3 +132,51 @@ func (t *pipelinedTx) rollback() {
 	_, _ = t.conn.Exec(ctx, "ROLLBACK")
 	t.conn.Release()
 }
+
+// inOneTrip runs b's statements in a transaction of their own, sent with BEGIN and
+// COMMIT in a single round trip, and hands their results to read in order. An error
+// that is a *pgconn.PgError means the server refused a statement, or the commit,
+// and nothing was written; any other may mean anything, as for a lone statement
+// whose connection broke. Errors come back unwrapped, for callers that tell those
+// apart.
+func (s *Store) inOneTrip(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	all := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
+	all.Queue("BEGIN")
+	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
+	all.Queue("COMMIT")
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, all)
+	err = readOneTrip(br, read)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// A statement that failed leaves the transaction aborted, and its COMMIT
+		// rolls back; end it here in case the failure was the client's, so the
+		// connection goes back to the pool outside any transaction.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+	}
+	return err
+}
+
+func readOneTrip(br pgx.BatchResults, read func(pgx.BatchResults) error) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	if err := read(br); err != nil {
+		return err
+	}
+	// COMMIT answers ROLLBACK, without an error, when the transaction had failed;
+	// every failure before it has been returned above.
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = &pgconn.PgError{Code: "40000", Message: "the transaction was rolled back"}
+	}
+	return err
+}
