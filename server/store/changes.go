@@ -60,3 +60,12 @@ func BatchIndex(ids []string) (map[string]int, error) {
 	}
 	return index, nil
 }
+
+// SandboxIDs returns the IDs of sbs, in order.
+func SandboxIDs(sbs []Sandbox) []string {
+	ids := make([]string, len(sbs))
+	for i, sb := range sbs {
+		ids[i] = sb.ID
+	}
+	return ids
+}

@@ -114,6 +114,18 @@ type Store interface {
 	// when the transaction itself failed, and then nothing was written. The rules of
 	// UpdateSandbox apply to fn; ids must be distinct.
 	UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(i int, sb *Sandbox) error) (out []Sandbox, errs []error, err error)
+	// UpdateKnownSandboxes is UpdateSandboxes for a writer that holds each sandbox as
+	// the store last returned it (known[i], IDs distinct): a store may apply fn to
+	// known[i] and write the result without reading the row first, but only where the
+	// stored row is still known[i] (its Version, and the claim ClaimSandboxes changes
+	// without a Version). Any other row is written as UpdateSandboxes writes it, fn
+	// being called again with the stored value, so fn may run more than once for an
+	// index and must leave what it returns, and any state of its own, as the last run
+	// decided. The outcome is the one UpdateSandboxes would give for the same ids,
+	// except that the two kinds of rows may be written in separate transactions: err
+	// is set only when nothing was written, and a failure after some rows were
+	// written is the error of each row it left unwritten.
+	UpdateKnownSandboxes(ctx context.Context, known []Sandbox, now time.Time, fn func(i int, sb *Sandbox) error) (out []Sandbox, errs []error, err error)
 	// ClaimSandboxes atomically leases up to limit queued sandboxes that are due
 	// (NextAttemptAt <= now) and not under a live claim (ClaimExpiresAt unset or <= now),
 	// oldest NextAttemptAt then ID first, setting ClaimedBy=claimer and

@@ -59,6 +59,8 @@ var (
 	UpdateSandboxesEvsSQL  = updateSandboxesEventsSQL
 	UpdateSandboxesParams  = updateColumnCount
 	UpdateSandboxesEvsArgs = updateColumnCount + len(eventArrayTypes)
+	UpdateKnownSQL         = updateKnownSandboxesSQL
+	UpdateKnownArgs        = updateColumnCount + 3 + len(eventArrayTypes)
 )
 
 // ExplainGeneric returns the generic plan PostgreSQL makes for sql, a statement of
@@ -114,3 +116,7 @@ func (s *Store) SetNotifyGap(d time.Duration) { s.notify.gap.Store(int64(d)) }
 
 // NotifyChannel is the channel the store's changes are announced on.
 func (s *Store) NotifyChannel() string { return s.channel }
+
+// KnownReread is how many rows UpdateKnownSandboxes has written through
+// UpdateSandboxes since the store opened.
+func (s *Store) KnownReread() int64 { return s.knownReread.Load() }

@@ -35,11 +35,20 @@ func TestStatementsKeepGenericPlans(t *testing.T) {
 		if _, _, err := s.CreateSandbox(ctx, at, sb); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.UpdateSandbox(ctx, sb.ID, at, func(x *store.Sandbox) error {
+		placed, err := s.UpdateSandbox(ctx, sb.ID, at, func(x *store.Sandbox) error {
 			x.State, x.Pool = store.StateProvisioning, "alpha"
 			x.Pending = append(x.Pending, store.Event{Type: store.EventPlaced, From: store.StateQueued,
 				To: store.StateProvisioning, Pool: "alpha", Attempt: 1,
 				Candidates: []store.Candidate{{Pool: "alpha", Rank: 1}}})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.UpdateKnownSandboxes(ctx, []store.Sandbox{placed}, at, func(_ int, x *store.Sandbox) error {
+			x.State, x.BackendRef = store.StateRunning, "ref"
+			x.Pending = append(x.Pending, store.Event{Type: store.EventRunning, From: store.StateProvisioning,
+				To: store.StateRunning, Pool: "alpha"})
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -62,8 +71,8 @@ func TestStatementsKeepGenericPlans(t *testing.T) {
 			t.Errorf("planned afresh on %d of %d runs (generic %d): %s", p.Custom, p.Custom+p.GenericPlans, p.GenericPlans, p.Statement)
 		}
 	}
-	if appends != 2 {
-		t.Fatalf("found %d prepared statements that append events, want 2 (create and update)", appends)
+	if appends != 3 {
+		t.Fatalf("found %d prepared statements that append events, want 3 (create, update, update of a known row)", appends)
 	}
 }
 
@@ -82,6 +91,7 @@ func TestBatchesUseThePrimaryKey(t *testing.T) {
 		{"read", postgres.GetSandboxesSQL, 1},
 		{"update", postgres.UpdateSandboxesSQL, postgres.UpdateSandboxesParams},
 		{"update with events", postgres.UpdateSandboxesEvsSQL, postgres.UpdateSandboxesEvsArgs},
+		{"update of known rows", postgres.UpdateKnownSQL, postgres.UpdateKnownArgs},
 	} {
 		plan, err := s.ExplainGeneric(t.Context(), st.sql, st.params)
 		if err != nil {

@@ -69,6 +69,9 @@ type Store struct {
 	// closed when it has ended.
 	stopPriming context.CancelFunc
 	primed      chan struct{}
+	// knownReread counts the rows UpdateKnownSandboxes could not write as known and
+	// wrote through UpdateSandboxes instead.
+	knownReread atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)

@@ -57,6 +57,12 @@ var primedStatements = []primedStatement{
 		var e eventArrays
 		return append(c.args(), e.args()...), nil
 	}},
+	{updateKnownSandboxesSQL, func() ([]any, error) {
+		var c updateColumns
+		var k knownColumns
+		var e eventArrays
+		return append(append(c.args(), k.version, k.claimedBy, k.claimExpiresAt), e.args()...), nil
+	}},
 	{getSandboxSQL, fixed("")},
 	{getSandboxesSQL, fixed([]string{})},
 	{deleteSandboxSQL, fixed("")},

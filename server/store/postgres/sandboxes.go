@@ -462,17 +462,23 @@ func statesArg(states []store.State) []string {
 // connection keeps the plan until the table is analyzed (see lockSandboxesSQL).
 // The lookup sees the version the transaction's SELECT locked, which no one else
 // can write meanwhile.
-var updateSandboxesSQL = `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
-	"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
-	"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
-	"disk_gib int8", "labels text:jsonb", "env text:jsonb", "ttl_seconds int8",
-	"expires_at timestamptz", "from_snapshot text", "placement text:jsonb", "attempts int4",
-	"reason text", "next_attempt_at timestamptz", "claimed_by text", "claim_expires_at timestamptz",
-	"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
-	"avoid_pool text", "avoid_until timestamptz"}) + `
+var updateSandboxesSQL = updateSandboxesWhere("")
+
+// updateSandboxesWhere is updateSandboxesSQL finding only the rows that also meet
+// check, conditions on the lookup's row ("AND ...").
+func updateSandboxesWhere(check string) string {
+	return `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
+		"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
+		"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
+		"disk_gib int8", "labels text:jsonb", "env text:jsonb", "ttl_seconds int8",
+		"expires_at timestamptz", "from_snapshot text", "placement text:jsonb", "attempts int4",
+		"reason text", "next_attempt_at timestamptz", "claimed_by text", "claim_expires_at timestamptz",
+		"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
+		"avoid_pool text", "avoid_until timestamptz"}) + `
 	FROM unnest($1::text[]) WITH ORDINALITY AS v(id, i)
-		CROSS JOIN LATERAL (SELECT ctid AS t FROM sandboxes WHERE id = v.id LIMIT 1) x
+		CROSS JOIN LATERAL (SELECT ctid AS t FROM sandboxes WHERE id = v.id` + check + ` LIMIT 1) x
 	WHERE s.ctid = x.t`
+}
 
 // subscripted returns "column = ($n::type[])[index]" for each "column type" of
 // columns, numbering parameters from first; "column type:cast" casts the element.
@@ -690,6 +696,144 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 		if errs[i] == nil {
 			s.notify.written(before[i], out[i])
 		}
+	}
+	return out, errs, nil
+}
+
+// updateKnownSandboxesSQL is updateSandboxesEventsSQL for rows the writer holds as
+// last written: a row is written only where its version and claim are still the
+// known ones ($31-$33), and events are appended ($34 on) only for the rows written,
+// which it returns. It reads no row for the writer and holds no lock before it
+// writes, so the whole write is one statement; a row changed meanwhile fails the
+// check, on the version the statement saw or, when it had to wait for another
+// writer's lock, on the one that writer committed (whose ctid the lookup did not
+// find), and is left for UpdateSandboxes. Its IDs come sorted, the order
+// lockSandboxesSQL locks in, so that it and a locking batch cannot deadlock.
+var updateKnownSandboxesSQL = `WITH up AS (` + updateSandboxesWhere(`
+			AND version = ($31::int8[])[v.i] AND claimed_by = ($32::text[])[v.i]
+			AND claim_expires_at IS NOT DISTINCT FROM ($33::timestamptz[])[v.i]`) + `
+	RETURNING s.id),
+	ev AS (` + eventsInsert(updateColumnCount+4, `e.first IN (SELECT id FROM up)`) + `)
+	SELECT id FROM up`
+
+// knownColumns are the stored values updateKnownSandboxesSQL checks, in the order of
+// its arrays.
+type knownColumns struct {
+	version        []int64
+	claimedBy      []string
+	claimExpiresAt []*time.Time
+}
+
+func (k *knownColumns) add(sb store.Sandbox) {
+	k.version = append(k.version, sb.Version)
+	k.claimedBy = append(k.claimedBy, sb.ClaimedBy)
+	k.claimExpiresAt = append(k.claimExpiresAt, sb.ClaimExpiresAt)
+}
+
+// UpdateKnownSandboxes implements store.Store. The known rows that fn accepts are
+// written by one statement sent with BEGIN and COMMIT, a single round trip where
+// UpdateSandboxes takes two, and the SELECT's rows are neither sent nor decoded. What
+// that statement did not write (changed meanwhile, gone, or refused by fn as known:
+// the stored row may differ) goes through UpdateSandboxes, fn running again on the
+// stored value. Both stages commit apart: when the second fails after the first
+// wrote, its rows' errs hold the failure and err stays nil, since some rows were
+// written.
+func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	out := make([]store.Sandbox, len(known))
+	errs := make([]error, len(known))
+	if len(known) == 0 {
+		return out, errs, nil
+	}
+	if _, err := store.BatchIndex(store.SandboxIDs(known)); err != nil {
+		return nil, nil, err
+	}
+	order := make([]int, len(known))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(known[a].ID, known[b].ID) })
+	var cols updateColumns
+	var expect knownColumns
+	var events eventArrays
+	var sent []int // indexes of the rows the statement carries, in its order
+	for _, i := range order {
+		next, err := store.ApplyUpdate(known[i], now, func(sb *store.Sandbox) error { return fn(i, sb) })
+		if err != nil {
+			continue
+		}
+		n := events.len()
+		if err := events.add(store.PendingEvents(next, now)); err != nil {
+			continue
+		}
+		if err := cols.add(next); err != nil {
+			events.truncate(n)
+			continue
+		}
+		expect.add(known[i])
+		sent = append(sent, i)
+		out[i] = asRead(next)
+	}
+	written := make([]bool, len(known))
+	wrote := false
+	if len(sent) > 0 {
+		var b pgx.Batch
+		b.Queue(genericPlansSQL)
+		args := append(cols.args(), expect.version, expect.claimedBy, expect.claimExpiresAt)
+		b.Queue(updateKnownSandboxesSQL, append(args, events.args()...)...)
+		byID := make(map[string]int, len(sent))
+		for _, i := range sent {
+			byID[known[i].ID] = i
+		}
+		err := s.inOneTrip(ctx, &b, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, id := range ids {
+				written[byID[id]] = true
+			}
+			return err
+		})
+		if err != nil {
+			return nil, nil, wrap(err)
+		}
+		for _, i := range sent {
+			if written[i] {
+				wrote = true
+				s.notify.written(known[i], out[i])
+			}
+		}
+	}
+	var rest []int
+	for i := range known {
+		if !written[i] {
+			rest = append(rest, i)
+			out[i] = store.Sandbox{}
+		}
+	}
+	if len(rest) == 0 {
+		return out, errs, nil
+	}
+	s.knownReread.Add(int64(len(rest)))
+	ids := make([]string, len(rest))
+	for j, i := range rest {
+		ids[j] = known[i].ID
+	}
+	more, moreErrs, err := s.UpdateSandboxes(ctx, ids, now, func(j int, sb *store.Sandbox) error { return fn(rest[j], sb) })
+	for j, i := range rest {
+		switch {
+		case err != nil:
+			errs[i] = err
+		default:
+			out[i], errs[i] = more[j], moreErrs[j]
+		}
+	}
+	if err != nil && !wrote {
+		return nil, nil, err
 	}
 	return out, errs, nil
 }

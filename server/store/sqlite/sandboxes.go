@@ -287,6 +287,13 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	return out, errs, nil
 }
 
+// UpdateKnownSandboxes implements store.Store as UpdateSandboxes of the known
+// sandboxes' IDs: reading a row again costs an in-process lookup here, not a round
+// trip, so the known values save nothing worth the second code path.
+func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	return s.UpdateSandboxes(ctx, store.SandboxIDs(known), now, fn)
+}
+
 // updateSandbox reads, changes and writes one sandbox inside tx. rowErr concerns this
 // sandbox alone (it is missing, fn refused it) and nothing was written; err means the
 // transaction itself failed.

@@ -112,6 +112,137 @@ func testSandboxUpdateBatchConcurrent(t *testing.T, d Driver) {
 	}
 }
 
+// testKnownUpdate: UpdateKnownSandboxes gives what UpdateSandboxes would, whether
+// the row it is given is still the stored one or not: fn's last run decides, and
+// what it refused, what is missing, and a claim taken since (which leaves the
+// version) are never written over. Its events are appended once each.
+func testKnownUpdate(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	var sbs []store.Sandbox
+	for i := range 4 {
+		sb := newSandbox("proj1")
+		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb.State = store.StateQueued
+		if i != 2 {
+			sb.NextAttemptAt = t0.Add(time.Hour) // not due: only sbs[2] is claimed below
+		}
+		sbs = append(sbs, mustCreate(t, s, sb))
+	}
+	t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	// sbs[1] changes after it was read, sbs[2] is claimed (its version stays).
+	changed := must[store.Sandbox](t)(s.UpdateSandbox(ctx, sbs[1].ID, t1, func(x *store.Sandbox) error { x.Reason = "changed"; return nil }))
+	claimed, err := s.ClaimSandboxes(ctx, t1, "replica-b", time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimedRow store.Sandbox
+	for _, c := range claimed {
+		if c.ID == sbs[2].ID {
+			claimedRow = c
+		}
+	}
+	if len(claimed) != 1 || claimedRow.ClaimedBy != "replica-b" || claimedRow.Version != sbs[2].Version {
+		t.Fatalf("the claim left %s", show(claimedRow))
+	}
+	refuse := errors.New("not this one")
+	known := []store.Sandbox{sbs[3], sbs[1], sbs[2], sbs[0], {ID: "sbx_missing", Version: 1}}
+	runs := make([]int, len(known))
+	out, errs, err := s.UpdateKnownSandboxes(ctx, known, t2, func(i int, x *store.Sandbox) error {
+		runs[i]++
+		if x.ID == sbs[3].ID {
+			x.Reason = "must not be written"
+			return refuse
+		}
+		x.State, x.Pool = store.StateProvisioning, "alpha"
+		x.Reason = fmt.Sprintf("index %d saw %q claimed by %q", i, x.Reason, x.ClaimedBy)
+		x.Pending = append(x.Pending, store.Event{Type: store.EventPlaced, From: store.StateQueued, To: store.StateProvisioning, Pool: "alpha"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], refuse) {
+		t.Fatalf("errs[0] = %v, want fn's error", errs[0])
+	}
+	wantCode(t, errs[4], api.CodeNotFound)
+	want := map[int]struct {
+		from     store.Sandbox
+		reason   string
+		claimant string
+	}{
+		1: {changed, "changed", ""},
+		2: {claimedRow, "", "replica-b"},
+		3: {sbs[0], "", ""},
+	}
+	for i, w := range want {
+		if errs[i] != nil {
+			t.Fatalf("errs[%d] = %v", i, errs[i])
+		}
+		got := out[i]
+		if got.State != store.StateProvisioning || got.Reason != fmt.Sprintf("index %d saw %q claimed by %q", i, w.reason, w.claimant) ||
+			got.ClaimedBy != w.claimant || got.Version != w.from.Version+1 || got.UpdatedAt != ts(t2) {
+			t.Fatalf("out[%d] = %s, want it written from %s", i, show(got), show(w.from))
+		}
+		equal(t, "stored", must[store.Sandbox](t)(s.GetSandbox(ctx, known[i].ID)), got)
+		settle(t, d, s)
+		events, _, err := s.ListEvents(ctx, store.EventFilter{SandboxID: known[i].ID, Types: []store.EventType{store.EventPlaced}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 {
+			t.Fatalf("sandbox %s: %d placed events, want 1", known[i].ID, len(events))
+		}
+	}
+	if runs[3] < 1 || runs[1] < 1 || runs[2] < 1 {
+		t.Fatalf("fn ran %v times by index", runs)
+	}
+	equal(t, "refused row", must[store.Sandbox](t)(s.GetSandbox(ctx, sbs[3].ID)), sbs[3])
+
+	// The rows it returned are known in their turn.
+	again, errs, err := s.UpdateKnownSandboxes(ctx, []store.Sandbox{out[3]}, t2, func(_ int, x *store.Sandbox) error { x.Attempts = 7; return nil })
+	if err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	equal(t, "written again", must[store.Sandbox](t)(s.GetSandbox(ctx, sbs[0].ID)), again[0])
+	if _, _, err := s.UpdateKnownSandboxes(ctx, []store.Sandbox{sbs[0], sbs[0]}, t1, func(int, *store.Sandbox) error { return nil }); err == nil {
+		t.Fatal("UpdateKnownSandboxes accepted the same ID twice")
+	}
+}
+
+// testKnownUpdateConcurrent: writers that all hold the same row, soon stale, each
+// increment it once: none of the increments is lost, on one connection or two.
+func testKnownUpdateConcurrent(t *testing.T, d Driver) {
+	ctx := ctxFor(t)
+	s := d.New(t)
+	other := d.Reopen(t, s)
+	first := mustCreate(t, s, newSandbox("proj1"))
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			st := s
+			if i%2 == 1 {
+				st = other
+			}
+			_, errs, err := st.UpdateKnownSandboxes(ctx, []store.Sandbox{first}, t0.Add(time.Second), func(_ int, x *store.Sandbox) error {
+				x.Attempts++
+				return nil
+			})
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := must[store.Sandbox](t)(s.GetSandbox(ctx, first.ID)); got.Attempts != n || got.Version != first.Version+n {
+		t.Fatalf("after %d concurrent writes of the same known row: %s", n, show(got))
+	}
+}
+
 // testWatch: a listener hears a resync first, then every create and state change,
 // the deletion of a token and a policy write made through the store; a write that
 // keeps the state is not reported. (Drivers shared by replicas test the feed across

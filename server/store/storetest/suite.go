@@ -58,6 +58,8 @@ func Run(t *testing.T, d Driver) {
 		{"SandboxUpdateConcurrent", testSandboxUpdateConcurrent},
 		{"SandboxUpdateBatch", testSandboxUpdateBatch},
 		{"SandboxUpdateBatchConcurrent", testSandboxUpdateBatchConcurrent},
+		{"KnownUpdate", testKnownUpdate},
+		{"KnownUpdateConcurrent", testKnownUpdateConcurrent},
 		{"Watch", testWatch},
 		{"EventsAppended", testEventsAppended},
 		{"EventsNotAppended", testEventsNotAppended},

@@ -1,0 +1,81 @@
+package postgres_test
+
+import (
+	"maps"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/different-ai/differently/internal/pgtest"
+	"github.com/different-ai/differently/server/store"
+)
+
+// TestKnownWritesSkipTheRead: a row as a create or an update returned it is written
+// as known, in one round trip, with its events; a row someone changed since is read
+// and written from what is stored. The storetest suite checks the outcomes on both
+// stores; this checks which way the PostgreSQL store went.
+func TestKnownWritesSkipTheRead(t *testing.T) {
+	s := open(t, pgtest.SchemaURL(t))
+	ctx := t.Context()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	created, _, err := s.CreateSandboxAdmitted(ctx, t0, store.Sandbox{ID: "sbx_known", Org: "o", Project: "p",
+		State: store.StateProvisioning, Pool: "alpha", ClaimedBy: "r1",
+		ClaimExpiresAt: new(t0.Add(time.Minute + 1234)), // finer than the column keeps
+		Pending:        []store.Event{{Type: store.EventCreated, To: store.StateProvisioning, Pool: "alpha"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toRunning := func(_ int, sb *store.Sandbox) error {
+		sb.Pending = append(sb.Pending, store.Event{Type: store.EventRunning, From: sb.State, To: store.StateRunning})
+		sb.State, sb.BackendRef = store.StateRunning, "ref-1"
+		return nil
+	}
+	out, errs, err := s.UpdateKnownSandboxes(ctx, []store.Sandbox{created}, t0.Add(time.Second), toRunning)
+	if err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if n := s.KnownReread(); n != 0 {
+		t.Fatalf("the row a create returned was read again (%d rereads)", n)
+	}
+	got, err := s.GetSandbox(ctx, "sbx_known")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.StateRunning || got.Version != created.Version+1 || !reflect.DeepEqual(got, out[0]) {
+		t.Fatalf("stored %+v\nreturned %+v", got, out[0])
+	}
+
+	// The row an update returned is known too.
+	labelled := func(_ int, sb *store.Sandbox) error { sb.Labels = map[string]string{"k": "v"}; return nil }
+	if _, _, err := s.UpdateKnownSandboxes(ctx, out, t0.Add(2*time.Second), labelled); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.KnownReread(); n != 0 {
+		t.Fatalf("the row an update returned was read again (%d rereads)", n)
+	}
+
+	// out[0] is stale now: the write goes through the read, on the stored labels.
+	var saw []map[string]string
+	out2, errs, err := s.UpdateKnownSandboxes(ctx, out, t0.Add(3*time.Second), func(_ int, sb *store.Sandbox) error {
+		saw = append(saw, maps.Clone(sb.Labels))
+		sb.Labels = map[string]string{"k": sb.Labels["k"], "k2": "v2"}
+		return nil
+	})
+	if err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if n := s.KnownReread(); n != 1 {
+		t.Fatalf("a stale row: %d rereads, want 1", n)
+	}
+	if len(saw) != 2 || saw[1]["k"] != "v" || out2[0].Labels["k"] != "v" || out2[0].Labels["k2"] != "v2" || out2[0].Version != created.Version+3 {
+		t.Fatalf("fn saw %v, wrote %+v", saw, out2[0])
+	}
+	settle(t, s.URL())
+	events, _, err := s.ListEvents(ctx, store.EventFilter{SandboxID: "sbx_known"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || events[1].To != store.StateRunning {
+		t.Fatalf("events %+v, want created and running, once each", events)
+	}
+}
