@@ -30,9 +30,11 @@ func NewBatcher(st Store, now func() time.Time) *Batcher {
 }
 
 type write struct {
-	id   string
-	fn   func(*Sandbox) error
-	done chan written
+	id string
+	// known is the sandbox as the store last returned it to the writer, if it holds it.
+	known *Sandbox
+	fn    func(*Sandbox) error
+	done  chan written
 }
 
 type written struct {
@@ -57,7 +59,18 @@ var errPanicked = api.Errorf(api.CodeInternal, "the write's callback panicked")
 // when ctx ends while it waits: it shares a transaction with others (flushTimeout
 // bounds it).
 func (b *Batcher) UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error) {
-	w := &write{id: id, fn: fn, done: make(chan written, 1)}
+	return b.update(ctx, &write{id: id, fn: fn, done: make(chan written, 1)})
+}
+
+// UpdateKnownSandbox is UpdateSandbox for a writer that holds the sandbox as the
+// store last returned it (known). A transaction whose writes are all of such
+// sandboxes goes through Store.UpdateKnownSandboxes, which may write them without
+// reading them first; fn may then run twice, and what its last run decides stands.
+func (b *Batcher) UpdateKnownSandbox(ctx context.Context, known Sandbox, fn func(*Sandbox) error) (Sandbox, error) {
+	return b.update(ctx, &write{id: known.ID, known: &known, fn: fn, done: make(chan written, 1)})
+}
+
+func (b *Batcher) update(ctx context.Context, w *write) (Sandbox, error) {
 	b.mu.Lock()
 	b.pending = append(b.pending, w)
 	lead := !b.busy
@@ -110,20 +123,35 @@ func (b *Batcher) flush(ctx context.Context) {
 	}()
 
 	ids := make([]string, len(batch))
+	known := make([]Sandbox, 0, len(batch))
 	for i, w := range batch {
 		ids[i] = w.id
+		if w.known != nil {
+			known = append(known, *w.known)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
 	panics := make([]any, len(batch))
-	out, errs, err := b.st.UpdateSandboxes(ctx, ids, b.now(), func(i int, sb *Sandbox) (err error) {
+	fn := func(i int, sb *Sandbox) (err error) {
+		panics[i] = nil // a run on the known value, then one on the stored value
 		defer func() {
 			if p := recover(); p != nil {
 				panics[i], err = p, errPanicked
 			}
 		}()
 		return batch[i].fn(sb)
-	})
+	}
+	var out []Sandbox
+	var errs []error
+	var err error
+	if len(known) == len(batch) {
+		// Only when all are known: a batch that must read some rows pays the round
+		// trip of their reads anyway, and the locks it takes then are all its rows'.
+		out, errs, err = b.st.UpdateKnownSandboxes(ctx, known, b.now(), fn)
+	} else {
+		out, errs, err = b.st.UpdateSandboxes(ctx, ids, b.now(), fn)
+	}
 	answered = true
 	for i, w := range batch {
 		switch {

@@ -31,6 +31,91 @@ func (g *gatedStore) UpdateSandboxes(ctx context.Context, ids []string, now time
 	return g.Store.UpdateSandboxes(ctx, ids, now, fn)
 }
 
+// UpdateKnownSandboxes reports a batch of known rows as a negative size, and then
+// behaves as a store whose known rows all turned out stale: fn runs on each known
+// value first, and again on the stored one.
+func (g *gatedStore) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	g.entered <- -len(known)
+	<-g.gate
+	for i, sb := range known {
+		_ = fn(i, &sb)
+	}
+	return g.Store.UpdateKnownSandboxes(ctx, known, now, fn)
+}
+
+// A transaction made only of writes of known rows goes through
+// UpdateKnownSandboxes, one with any other write through UpdateSandboxes; a callback
+// run twice counts by its last run, and a panic of its first run is forgotten.
+func TestBatcherKnownWrites(t *testing.T) {
+	ctx := context.Background()
+	st, list := newSandboxes(t, 3)
+	rows := make([]store.Sandbox, len(list))
+	for i, id := range list {
+		var err error
+		if rows[i], err = st.GetSandbox(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
+	b := store.NewBatcher(g, func() time.Time { return t0 })
+	incr := func(sb *store.Sandbox) error { sb.Attempts++; return nil }
+	results := make([]store.Sandbox, 5)
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	known := func(i int, row store.Sandbox, fn func(*store.Sandbox) error) {
+		wg.Go(func() { results[i], errs[i] = b.UpdateKnownSandbox(ctx, row, fn) })
+	}
+	step := func(want int) {
+		t.Helper()
+		if n := <-g.entered; n != want {
+			t.Fatalf("transaction of %d writes (negative: known rows), want %d", n, want)
+		}
+		g.gate <- struct{}{}
+	}
+
+	wg.Go(func() { results[0], errs[0] = b.UpdateSandbox(ctx, list[2], incr) })
+	if n := <-g.entered; n != 1 {
+		t.Fatalf("first transaction holds %d writes, want 1", n)
+	}
+	runs := 0
+	known(1, rows[0], func(sb *store.Sandbox) error {
+		if runs++; runs == 1 {
+			panic("the stale value's run")
+		}
+		return incr(sb)
+	})
+	known(2, rows[1], incr)
+	waitPending(t, b, 2)
+	g.gate <- struct{}{}
+	step(-2)
+	wg.Wait()
+	for i, want := range []int{1, 1, 1} {
+		if errs[i] != nil || results[i].Attempts != want {
+			t.Fatalf("write %d: attempts %d, %v; want %d", i, results[i].Attempts, errs[i], want)
+		}
+	}
+	if runs != 2 {
+		t.Fatalf("the panicking callback ran %d times, want 2", runs)
+	}
+
+	// A known write leads alone; a known and an unknown write then share a
+	// transaction that reads its rows.
+	known(3, results[1], incr)
+	if n := <-g.entered; n != -1 {
+		t.Fatalf("a lone known write went into a transaction of %d, want -1", n)
+	}
+	known(4, results[2], incr)
+	wg.Go(func() { _, _ = b.UpdateSandbox(ctx, list[2], incr) })
+	waitPending(t, b, 2)
+	g.gate <- struct{}{}
+	step(2)
+	wg.Wait()
+	if errs[3] != nil || errs[4] != nil || results[3].Attempts != 2 || results[4].Attempts != 2 {
+		t.Fatalf("writes 3 and 4: %+v, %v", results[3:], errs[3:])
+	}
+	assertIdle(t, b)
+}
+
 // Writes made while a transaction is in progress share the next one; each gets its
 // own result and error, and two writes of one sandbox are both applied, one per
 // transaction.
