@@ -45,6 +45,12 @@ type env struct {
 
 func newEnv(t *testing.T, opts Options, views ...pools.View) *env {
 	t.Helper()
+	return newEnvWrapped(t, nil, opts, views...)
+}
+
+// newEnvWrapped is newEnv with the scheduler's store wrapped by wrap (nil: none).
+func newEnvWrapped(t *testing.T, wrap func(store.Store) store.Store, opts Options, views ...pools.View) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db.sqlite"))
 	if err != nil {
@@ -63,7 +69,11 @@ func newEnv(t *testing.T, opts Options, views ...pools.View) *env {
 	if opts.ReplicaID == "" {
 		opts.ReplicaID = "replica-1"
 	}
-	e.s, err = New(st, e.pools, e.clk, opts)
+	var sst store.Store = st
+	if wrap != nil {
+		sst = wrap(st)
+	}
+	e.s, err = New(sst, e.pools, e.clk, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +147,17 @@ func wantState(t *testing.T, sb store.Sandbox, state store.State) {
 	if sb.State != state {
 		t.Fatalf("sandbox %s is %s (reason %q), want %s", sb.ID, sb.State, sb.Reason, state)
 	}
+}
+
+// staleKnown is a store on which every known row a writer holds has gone stale, as
+// on PostgreSQL when another write came first: UpdateKnownSandboxes runs fn on the
+// known value, then writes as UpdateSandboxes does, fn running again on the stored
+// value.
+type staleKnown struct{ store.Store }
+
+func (s staleKnown) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	for i, sb := range known {
+		_ = fn(i, &sb)
+	}
+	return s.UpdateSandboxes(ctx, store.SandboxIDs(known), now, fn)
 }

@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -327,7 +328,9 @@ func (s *Scheduler) createRequest(sb store.Sandbox, snapshotRef string) adapters
 		Installation: s.opts.Installation,
 		Template:     sb.Template,
 		Resources:    sb.Resources,
-		Env:          sb.Env,
+		// A copy: the job's sandbox is written from as it stands (updateKnown), and
+		// must not change under an adapter that edits what it was given.
+		Env:          maps.Clone(sb.Env),
 		TTLSeconds:   sb.TTLSeconds,
 		FromSnapshot: snapshotRef,
 		Labels:       labels,
@@ -469,9 +472,11 @@ func checkCreated(inst adapters.Instance, id string) error {
 func (s *Scheduler) recordRunning(ctx context.Context, j job, inst adapters.Instance) (outcome, store.Sandbox) {
 	pool := j.view.Pool.Name
 	var seen store.Sandbox
-	o := outStarted
-	row, ok, err := s.update(ctx, j.sb.ID, func(cur *store.Sandbox) error {
-		seen = *cur
+	var o outcome
+	// j.sb is the sandbox as the write that moved it to provisioning left it, which
+	// it still is unless someone deleted it meanwhile.
+	row, ok, err := s.updateKnown(ctx, j.sb, func(cur *store.Sandbox) error {
+		seen, o = *cur, outStarted
 		if s.deletedWhileProvisioning(cur, pool) {
 			// Leave it terminating; with the ref the terminator can delete the instance.
 			o = outNone

@@ -440,8 +440,23 @@ func TestProvisionFromSnapshot(t *testing.T) {
 }
 
 // A sandbox deleted while its Create ran stays terminating with the instance's ref,
-// so the terminator deletes the instance.
+// so the terminator deletes the instance. The write of the Create's outcome starts
+// from the sandbox as provisioning left it, which the delete made stale: on a store
+// that runs the write's callback on that value first, the run on the stored value
+// decides.
 func TestProvisionDeletedDuringCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(store.Store) store.Store
+	}{
+		{"as stored", nil},
+		{"after a run on the stale value", func(st store.Store) store.Store { return staleKnown{st} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testProvisionDeletedDuringCreate(t, tc.wrap) })
+	}
+}
+
+func testProvisionDeletedDuringCreate(t *testing.T, wrap func(store.Store) store.Store) {
 	var e *env
 	var id string
 	fk := fake.New(fake.Config{CreateLatency: time.Nanosecond, Sleep: func(context.Context, time.Duration) error {
@@ -451,7 +466,7 @@ func TestProvisionDeletedDuringCreate(t *testing.T) {
 		})
 		return err
 	}})
-	e = newEnv(t, Options{}, view("fake", fk))
+	e = newEnvWrapped(t, wrap, Options{}, view("fake", fk))
 	id = e.create(t, store.Sandbox{}).ID
 
 	if r := e.provision(t); r.Started != 0 || r.Claimed != 1 {

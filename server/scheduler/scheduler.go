@@ -414,6 +414,21 @@ func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbo
 	return sb, true, nil
 }
 
+// updateKnown is update for a sandbox this replica holds as the store last returned
+// it (known, unmodified since): a transaction of such writes alone may skip reading
+// the rows (store.Batcher.UpdateKnownSandbox). fn may run twice, once on known and
+// once on the stored row, and must leave its own state as its last run decided.
+func (s *Scheduler) updateKnown(ctx context.Context, known store.Sandbox, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
+	sb, err := s.batch.UpdateKnownSandbox(ctx, known, fn)
+	if errors.Is(err, errStale) {
+		return store.Sandbox{}, false, nil
+	}
+	if err != nil {
+		return store.Sandbox{}, false, err
+	}
+	return sb, true, nil
+}
+
 // listAll pages through every sandbox f selects (its Limit and Cursor are set here).
 func (s *Scheduler) listAll(ctx context.Context, f store.SandboxFilter) ([]store.Sandbox, error) {
 	var out []store.Sandbox

@@ -173,7 +173,8 @@ func (s *Scheduler) terminate(ctx context.Context, sb store.Sandbox, direct bool
 // expired, say) but drops a delete failure that no longer applies. result labels
 // differently_terminations_total.
 func (s *Scheduler) markTerminated(ctx context.Context, sb store.Sandbox, reason, result string) (termOutcome, store.Sandbox, error) {
-	row, ok, err := s.update(ctx, sb.ID, func(cur *store.Sandbox) error {
+	// sb is a row as listed or as the move to terminating wrote it.
+	row, ok, err := s.updateKnown(ctx, sb, func(cur *store.Sandbox) error {
 		if cur.State != store.StateTerminating || cur.BackendRef != sb.BackendRef {
 			return errStale
 		}
