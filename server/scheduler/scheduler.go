@@ -404,14 +404,7 @@ func (s *Scheduler) reportCounts(r Result) {
 // failure (errStale) is not an error for the caller: the sandbox is simply no longer
 // ours.
 func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
-	sb, err := s.batch.UpdateSandbox(ctx, id, fn)
-	if errors.Is(err, errStale) {
-		return store.Sandbox{}, false, nil
-	}
-	if err != nil {
-		return store.Sandbox{}, false, err
-	}
-	return sb, true, nil
+	return ours(s.batch.UpdateSandbox(ctx, id, fn))
 }
 
 // updateKnown is update for a sandbox this replica holds as the store last returned
@@ -419,7 +412,12 @@ func (s *Scheduler) update(ctx context.Context, id string, fn func(*store.Sandbo
 // the rows (store.Batcher.UpdateKnownSandbox). fn may run twice, once on known and
 // once on the stored row, and must leave its own state as its last run decided.
 func (s *Scheduler) updateKnown(ctx context.Context, known store.Sandbox, fn func(*store.Sandbox) error) (store.Sandbox, bool, error) {
-	sb, err := s.batch.UpdateKnownSandbox(ctx, known, fn)
+	return ours(s.batch.UpdateKnownSandbox(ctx, known, fn))
+}
+
+// ours is update's answer from a write's: ok false, with no error, when the
+// callback found the sandbox no longer ours (errStale).
+func ours(sb store.Sandbox, err error) (store.Sandbox, bool, error) {
 	if errors.Is(err, errStale) {
 		return store.Sandbox{}, false, nil
 	}

@@ -85,26 +85,13 @@ func testSandboxUpdateBatchConcurrent(t *testing.T, d Driver) {
 		reversed[len(list)-1-i] = id
 	}
 	const n = 10
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			st, l := s, list
-			if i%2 == 1 {
-				st, l = other, reversed
-			}
-			_, errs, err := st.UpdateSandboxes(ctx, l, t0.Add(time.Second), func(_ int, x *store.Sandbox) error {
-				x.Attempts++
-				return nil
-			})
-			if err == nil {
-				err = errors.Join(errs...)
-			}
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	alternating(t, n, s, other, func(i int, st store.Store) ([]store.Sandbox, []error, error) {
+		l := list
+		if i%2 == 1 {
+			l = reversed
+		}
+		return st.UpdateSandboxes(ctx, l, t0.Add(time.Second), incrementAttempts)
+	})
 	for _, id := range list {
 		if got := must[store.Sandbox](t)(s.GetSandbox(ctx, id)); got.Attempts != n {
 			t.Fatalf("sandbox %s: attempts %d after %d concurrent batches", id, got.Attempts, n)
@@ -218,6 +205,23 @@ func testKnownUpdateConcurrent(t *testing.T, d Driver) {
 	other := d.Reopen(t, s)
 	first := mustCreate(t, s, newSandbox("proj1"))
 	const n = 10
+	alternating(t, n, s, other, func(_ int, st store.Store) ([]store.Sandbox, []error, error) {
+		return st.UpdateKnownSandboxes(ctx, []store.Sandbox{first}, t0.Add(time.Second), incrementAttempts)
+	})
+	if got := must[store.Sandbox](t)(s.GetSandbox(ctx, first.ID)); got.Attempts != n || got.Version != first.Version+n {
+		t.Fatalf("after %d concurrent writes of the same known row: %s", n, show(got))
+	}
+}
+
+func incrementAttempts(_ int, x *store.Sandbox) error {
+	x.Attempts++
+	return nil
+}
+
+// alternating makes n batch writes at once, the even ones on s and the odd ones on
+// other, and fails the test with any error they return.
+func alternating(t *testing.T, n int, s, other store.Store, write func(i int, st store.Store) ([]store.Sandbox, []error, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -225,10 +229,7 @@ func testKnownUpdateConcurrent(t *testing.T, d Driver) {
 			if i%2 == 1 {
 				st = other
 			}
-			_, errs, err := st.UpdateKnownSandboxes(ctx, []store.Sandbox{first}, t0.Add(time.Second), func(_ int, x *store.Sandbox) error {
-				x.Attempts++
-				return nil
-			})
+			_, errs, err := write(i, st)
 			if err == nil {
 				err = errors.Join(errs...)
 			}
@@ -238,9 +239,6 @@ func testKnownUpdateConcurrent(t *testing.T, d Driver) {
 		})
 	}
 	wg.Wait()
-	if got := must[store.Sandbox](t)(s.GetSandbox(ctx, first.ID)); got.Attempts != n || got.Version != first.Version+n {
-		t.Fatalf("after %d concurrent writes of the same known row: %s", n, show(got))
-	}
 }
 
 // testWatch: a listener hears a resync first, then every create and state change,
