@@ -60,7 +60,7 @@ var (
 	UpdateSandboxesParams  = updateColumnCount
 	UpdateSandboxesEvsArgs = updateColumnCount + len(eventArrayTypes)
 	UpdateKnownSQL         = updateKnownSandboxesSQL
-	UpdateKnownArgs        = updateColumnCount + 3 + len(eventArrayTypes)
+	UpdateKnownArgs        = updateColumnCount + 4 + len(eventArrayTypes)
 )
 
 // ExplainGeneric returns the generic plan PostgreSQL makes for sql, a statement of

@@ -61,7 +61,7 @@ var primedStatements = []primedStatement{
 		var c updateColumns
 		var k knownColumns
 		var e eventArrays
-		return append(append(c.args(), k.version, k.claimedBy, k.claimExpiresAt), e.args()...), nil
+		return append(append(c.args(), k.args()...), e.args()...), nil
 	}},
 	{getSandboxSQL, fixed("")},
 	{getSandboxesSQL, fixed([]string{})},

@@ -462,11 +462,11 @@ func statesArg(states []store.State) []string {
 // connection keeps the plan until the table is analyzed (see lockSandboxesSQL).
 // The lookup sees the version the transaction's SELECT locked, which no one else
 // can write meanwhile.
-var updateSandboxesSQL = updateSandboxesWhere("")
+var updateSandboxesSQL = updateSandboxesWhere(" LIMIT 1")
 
-// updateSandboxesWhere is updateSandboxesSQL finding only the rows that also meet
-// check, conditions on the lookup's row ("AND ...").
-func updateSandboxesWhere(check string) string {
+// updateSandboxesWhere is updateSandboxesSQL with lookup ending the lookup of each
+// row by ID: further conditions, a limit, a locking clause.
+func updateSandboxesWhere(lookup string) string {
 	return `UPDATE sandboxes AS s SET ` + subscripted("v.i", 2, []string{
 		"org text", "project text", "state text", "pool text", "region text", "backend_ref text",
 		"template text", "profile text", "capabilities text:jsonb", "cpu float8", "memory_mib int8",
@@ -476,7 +476,7 @@ func updateSandboxesWhere(check string) string {
 		"idempotency_key text", "updated_at timestamptz", "state_changed_at timestamptz", "version int8",
 		"avoid_pool text", "avoid_until timestamptz"}) + `
 	FROM unnest($1::text[]) WITH ORDINALITY AS v(id, i)
-		CROSS JOIN LATERAL (SELECT ctid AS t FROM sandboxes WHERE id = v.id` + check + ` LIMIT 1) x
+		CROSS JOIN LATERAL (SELECT ctid AS t FROM sandboxes WHERE id = v.id` + lookup + `) x
 	WHERE s.ctid = x.t`
 }
 
@@ -701,19 +701,29 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 }
 
 // updateKnownSandboxesSQL is updateSandboxesEventsSQL for rows the writer holds as
-// last written: a row is written only where its version and claim are still the
-// known ones ($31-$33), and events are appended ($34 on) only for the rows written,
-// which it returns. It reads no row for the writer and holds no lock before it
-// writes, so the whole write is one statement; a row changed meanwhile fails the
-// check, on the version the statement saw or, when it had to wait for another
-// writer's lock, on the one that writer committed (whose ctid the lookup did not
-// find), and is left for UpdateSandboxes. Its IDs come sorted, the order
-// lockSandboxesSQL locks in, so that it and a locking batch cannot deadlock.
+// last written: a row is written only where its version and claim (and creation
+// time, should a warm claim have put a new row under its ID) are still the known
+// ones ($31-$34), and events are appended ($35 on) only for the rows written, which
+// it returns. It reads no row for the writer and holds no lock before it writes, so
+// the whole write is one statement; a row changed meanwhile is left for
+// UpdateSandboxes. Its IDs come sorted, the order lockSandboxesSQL locks in, so that
+// it and a locking batch cannot deadlock.
+//
+// The lookup by ID checks the version and claim, and locks the row it finds
+// (FOR UPDATE, as lockSandboxesSQL does): when another transaction holds the row,
+// the lookup waits, and once that commits checks its conditions again on the
+// version committed, returning that version's ctid or nothing. The conditions are
+// the lookup's rather than the UPDATE's own: a TID scan's recheck after such a
+// wait skipped its ctid until PostgreSQL's 2025 releases, and a condition between
+// the table and the arrays lets the planner join them first, scanning the whole
+// table on every write (TestKnownWriteAfterAWait, TestBatchesUseThePrimaryKey).
 var updateKnownSandboxesSQL = `WITH up AS (` + updateSandboxesWhere(`
 			AND version = ($31::int8[])[v.i] AND claimed_by = ($32::text[])[v.i]
-			AND claim_expires_at IS NOT DISTINCT FROM ($33::timestamptz[])[v.i]`) + `
+			AND claim_expires_at IS NOT DISTINCT FROM ($33::timestamptz[])[v.i]
+			AND created_at = ($34::timestamptz[])[v.i]
+			FOR UPDATE`) + `
 	RETURNING s.id),
-	ev AS (` + eventsInsert(updateColumnCount+4, `e.first IN (SELECT id FROM up)`) + `)
+	ev AS (` + eventsInsert(updateColumnCount+5, `e.first IN (SELECT id FROM up)`) + `)
 	SELECT id FROM up`
 
 // knownColumns are the stored values updateKnownSandboxesSQL checks, in the order of
@@ -722,12 +732,18 @@ type knownColumns struct {
 	version        []int64
 	claimedBy      []string
 	claimExpiresAt []*time.Time
+	createdAt      []time.Time
 }
 
 func (k *knownColumns) add(sb store.Sandbox) {
 	k.version = append(k.version, sb.Version)
 	k.claimedBy = append(k.claimedBy, sb.ClaimedBy)
 	k.claimExpiresAt = append(k.claimExpiresAt, sb.ClaimExpiresAt)
+	k.createdAt = append(k.createdAt, sb.CreatedAt)
+}
+
+func (k *knownColumns) args() []any {
+	return []any{k.version, k.claimedBy, k.claimExpiresAt, k.createdAt}
 }
 
 // UpdateKnownSandboxes implements store.Store. The known rows that fn accepts are
@@ -778,7 +794,7 @@ func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox,
 	if len(sent) > 0 {
 		var b pgx.Batch
 		b.Queue(genericPlansSQL)
-		args := append(cols.args(), expect.version, expect.claimedBy, expect.claimExpiresAt)
+		args := append(cols.args(), expect.args()...)
 		b.Queue(updateKnownSandboxesSQL, append(args, events.args()...)...)
 		byID := make(map[string]int, len(sent))
 		for _, i := range sent {
