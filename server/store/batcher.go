@@ -155,7 +155,9 @@ func (b *Batcher) flush(ctx context.Context) {
 	answered = true
 	for i, w := range batch {
 		switch {
-		case panics[i] != nil:
+		case panics[i] != nil && (err != nil || errs[i] == errPanicked):
+			// A panic of a run on a held value whose stored row then went unread
+			// (it is gone) is not this write's outcome; the store's answer is.
 			w.done <- written{panicked: panics[i]}
 		case err != nil:
 			w.done <- written{err: err}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -112,6 +113,35 @@ func TestBatcherKnownWrites(t *testing.T) {
 	wg.Wait()
 	if errs[3] != nil || errs[4] != nil || results[3].Attempts != 2 || results[4].Attempts != 2 {
 		t.Fatalf("writes 3 and 4: %+v, %v", results[3:], errs[3:])
+	}
+	assertIdle(t, b)
+}
+
+// A held row whose callback panicked on its held value, and whose stored row is
+// gone, is answered as gone: the panic was not on the row the store has.
+func TestBatcherKnownWriteOfAGoneRow(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newSandboxes(t, 0)
+	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
+	b := store.NewBatcher(g, func() time.Time { return t0 })
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("panicked: %v", p)
+			}
+		}()
+		_, err := b.UpdateKnownSandbox(ctx, store.Sandbox{ID: "sbx_gone", Version: 3}, func(*store.Sandbox) error {
+			panic("on the held value")
+		})
+		done <- err
+	}()
+	if n := <-g.entered; n != -1 {
+		t.Fatalf("transaction of %d, want a lone known write", n)
+	}
+	g.gate <- struct{}{}
+	if err := <-done; !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("UpdateKnownSandbox of a gone row: %v, want not_found", err)
 	}
 	assertIdle(t, b)
 }
