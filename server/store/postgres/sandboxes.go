@@ -578,6 +578,32 @@ func (c *updateColumns) args() []any {
 		c.avoidPool, c.avoidUntil}
 }
 
+// batchWrite is what one batch update statement carries: its rows' columns and the
+// events they append.
+type batchWrite struct {
+	cols   updateColumns
+	events eventArrays
+}
+
+// add applies fn to cur as UpdateSandbox does and appends the result and its
+// events, or nothing when fn refuses or a value fails to encode. It returns the row
+// as the statement writes it, and as a read returns it.
+func (w *batchWrite) add(cur store.Sandbox, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
+	next, err := store.ApplyUpdate(cur, now, fn)
+	if err != nil {
+		return store.Sandbox{}, err
+	}
+	n := w.events.len()
+	if err := w.events.add(store.PendingEvents(next, now)); err != nil {
+		return store.Sandbox{}, err
+	}
+	if err := w.cols.add(next); err != nil {
+		w.events.truncate(n)
+		return store.Sandbox{}, err
+	}
+	return asRead(next), nil
+}
+
 // UpdateSandbox implements store.Store as a batch of one: SELECT ... FOR UPDATE, so
 // that concurrent updates of one sandbox queue on the row lock and none is lost.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, now time.Time, fn func(*store.Sandbox) error) (store.Sandbox, error) {
@@ -640,33 +666,23 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	}
 	defer tx.Rollback() // after a panic; a no-op once the transaction ended
 	found := make([]bool, len(ids))
-	var cols updateColumns
-	var events eventArrays
+	var w batchWrite
 	for _, cur := range rows {
 		i := index[cur.ID]
 		found[i], before[i] = true, cur
-		next, err := store.ApplyUpdate(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
-		if err == nil {
-			n := events.len()
-			if err = events.add(store.PendingEvents(next, now)); err == nil {
-				if err = cols.add(next); err != nil {
-					events.truncate(n)
-				}
-			}
-		}
+		row, err := w.add(cur, now, func(sb *store.Sandbox) error { return fn(i, sb) })
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		// The row as the statement below writes it, and as a read returns it.
-		out[i] = asRead(next)
+		out[i] = row
 	}
 	for i, ok := range found {
 		if !ok {
 			errs[i] = store.NotFound("sandbox", ids[i])
 		}
 	}
-	if len(cols.id) == 0 {
+	if len(w.cols.id) == 0 {
 		tx.Rollback()
 		return out, errs, nil
 	}
@@ -674,18 +690,18 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 	// the rows, whose snapshot is taken after their locks were granted (see
 	// migration 010 on why that matters).
 	var writes pgx.Batch
-	if events.len() > 0 {
-		writes.Queue(updateSandboxesEventsSQL, append(cols.args(), events.args()...)...)
+	if w.events.len() > 0 {
+		writes.Queue(updateSandboxesEventsSQL, append(w.cols.args(), w.events.args()...)...)
 	} else {
-		writes.Queue(updateSandboxesSQL, cols.args()...)
+		writes.Queue(updateSandboxesSQL, w.cols.args()...)
 	}
 	err = tx.Commit(&writes, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err != nil {
 			return wrap(err)
 		}
-		if n := tag.RowsAffected(); n != int64(len(cols.id)) {
-			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(cols.id), n))
+		if n := tag.RowsAffected(); n != int64(len(w.cols.id)) {
+			return wrap(fmt.Errorf("a batch update of %d locked sandboxes wrote %d", len(w.cols.id), n))
 		}
 		return nil
 	})
@@ -704,9 +720,8 @@ func (s *Store) UpdateSandboxes(ctx context.Context, ids []string, now time.Time
 // last written: a row is written only where its version and claim (and creation
 // time, should a warm claim have put a new row under its ID) are still the known
 // ones ($31-$34), and events are appended ($35 on) only for the rows written, which
-// it returns. It reads no row for the writer and holds no lock before it writes, so
-// the whole write is one statement; a row changed meanwhile is left for
-// UpdateSandboxes. Its IDs come sorted, the order lockSandboxesSQL locks in, so that
+// it returns. It sends no row back for the writer to change first, so the whole
+// write is one statement; a row changed meanwhile is left for UpdateSandboxes. Its IDs come sorted, the order lockSandboxesSQL locks in, so that
 // it and a locking batch cannot deadlock.
 //
 // The lookup by ID checks the version and claim, and locks the row it finds
@@ -760,46 +775,32 @@ func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox,
 	if len(known) == 0 {
 		return out, errs, nil
 	}
-	if _, err := store.BatchIndex(store.SandboxIDs(known)); err != nil {
+	index, err := store.BatchIndex(store.SandboxIDs(known))
+	if err != nil {
 		return nil, nil, err
 	}
+	// The statement's order: the lock order of lockSandboxesSQL.
 	order := make([]int, len(known))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(known[a].ID, known[b].ID) })
-	var cols updateColumns
+	var w batchWrite
 	var expect knownColumns
-	var events eventArrays
-	var sent []int // indexes of the rows the statement carries, in its order
 	for _, i := range order {
-		next, err := store.ApplyUpdate(known[i], now, func(sb *store.Sandbox) error { return fn(i, sb) })
+		row, err := w.add(known[i], now, func(sb *store.Sandbox) error { return fn(i, sb) })
 		if err != nil {
-			continue
-		}
-		n := events.len()
-		if err := events.add(store.PendingEvents(next, now)); err != nil {
-			continue
-		}
-		if err := cols.add(next); err != nil {
-			events.truncate(n)
-			continue
+			continue // left for UpdateSandboxes: the stored row may not be known[i]
 		}
 		expect.add(known[i])
-		sent = append(sent, i)
-		out[i] = asRead(next)
+		out[i] = row
 	}
 	written := make([]bool, len(known))
-	wrote := false
-	if len(sent) > 0 {
+	if len(w.cols.id) > 0 {
 		var b pgx.Batch
 		b.Queue(genericPlansSQL)
-		args := append(cols.args(), expect.args()...)
-		b.Queue(updateKnownSandboxesSQL, append(args, events.args()...)...)
-		byID := make(map[string]int, len(sent))
-		for _, i := range sent {
-			byID[known[i].ID] = i
-		}
+		args := append(append(w.cols.args(), expect.args()...), w.events.args()...)
+		b.Queue(updateKnownSandboxesSQL, args...)
 		err := s.inOneTrip(ctx, &b, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
@@ -810,23 +811,19 @@ func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox,
 			}
 			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			for _, id := range ids {
-				written[byID[id]] = true
+				written[index[id]] = true
 			}
 			return err
 		})
 		if err != nil {
 			return nil, nil, wrap(err)
 		}
-		for _, i := range sent {
-			if written[i] {
-				wrote = true
-				s.notify.written(known[i], out[i])
-			}
-		}
 	}
 	var rest []int
 	for i := range known {
-		if !written[i] {
+		if written[i] {
+			s.notify.written(known[i], out[i])
+		} else {
 			rest = append(rest, i)
 			out[i] = store.Sandbox{}
 		}
@@ -848,7 +845,7 @@ func (s *Store) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox,
 			out[i], errs[i] = more[j], moreErrs[j]
 		}
 	}
-	if err != nil && !wrote {
+	if err != nil && len(rest) == len(known) {
 		return nil, nil, err
 	}
 	return out, errs, nil
