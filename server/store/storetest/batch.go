@@ -20,8 +20,7 @@ func testSandboxUpdateBatch(t *testing.T, d Driver) {
 	s := d.New(t)
 	var sbs []store.Sandbox
 	for i := range 3 {
-		sb := newSandbox("proj1")
-		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb := nthSandbox("proj1", i)
 		sbs = append(sbs, mustCreate(t, s, sb))
 	}
 	refuse := errors.New("not this one")
@@ -76,8 +75,7 @@ func testSandboxUpdateBatchConcurrent(t *testing.T, d Driver) {
 	other := d.Reopen(t, s)
 	var list []string
 	for i := range 5 {
-		sb := newSandbox("proj1")
-		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb := nthSandbox("proj1", i)
 		list = append(list, mustCreate(t, s, sb).ID)
 	}
 	reversed := make([]string, len(list))
@@ -108,8 +106,7 @@ func testKnownUpdate(t *testing.T, d Driver) {
 	s := d.New(t)
 	var sbs []store.Sandbox
 	for i := range 4 {
-		sb := newSandbox("proj1")
-		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb := nthSandbox("proj1", i)
 		sb.State = store.StateQueued
 		if i != 2 {
 			sb.NextAttemptAt = t0.Add(time.Hour) // not due: only sbs[2] is claimed below

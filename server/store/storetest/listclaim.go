@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/different-ai/differently/api"
-	"github.com/different-ai/differently/internal/ids"
 	"github.com/different-ai/differently/server/store"
 )
 
@@ -280,8 +279,7 @@ func testSandboxListExpiresBy(t *testing.T, d Driver) {
 	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
 	var want []string
 	for i, exp := range []*time.Time{at(-time.Minute), at(0), at(time.Minute), nil} {
-		sb := newSandbox("proj1")
-		sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+		sb := nthSandbox("proj1", i)
 		sb.State, sb.ExpiresAt = store.StateRunning, exp
 		mustCreate(t, s, sb)
 		if i < 2 {

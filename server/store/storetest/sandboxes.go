@@ -18,6 +18,13 @@ func newSandbox(project string) store.Sandbox {
 	return store.Sandbox{ID: ids.At("sbx", t0), Org: "org1", Project: project}
 }
 
+// nthSandbox is newSandbox with the i-th of a run of IDs, which sort as i does.
+func nthSandbox(project string, i int) store.Sandbox {
+	sb := newSandbox(project)
+	sb.ID = ids.At("sbx", t0.Add(time.Duration(i)*time.Millisecond))
+	return sb
+}
+
 func mustCreate(t *testing.T, s store.Store, sb store.Sandbox) store.Sandbox {
 	t.Helper()
 	out, created, err := s.CreateSandbox(ctxFor(t), t0, sb)
