@@ -189,10 +189,12 @@ func (s *Service) now() time.Time { return s.clock.Now() }
 var errUnchanged = errors.New("unchanged")
 
 // update is the service's one way to change a sandbox: store.UpdateSandbox, in a
-// transaction shared with the replica's other writes when there is a Batcher.
+// transaction shared with the replica's other writes when there is a Batcher. fn
+// may then run twice (store.Batcher.UpdateSandboxRepeatable), and must leave what
+// it returns, and any state of its own, as its last run decided.
 func (s *Service) update(ctx context.Context, id string, fn func(*store.Sandbox) error) (store.Sandbox, error) {
 	if s.writes != nil {
-		return s.writes.UpdateSandbox(ctx, id, fn)
+		return s.writes.UpdateSandboxRepeatable(ctx, id, fn)
 	}
 	return s.st.UpdateSandbox(ctx, id, s.now(), fn)
 }

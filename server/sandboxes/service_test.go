@@ -31,6 +31,7 @@ type fixture struct {
 	fake  *fake.Adapter
 	wakes *wakes
 	clk   *clock.Manual
+	pools sandboxes.Pools
 }
 
 // newFixture builds a service on a fresh SQLite store with one healthy fake pool,
@@ -69,7 +70,7 @@ func newFixtureWith(t *testing.T, opts sandboxes.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{svc: svc, st: st, fake: a, wakes: w, clk: clk}
+	return &fixture{svc: svc, st: st, fake: a, wakes: w, clk: clk, pools: opts.Pools}
 }
 
 var (
@@ -392,5 +393,73 @@ func TestListConfinesProjects(t *testing.T) {
 		if got := ids(tc.caller, tc.filter); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// staleKnown is a store on which every row a Batcher holds has gone stale, as on
+// PostgreSQL when a write made elsewhere came first: UpdateKnownSandboxes runs fn on
+// the held value, then writes as UpdateSandboxes does, fn running again on the
+// stored value.
+// held counts the rows it was given.
+type staleKnown struct {
+	store.Store
+	held *int
+}
+
+func (s staleKnown) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	*s.held += len(known)
+	for i, sb := range known {
+		_ = fn(i, &sb)
+	}
+	return s.UpdateSandboxes(ctx, store.SandboxIDs(known), now, fn)
+}
+
+// The service's writes may start from the row its Batcher last wrote; when that
+// row is stale, what the write does follows the stored row. Here the held row is
+// queued, with nothing to delete, and the stored one runs an instance.
+func TestWritesFollowTheStoredRow(t *testing.T) {
+	f := newFixtureWith(t, sandboxes.Options{})
+	ctx := context.Background()
+	held := 0
+	writes := store.NewBatcher(staleKnown{Store: f.st, held: &held}, f.clk.Now)
+	svc, err := sandboxes.New(sandboxes.Options{Store: f.st, Pools: f.pools, Waker: f.wakes, Clock: f.clk, Writes: writes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, _, _, err := svc.Create(ctx, alice, sandboxes.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"team": "a"}
+	if _, err := svc.Update(ctx, alice, sb.ID, sandboxes.Patch{Labels: &labels}); err != nil {
+		t.Fatal(err)
+	}
+	by := lifecycle.Scheduler("test")
+	if _, err := f.st.UpdateSandbox(ctx, sb.ID, f.clk.Now(), func(cur *store.Sandbox) error {
+		p := lifecycle.Placement{Pool: "fake", Claimer: "test", ClaimUntil: f.clk.Now().Add(time.Minute)}
+		if err := lifecycle.Place(cur, p, f.clk.Now(), by); err != nil {
+			return err
+		}
+		return lifecycle.Run(cur, lifecycle.Instance{Ref: "ref-1"}, f.clk.Now(), 0, by)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := svc.Delete(ctx, alice, sb.ID)
+	if held != 1 {
+		t.Fatalf("%d writes started from a held row, want the delete's", held)
+	}
+	if err != nil || out.State != store.StateTerminating || out.BackendRef != "ref-1" {
+		t.Fatalf("delete: %s with ref %q, %v; want terminating with the instance's ref", out.State, out.BackendRef, err)
+	}
+	evs, _, err := f.st.ListEvents(ctx, store.EventFilter{SandboxID: sb.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, string(e.Type))
+	}
+	if want := []string{"created", "placed", "running", "terminating"}; !slices.Equal(types, want) {
+		t.Fatalf("events %v, want %v", types, want)
 	}
 }

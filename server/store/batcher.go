@@ -22,19 +22,36 @@ type Batcher struct {
 	mu      sync.Mutex
 	busy    bool
 	pending []*write
+	// held is each sandbox as the last write of it through this Batcher returned
+	// it, at most heldLimit of them, none terminal. A later repeatable write of
+	// the sandbox starts from it, so that a transaction of such writes can go
+	// through UpdateKnownSandboxes: the API's delete of a sandbox the scheduler
+	// just recorded running is then written, on PostgreSQL, in one round trip. The
+	// store trusts a held row only after checking it is still the stored one, so a
+	// write made elsewhere meanwhile (another replica, a pass) costs the read it
+	// would have cost anyway.
+	held      map[string]Sandbox
+	heldLimit int
 }
+
+// heldLimit bounds Batcher.held: a few megabytes of rows, which covers the
+// sandboxes a replica changes within seconds of each other.
+const heldLimit = 4096
 
 // NewBatcher returns a Batcher writing to st, stamping each transaction with now().
 func NewBatcher(st Store, now func() time.Time) *Batcher {
-	return &Batcher{st: st, now: now}
+	return &Batcher{st: st, now: now, held: make(map[string]Sandbox), heldLimit: heldLimit}
 }
 
 type write struct {
 	id string
 	// known is the sandbox as the store last returned it to the writer, if it holds it.
 	known *Sandbox
-	fn    func(*Sandbox) error
-	done  chan written
+	// repeatable says fn may run twice (UpdateKnownSandbox's rule), so that a held
+	// row may stand in for the stored one.
+	repeatable bool
+	fn         func(*Sandbox) error
+	done       chan written
 }
 
 type written struct {
@@ -67,7 +84,16 @@ func (b *Batcher) UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox
 // sandboxes goes through Store.UpdateKnownSandboxes, which may write them without
 // reading them first; fn may then run twice, and what its last run decides stands.
 func (b *Batcher) UpdateKnownSandbox(ctx context.Context, known Sandbox, fn func(*Sandbox) error) (Sandbox, error) {
-	return b.update(ctx, &write{id: known.ID, known: &known, fn: fn, done: make(chan written, 1)})
+	return b.update(ctx, &write{id: known.ID, known: &known, repeatable: true, fn: fn, done: make(chan written, 1)})
+}
+
+// UpdateSandboxRepeatable is UpdateSandbox for a callback that may run twice, as
+// UpdateKnownSandbox's may: first on the sandbox as this Batcher's last write of
+// it left it, when it holds one, then on the stored row if that turned out to
+// differ. fn must leave what it returns, and any state of its own, as its last
+// run decided.
+func (b *Batcher) UpdateSandboxRepeatable(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error) {
+	return b.update(ctx, &write{id: id, repeatable: true, fn: fn, done: make(chan written, 1)})
 }
 
 func (b *Batcher) update(ctx context.Context, w *write) (Sandbox, error) {
@@ -153,6 +179,7 @@ func (b *Batcher) flush(ctx context.Context) {
 		out, errs, err = b.st.UpdateSandboxes(ctx, ids, b.now(), fn)
 	}
 	answered = true
+	b.hold(batch, out, errs, err)
 	for i, w := range batch {
 		switch {
 		case panics[i] != nil && (err != nil || errs[i] == errPanicked):
@@ -181,7 +208,8 @@ func (b *Batcher) handOn() {
 }
 
 // takeBatch removes the pending writes for one transaction. A sandbox written twice
-// stays pending for the next one: a batch names each row once.
+// stays pending for the next one: a batch names each row once. A repeatable write
+// starts from the held row when that is newer than what its writer holds.
 func (b *Batcher) takeBatch() []*write {
 	seen := make(map[string]bool, len(b.pending))
 	var batch, rest []*write
@@ -191,8 +219,43 @@ func (b *Batcher) takeBatch() []*write {
 			continue
 		}
 		seen[w.id] = true
+		if h, ok := b.held[w.id]; ok && w.repeatable && newer(h, w.known) {
+			h = h.clone()
+			w.known = &h
+		}
 		batch = append(batch, w)
 	}
 	b.pending = rest
 	return batch
+}
+
+// newer reports whether h is a later version of the sandbox than known, or known
+// is nil. A sandbox deleted and stored again under its ID is another sandbox,
+// which its creation time tells apart.
+func newer(h Sandbox, known *Sandbox) bool {
+	return known == nil || h.CreatedAt.Equal(known.CreatedAt) && h.Version > known.Version
+}
+
+// hold records in b.held what a transaction wrote, and forgets the sandboxes it
+// found gone or terminal.
+func (b *Batcher) hold(batch []*write, out []Sandbox, errs []error, err error) {
+	if err != nil {
+		return // nothing was written
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, w := range batch {
+		switch {
+		case errs[i] == nil && !out[i].State.IsTerminal():
+			if _, ok := b.held[w.id]; !ok && len(b.held) >= b.heldLimit {
+				for id := range b.held { // any one: map order is random enough
+					delete(b.held, id)
+					break
+				}
+			}
+			b.held[w.id] = out[i].clone()
+		case errs[i] == nil || api.IsCode(errs[i], api.CodeNotFound):
+			delete(b.held, w.id)
+		}
+	}
 }

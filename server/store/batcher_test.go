@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -362,4 +364,138 @@ func TestBatcherSurvivesPanickingStore(t *testing.T) {
 		t.Fatalf("a write after the store's panic: %v", err)
 	}
 	<-p.entered
+}
+
+// goneStore answers every write as if its sandbox had been deleted, once gone is set.
+type goneStore struct {
+	store.Store
+	gone *atomic.Bool
+}
+
+func (g goneStore) UpdateSandboxes(ctx context.Context, ids []string, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	if !g.gone.Load() {
+		return g.Store.UpdateSandboxes(ctx, ids, now, fn)
+	}
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		errs[i] = api.Errorf(api.CodeNotFound, "sandbox %s not found", id)
+	}
+	return make([]store.Sandbox, len(ids)), errs, nil
+}
+
+func (g goneStore) UpdateKnownSandboxes(ctx context.Context, known []store.Sandbox, now time.Time, fn func(int, *store.Sandbox) error) ([]store.Sandbox, []error, error) {
+	return g.UpdateSandboxes(ctx, store.SandboxIDs(known), now, fn)
+}
+
+// A repeatable write starts from the row the Batcher's last write of that sandbox
+// returned, so that a transaction of such writes goes through UpdateKnownSandboxes;
+// a write made elsewhere meanwhile is not lost, a plain UpdateSandbox never starts
+// from a held row, and terminal, gone and surplus rows are not held.
+func TestBatcherHeldRows(t *testing.T) {
+	ctx := context.Background()
+	st, list := newSandboxes(t, 4)
+	g := &gatedStore{Store: st, entered: make(chan int, 8), gate: make(chan struct{})}
+	b := store.NewBatcher(g, func() time.Time { return t0 })
+	incr := func(sb *store.Sandbox) error { sb.Attempts++; return nil }
+	write := func(want int, update func(context.Context, string, func(*store.Sandbox) error) (store.Sandbox, error),
+		id string, fn func(*store.Sandbox) error) store.Sandbox {
+		t.Helper()
+		done := make(chan store.Sandbox, 1)
+		go func() {
+			sb, err := update(ctx, id, fn)
+			if err != nil {
+				t.Errorf("write of %s: %v", id, err)
+			}
+			done <- sb
+		}()
+		if n := <-g.entered; n != want {
+			t.Fatalf("transaction of %d writes (negative: known rows), want %d", n, want)
+		}
+		g.gate <- struct{}{}
+		return <-done
+	}
+	held := func(want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		if got := store.HeldRows(b, 0); !slices.Equal(got, want) {
+			t.Fatalf("held rows %v, want %v", got, want)
+		}
+	}
+
+	write(1, b.UpdateSandboxRepeatable, list[0], incr)
+	held(list[0])
+	if sb := write(-1, b.UpdateSandboxRepeatable, list[0], incr); sb.Attempts != 2 {
+		t.Fatalf("attempts %d after two writes, want 2", sb.Attempts)
+	}
+	// A write that did not go through the Batcher makes the held row stale; the
+	// store then writes on the stored row (the gated store always does).
+	if _, err := st.UpdateSandbox(ctx, list[0], t0, incr); err != nil {
+		t.Fatal(err)
+	}
+	if sb := write(-1, b.UpdateSandboxRepeatable, list[0], incr); sb.Attempts != 4 {
+		t.Fatalf("attempts %d after a write made elsewhere, want 4", sb.Attempts)
+	}
+	// A callback that may not run twice reads the row; its result is held all the same.
+	write(1, b.UpdateSandbox, list[1], incr)
+	write(1, b.UpdateSandbox, list[1], incr)
+	held(list[0], list[1])
+	// A writer's own known row gives way to a newer held one.
+	stale, err := st.GetSandbox(ctx, list[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Version--
+	runs := 0
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.UpdateKnownSandbox(ctx, stale, func(sb *store.Sandbox) error {
+			if runs++; runs == 1 && sb.Version != stale.Version+1 {
+				return fmt.Errorf("first run on version %d, want the held %d", sb.Version, stale.Version+1)
+			}
+			return nil
+		})
+		done <- err
+	}()
+	if n := <-g.entered; n != -1 {
+		t.Fatalf("transaction of %d writes, want -1", n)
+	}
+	g.gate <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Terminal rows are forgotten.
+	write(1, b.UpdateSandboxRepeatable, list[2], func(sb *store.Sandbox) error {
+		sb.State = store.StateTerminated
+		return nil
+	})
+	held(list[0], list[1])
+	write(-1, b.UpdateSandboxRepeatable, list[1], func(sb *store.Sandbox) error {
+		sb.State = store.StateFailed
+		return nil
+	})
+	held(list[0])
+
+	// Rows beyond the limit push others out.
+	store.HeldRows(b, 1)
+	write(1, b.UpdateSandboxRepeatable, list[3], incr)
+	held(list[3])
+
+	// A row found gone is forgotten.
+	var isGone atomic.Bool
+	gb := store.NewBatcher(goneStore{Store: st, gone: &isGone}, func() time.Time { return t0 })
+	if _, err := gb.UpdateSandboxRepeatable(ctx, list[0], incr); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.HeldRows(gb, 0); len(got) != 1 {
+		t.Fatalf("held rows %v, want %s", got, list[0])
+	}
+	isGone.Store(true)
+	if _, err := gb.UpdateSandboxRepeatable(ctx, list[0], incr); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("write of a gone row: %v, want not_found", err)
+	}
+	if got := store.HeldRows(gb, 0); len(got) != 0 {
+		t.Fatalf("held rows %v after the row was found gone, want none", got)
+	}
+	assertIdle(t, b)
 }

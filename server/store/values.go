@@ -226,6 +226,32 @@ func ApplyUpdate(cur Sandbox, now time.Time, fn func(*Sandbox) error) (Sandbox, 
 	return NormalizeSandboxTimes(next), nil
 }
 
+// clone returns a copy of the stored row sb that shares nothing with it, so that
+// the holder of sb may change it without changing the copy. A stored row has no
+// events pending; the copy is left none either.
+func (sb Sandbox) clone() Sandbox {
+	out := sb
+	out.Capabilities = slices.Clone(sb.Capabilities)
+	out.Labels = copyMap(sb.Labels)
+	out.Env = copyMap(sb.Env)
+	out.InitCommands = slices.Clone(sb.InitCommands)
+	out.Placement.AllowedPools = slices.Clone(sb.Placement.AllowedPools)
+	out.Placement.Regions = slices.Clone(sb.Placement.Regions)
+	out.ExpiresAt = clonePtr(sb.ExpiresAt)
+	out.ClaimExpiresAt = clonePtr(sb.ClaimExpiresAt)
+	out.AvoidUntil = clonePtr(sb.AvoidUntil)
+	out.Pending = nil
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
