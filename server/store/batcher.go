@@ -237,7 +237,7 @@ func newer(h Sandbox, known *Sandbox) bool {
 }
 
 // hold records in b.held what a transaction wrote, and forgets the sandboxes it
-// found gone or terminal.
+// left terminal, found gone, or did not write: their held rows may be stale.
 func (b *Batcher) hold(batch []*write, out []Sandbox, errs []error, err error) {
 	if err != nil {
 		return // nothing was written
@@ -245,17 +245,16 @@ func (b *Batcher) hold(batch []*write, out []Sandbox, errs []error, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, w := range batch {
-		switch {
-		case errs[i] == nil && !out[i].State.IsTerminal():
-			if _, ok := b.held[w.id]; !ok && len(b.held) >= b.heldLimit {
-				for id := range b.held { // any one: map order is random enough
-					delete(b.held, id)
-					break
-				}
-			}
-			b.held[w.id] = out[i].clone()
-		case errs[i] == nil || api.IsCode(errs[i], api.CodeNotFound):
+		if errs[i] != nil || out[i].State.IsTerminal() {
 			delete(b.held, w.id)
+			continue
 		}
+		if _, ok := b.held[w.id]; !ok && len(b.held) >= b.heldLimit {
+			for id := range b.held { // any one: map order is random enough
+				delete(b.held, id)
+				break
+			}
+		}
+		b.held[w.id] = out[i].clone()
 	}
 }

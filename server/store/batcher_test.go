@@ -476,6 +476,22 @@ func TestBatcherHeldRows(t *testing.T) {
 	})
 	held(list[0])
 
+	// So are rows a write did not change: the write's callback saw something the
+	// held row may not show.
+	refused := make(chan error, 1)
+	go func() {
+		_, err := b.UpdateSandboxRepeatable(ctx, list[0], func(*store.Sandbox) error { return errors.New("no") })
+		refused <- err
+	}()
+	if n := <-g.entered; n != -1 {
+		t.Fatalf("transaction of %d writes, want -1", n)
+	}
+	g.gate <- struct{}{}
+	if err := <-refused; err == nil {
+		t.Fatal("a refused write succeeded")
+	}
+	held()
+
 	// Rows beyond the limit push others out.
 	store.HeldRows(b, 1)
 	write(1, b.UpdateSandboxRepeatable, list[3], incr)
